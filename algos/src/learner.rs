@@ -1,0 +1,133 @@
+//! The interface every training algorithm offers the runner, and deterministic evaluation.
+
+use burn::tensor::{Device, Tensor, TensorData};
+use embodia_sim::VecEnv;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
+
+use crate::{AlgoError, Checkpoint, MetricRow};
+
+/// A training algorithm bound to one task's spaces.
+///
+/// The runner owns the environment and calls [`Learner::iterate`] until the step budget is
+/// spent; between iterations it logs, evaluates and checkpoints. The environment's own state is
+/// checkpointed by the runner next to [`Learner::checkpoint`].
+pub trait Learner {
+    /// Algorithm name as used on the command line (`"sac"`, `"ppo"`).
+    fn name(&self) -> &'static str;
+
+    /// Environment steps taken so far, summed over environments.
+    fn env_steps(&self) -> u64;
+
+    /// Runs one iteration (SAC: `steps_per_iteration` environment steps with their updates;
+    /// PPO: one rollout and its update) and returns its metrics; the runner fills
+    /// `wall_seconds` and `fps`. The environment must have been reset before the first call.
+    fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError>;
+
+    /// Deterministic actions in the environment's units for raw observations.
+    /// `obs`: `[n, obs_dim]`; `actions`: `[n, action_dim]`, overwritten.
+    fn act(&self, obs: &[f32], actions: &mut [f32]) -> Result<(), AlgoError>;
+
+    /// Everything needed to continue training exactly: networks, optimizers, buffers, RNG.
+    fn checkpoint(&self) -> Result<Checkpoint, AlgoError>;
+
+    /// Restores a state written by [`Learner::checkpoint`] of a learner with the same config.
+    fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError>;
+}
+
+/// Result of a deterministic evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalResult {
+    /// Task name.
+    pub task: String,
+    /// Episodes run.
+    pub episodes: usize,
+    /// Mean undiscounted return.
+    pub mean_return: f64,
+    /// Population standard deviation of the returns.
+    pub std_return: f64,
+    /// Fraction of successful episodes; `None` when the task has no success notion.
+    pub success_rate: Option<f64>,
+    /// Mean episode length in steps.
+    pub mean_length: f64,
+}
+
+/// Runs one episode in each environment of `env` (so `env.num_envs()` episodes) with the
+/// learner's deterministic actions, starting from `reset(seed)`.
+pub fn evaluate(learner: &dyn Learner, env: &mut dyn VecEnv, seed: u64) -> Result<EvalResult, AlgoError> {
+    let n = env.num_envs();
+    let action_dim = env.action_spec().bounds.dim();
+    let mut actions = vec![0.0f32; n * action_dim];
+    let mut returns = vec![0.0f32; n];
+    let mut lengths = vec![0u32; n];
+    let mut success = vec![false; n];
+    let mut finished = vec![false; n];
+    env.reset(seed);
+    while finished.iter().any(|f| !f) {
+        learner.act(&env.buffers().obs, &mut actions)?;
+        env.step(&actions)?;
+        let b = env.buffers();
+        for i in 0..n {
+            if finished[i] || !b.done(i) {
+                continue;
+            }
+            finished[i] = true;
+            returns[i] = b.episode_return[i];
+            lengths[i] = b.episode_length[i];
+            success[i] = b.success[i] > 0.0;
+        }
+    }
+    let k = n as f64;
+    let mean = returns.iter().map(|&r| r as f64).sum::<f64>() / k;
+    let var = returns.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / k;
+    Ok(EvalResult {
+        task: env.info().name.to_string(),
+        episodes: n,
+        mean_return: mean,
+        std_return: var.sqrt(),
+        success_rate: env.info().has_success.then(|| success.iter().filter(|&&s| s).count() as f64 / k),
+        mean_length: lengths.iter().map(|&l| l as f64).sum::<f64>() / k,
+    })
+}
+
+/// Uploads a host batch `[rows, cols]` to `device`.
+pub(crate) fn to_tensor(data: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(data.to_vec(), [rows, cols]), device)
+}
+
+/// Downloads a tensor's values to the host.
+pub(crate) fn to_host<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, AlgoError> {
+    t.into_data().try_to_vec::<f32>().map_err(|e| AlgoError::Backend(format!("{e:?}")))
+}
+
+/// Fills `out` with standard-normal samples.
+pub(crate) fn fill_normal(rng: &mut ChaCha8Rng, out: &mut [f32]) {
+    for x in out {
+        *x = rng.sample(StandardNormal);
+    }
+}
+
+/// Fails with [`AlgoError::NonFinite`] if `value` is NaN or infinite.
+pub(crate) fn check_finite(what: &str, value: f64, env_steps: u64) -> Result<f64, AlgoError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(AlgoError::NonFinite { what: what.to_string(), env_steps })
+    }
+}
+
+/// Serializable state of a ChaCha8 generator.
+pub(crate) fn rng_state(rng: &ChaCha8Rng) -> embodia_sim::RngState {
+    embodia_sim::RngState { seed: rng.get_seed(), stream: rng.get_stream(), word_pos: rng.get_word_pos() }
+}
+
+/// Rebuilds a ChaCha8 generator from its saved state.
+pub(crate) fn rng_from_state(s: &embodia_sim::RngState) -> ChaCha8Rng {
+    use rand::SeedableRng;
+    let mut rng = ChaCha8Rng::from_seed(s.seed);
+    rng.set_stream(s.stream);
+    rng.set_word_pos(s.word_pos);
+    rng
+}

@@ -1,0 +1,69 @@
+//! Reinforcement-learning algorithms for embodia: PPO and SAC, with their buffers, normalizer,
+//! optimizer, checkpoints and metrics.
+//!
+//! Algorithms implement [`Learner`]; they take a [`VecEnv`](embodia_sim::VecEnv), report
+//! through [`MetricRow`]s and never print.
+
+mod checkpoint;
+mod gae;
+mod learner;
+mod metrics;
+mod normalizer;
+mod optim;
+pub mod ppo;
+mod replay;
+pub mod sac;
+
+pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
+pub use gae::compute_gae;
+pub use learner::{EvalResult, Learner, evaluate};
+pub use metrics::{EpisodeStats, MetricRow, MetricSink};
+pub use normalizer::RunningNormalizer;
+pub use optim::Adam;
+pub use ppo::{Ppo, PpoConfig};
+pub use replay::{ReplayBuffer, TransitionBatch};
+pub use sac::{Sac, SacConfig};
+
+/// Errors of the learners.
+#[derive(Debug, thiserror::Error)]
+pub enum AlgoError {
+    /// A loss, observation or parameter became NaN or infinite.
+    #[error("non-finite value in {what} at env step {env_steps}; training stopped")]
+    NonFinite {
+        /// Where it appeared (e.g. "critic loss", "observations").
+        what: String,
+        /// Environment steps at the time.
+        env_steps: u64,
+    },
+    /// A configuration value is out of its allowed range.
+    #[error("invalid value for `{field}`: {value} (allowed: {allowed})")]
+    Config {
+        /// Config field name (`algo.<name>`).
+        field: String,
+        /// The value given.
+        value: String,
+        /// The allowed range, in words.
+        allowed: String,
+    },
+    /// A checkpoint is missing, corrupt, or from another configuration.
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
+    /// The environment rejected a step.
+    #[error(transparent)]
+    Sim(#[from] embodia_sim::SimError),
+    /// A parameter set does not fit the networks.
+    #[error(transparent)]
+    Params(#[from] embodia_policies::ParamError),
+    /// The tensor backend failed.
+    #[error("tensor backend: {0}")]
+    Backend(String),
+}
+
+/// Fails with [`AlgoError::Config`] naming `algo.<field>` unless `ok`.
+pub(crate) fn check_range(field: &str, value: impl std::fmt::Display, ok: bool, allowed: &str) -> Result<(), AlgoError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(AlgoError::Config { field: format!("algo.{field}"), value: value.to_string(), allowed: allowed.into() })
+    }
+}

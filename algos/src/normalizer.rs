@@ -1,0 +1,108 @@
+//! Running mean and variance of observations (Chan et al.'s parallel update), for normalization.
+
+use serde::{Deserialize, Serialize};
+
+/// Per-feature running statistics, `[dim]`, accumulated in f64 so long runs do not drift.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningNormalizer {
+    mean: Vec<f64>,
+    var: Vec<f64>,
+    count: f64,
+    /// Normalized values are clipped to `±clip` (RSL-RL and SB3 use 5–10).
+    clip: f32,
+    /// Added to the variance before the square root.
+    eps: f64,
+}
+
+impl RunningNormalizer {
+    /// Statistics for `dim` features with no data yet (identity until updated).
+    pub fn new(dim: usize, clip: f32) -> Self {
+        Self { mean: vec![0.0; dim], var: vec![1.0; dim], count: 0.0, clip, eps: 1e-8 }
+    }
+
+    /// Number of features.
+    pub fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    /// Samples seen so far.
+    pub fn count(&self) -> f64 {
+        self.count
+    }
+
+    /// Per-feature mean, `[dim]`.
+    pub fn mean(&self) -> &[f64] {
+        &self.mean
+    }
+
+    /// Per-feature population variance, `[dim]`.
+    pub fn var(&self) -> &[f64] {
+        &self.var
+    }
+
+    /// Folds a batch `[n, dim]` (row-major) into the statistics. Allocation-free.
+    pub fn update(&mut self, batch: &[f32]) {
+        let dim = self.dim();
+        let n = (batch.len() / dim) as f64;
+        if n == 0.0 {
+            return;
+        }
+        let total = self.count + n;
+        for j in 0..dim {
+            let column = batch.iter().skip(j).step_by(dim).map(|&x| x as f64);
+            let batch_mean = column.clone().sum::<f64>() / n;
+            let batch_var = column.map(|x| (x - batch_mean).powi(2)).sum::<f64>() / n;
+            let delta = batch_mean - self.mean[j];
+            // With no prior data the default variance of 1 must not leak into the result.
+            let prior_m2 = if self.count > 0.0 { self.var[j] * self.count } else { 0.0 };
+            let m2 = prior_m2 + batch_var * n + delta * delta * self.count * n / total;
+            self.mean[j] += delta * n / total;
+            self.var[j] = m2 / total;
+        }
+        self.count = total;
+    }
+
+    /// Normalizes `[n, dim]` in place: `clip((x − mean)/√(var + ε))`.
+    pub fn normalize(&self, batch: &mut [f32]) {
+        let dim = self.dim();
+        for row in batch.chunks_exact_mut(dim) {
+            for (j, x) in row.iter_mut().enumerate() {
+                let z = (*x as f64 - self.mean[j]) / (self.var[j] + self.eps).sqrt();
+                *x = (z as f32).clamp(-self.clip, self.clip);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_two_pass_statistics_over_uneven_batches() {
+        let dim = 3;
+        let data: Vec<f32> = (0..300).map(|i| ((i * 37 % 101) as f32 * 0.13 - 4.0) * (1 + i % 3) as f32).collect();
+        let mut norm = RunningNormalizer::new(dim, 10.0);
+        for chunk in [&data[..30], &data[30..33], &data[33..180], &data[180..]] {
+            norm.update(chunk);
+        }
+        let n = (data.len() / dim) as f64;
+        for j in 0..dim {
+            let col: Vec<f64> = data.iter().skip(j).step_by(dim).map(|&x| x as f64).collect();
+            let mean = col.iter().sum::<f64>() / n;
+            let var = col.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+            assert!((norm.mean()[j] - mean).abs() < 1e-9, "mean {j}: {} vs {mean}", norm.mean()[j]);
+            assert!((norm.var()[j] - var).abs() < 1e-9 * var.max(1.0), "var {j}: {} vs {var}", norm.var()[j]);
+        }
+        assert_eq!(norm.count(), n);
+    }
+
+    #[test]
+    fn normalizes_and_clips() {
+        let mut norm = RunningNormalizer::new(1, 2.0);
+        norm.update(&[1.0, 3.0]); // mean 2, var 1
+        let mut x = [2.0, 3.0, 100.0];
+        norm.normalize(&mut x);
+        assert!((x[0]).abs() < 1e-6 && (x[1] - 1.0).abs() < 1e-6 && x[2] == 2.0, "{x:?}");
+    }
+}

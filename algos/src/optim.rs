@@ -1,0 +1,175 @@
+//! Adam with its state keyed by parameter path, so it can be checkpointed and restored exactly.
+
+use std::collections::HashMap;
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::{Tensor, TensorData};
+use embodia_policies::NamedParams;
+
+use crate::AlgoError;
+
+/// Adam (Kingma & Ba) with optional global gradient-norm clipping.
+///
+/// The bias correction is folded into the step size, `x ← x − lr·√(1−β₂ᵗ)/(1−β₁ᵗ) · m/(√v + ε)`,
+/// as in the paper's efficient form (PyTorch puts ε after the correction; the difference is
+/// negligible at ε = 1e-8).
+#[derive(Debug, Clone)]
+pub struct Adam {
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    steps: u64,
+    /// First and second moments by dotted parameter path.
+    moments: HashMap<String, (Tensor<1>, Tensor<1>)>,
+}
+
+impl Default for Adam {
+    fn default() -> Self {
+        Self::new(0.9, 0.999, 1e-8)
+    }
+}
+
+impl Adam {
+    /// Adam with the given decay rates and ε.
+    pub fn new(beta1: f64, beta2: f64, eps: f64) -> Self {
+        Self { beta1, beta2, eps, steps: 0, moments: HashMap::new() }
+    }
+
+    /// Number of steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Applies one update to every parameter of `module` that has a gradient in `grads`.
+    /// With `max_grad_norm`, gradients are first scaled so their global L2 norm is at most that.
+    /// Returns the updated module and the global gradient norm before clipping.
+    pub fn step<M: Module>(
+        &mut self,
+        lr: f64,
+        module: M,
+        grads: &GradientsParams,
+        max_grad_norm: Option<f64>,
+    ) -> (M, f64) {
+        let norm = grad_norm(&module, grads);
+        let clip = match max_grad_norm {
+            Some(max) if norm > max => max / (norm + 1e-6),
+            _ => 1.0,
+        };
+        self.steps += 1;
+        let t = self.steps as i32;
+        let step_size = lr * (1.0 - self.beta2.powi(t)).sqrt() / (1.0 - self.beta1.powi(t));
+        let mut mapper = AdamMapper { adam: self, grads, clip, step_size, path: Vec::new() };
+        (module.map(&mut mapper), norm)
+    }
+
+    /// Moments as named host arrays (`"m.<path>"`, `"v.<path>"`) and the step count.
+    pub fn state(&self) -> (u64, NamedParams) {
+        let mut out = NamedParams::new();
+        for (path, (m, v)) in &self.moments {
+            for (prefix, t) in [("m", m), ("v", v)] {
+                let values = t.clone().into_data().try_to_vec::<f32>().unwrap_or_default();
+                out.insert(format!("{prefix}.{path}"), (vec![values.len()], values));
+            }
+        }
+        (self.steps, out)
+    }
+
+    /// Restores a state written by [`Adam::state`]; moments go to `device`.
+    pub fn load_state(
+        &mut self,
+        steps: u64,
+        state: &NamedParams,
+        device: &burn::tensor::Device,
+    ) -> Result<(), AlgoError> {
+        self.steps = steps;
+        self.moments.clear();
+        for (key, (_, m)) in state.iter().filter(|(k, _)| k.starts_with("m.")) {
+            let path = &key[2..];
+            let v = &state
+                .get(&format!("v.{path}"))
+                .ok_or_else(|| AlgoError::Checkpoint(format!("optimizer state lacks `v.{path}`")))?
+                .1;
+            if v.len() != m.len() {
+                return Err(AlgoError::Checkpoint(format!("optimizer moments of `{path}` differ in size")));
+            }
+            let to_tensor = |x: &Vec<f32>| Tensor::from_data(TensorData::new(x.clone(), [x.len()]), device);
+            self.moments.insert(path.to_string(), (to_tensor(m), to_tensor(v)));
+        }
+        Ok(())
+    }
+}
+
+/// Global L2 norm of the gradients of `module`'s parameters.
+fn grad_norm<M: Module>(module: &M, grads: &GradientsParams) -> f64 {
+    struct SumSquares<'a> {
+        grads: &'a GradientsParams,
+        total: Option<Tensor<1>>,
+    }
+    impl ModuleVisitor for SumSquares<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.get::<D>(param.id) {
+                let s = g.square().sum();
+                self.total = Some(match self.total.take() {
+                    Some(t) => t + s,
+                    None => s,
+                });
+            }
+        }
+    }
+    let mut visitor = SumSquares { grads, total: None };
+    module.visit(&mut visitor);
+    visitor.total.map_or(0.0, |t| t.into_scalar::<f32>().to_f64().sqrt())
+}
+
+use burn::tensor::cast::ToElement;
+
+struct AdamMapper<'a> {
+    adam: &'a mut Adam,
+    grads: &'a GradientsParams,
+    clip: f64,
+    step_size: f64,
+    path: Vec<String>,
+}
+
+impl ModuleMapper for AdamMapper<'_> {
+    fn enter_module(&mut self, name: &str, _container: &str) {
+        self.path.push(name.to_string());
+    }
+    fn exit_module(&mut self, _name: &str, _container: &str) {
+        self.path.pop();
+    }
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, tensor, mapper): (ParamId, Tensor<D>, _) = param.consume();
+        let Some(grad) = self.grads.get::<D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let require_grad = tensor.is_require_grad();
+        let autodiff = tensor.is_autodiff();
+        let shape = tensor.shape();
+        let x = tensor.inner().reshape([-1]);
+        let mut g: Tensor<1> = grad.reshape([-1]);
+        if self.clip != 1.0 {
+            g = g.mul_scalar(self.clip);
+        }
+        let (b1, b2) = (self.adam.beta1, self.adam.beta2);
+        let path = self.path.join(".");
+        let (m, v) = match self.adam.moments.remove(&path) {
+            Some((m, v)) => (
+                m.mul_scalar(b1) + g.clone().mul_scalar(1.0 - b1),
+                v.mul_scalar(b2) + g.square().mul_scalar(1.0 - b2),
+            ),
+            None => (g.clone().mul_scalar(1.0 - b1), g.square().mul_scalar(1.0 - b2)),
+        };
+        let update = m.clone().mul_scalar(self.step_size) / v.clone().sqrt().add_scalar(self.adam.eps);
+        self.adam.moments.insert(path, (m, v));
+        let mut x = (x - update).reshape(shape);
+        if autodiff {
+            x = x.autodiff();
+        }
+        if require_grad {
+            x = x.require_grad();
+        }
+        Param::from_mapped_value(id, x, mapper)
+    }
+}

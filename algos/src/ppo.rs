@@ -1,0 +1,479 @@
+//! Proximal Policy Optimization as in RSL-RL, in one place.
+//!
+//! Per iteration: collect `steps_per_env` steps from every environment with the stochastic
+//! policy (bootstrapping truncated episodes from their final observation), compute GAE(γ, λ)
+//! advantages, then for `epochs` passes over shuffled mini-batches minimize the clipped
+//! surrogate + clipped value loss − entropy bonus, adapting the learning rate so the KL between
+//! successive policies stays near `desired_kl`.
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor};
+use embodia_policies::{
+    Activation, GaussianActor, GaussianActorConfig, LOG_SQRT_2PI, ValueCritic, ValueCriticConfig, load_params,
+    named_params, seeded_init,
+};
+use embodia_sim::VecEnv;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::{
+    Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RunningNormalizer, check_range, compute_gae,
+};
+
+/// How the learning rate evolves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LrSchedule {
+    /// Constant `learning_rate`.
+    Fixed,
+    /// RSL-RL's KL-adaptive rule: divide by 1.5 when KL > 2·desired, multiply by 1.5 when
+    /// KL < desired/2, within [1e-5, 1e-2].
+    Adaptive,
+}
+
+/// PPO hyperparameters (RSL-RL names where they exist). Defaults are RSL-RL's, except the
+/// network size, which suits classic control.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PpoConfig {
+    /// Parallel environments. Default 64.
+    pub num_envs: usize,
+    /// Steps collected per environment per iteration. Default 64.
+    pub steps_per_env: usize,
+    /// Optimization passes over each rollout. Default 5.
+    pub epochs: usize,
+    /// Mini-batches per epoch. Default 4.
+    pub mini_batches: usize,
+    /// Initial Adam learning rate. Default 1e-3.
+    pub learning_rate: f64,
+    /// Learning-rate schedule. Default adaptive.
+    pub schedule: LrSchedule,
+    /// Target KL for the adaptive schedule. Default 0.01.
+    pub desired_kl: f64,
+    /// Discount factor γ. Default 0.99.
+    pub gamma: f64,
+    /// GAE λ. Default 0.95.
+    pub lambda: f64,
+    /// Surrogate and value clipping range ε. Default 0.2.
+    pub clip_param: f64,
+    /// Clip the value loss around the rollout's values. Default true.
+    pub clip_value_loss: bool,
+    /// Weight of the value loss. Default 1.0.
+    pub value_loss_coef: f64,
+    /// Weight of the entropy bonus. Default 0.0.
+    pub entropy_coef: f64,
+    /// Global gradient-norm limit. Default 1.0.
+    pub max_grad_norm: f64,
+    /// Initial action standard deviation, in action units. Default 1.0.
+    pub init_noise_std: f64,
+    /// Hidden widths of actor and critic. Default [64, 64].
+    pub hidden: Vec<usize>,
+    /// Hidden activation. Default elu.
+    pub activation: Activation,
+    /// Normalize observations with running statistics (saved in checkpoints). Default true.
+    pub normalize_obs: bool,
+}
+
+impl Default for PpoConfig {
+    fn default() -> Self {
+        Self {
+            num_envs: 64,
+            steps_per_env: 64,
+            epochs: 5,
+            mini_batches: 4,
+            learning_rate: 1e-3,
+            schedule: LrSchedule::Adaptive,
+            desired_kl: 0.01,
+            gamma: 0.99,
+            lambda: 0.95,
+            clip_param: 0.2,
+            clip_value_loss: true,
+            value_loss_coef: 1.0,
+            entropy_coef: 0.0,
+            max_grad_norm: 1.0,
+            init_noise_std: 1.0,
+            hidden: vec![64, 64],
+            activation: Activation::Elu,
+            normalize_obs: true,
+        }
+    }
+}
+
+impl PpoConfig {
+    /// Checks every value's range; errors name the field.
+    pub fn validate(&self) -> Result<(), AlgoError> {
+        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_range("steps_per_env", self.steps_per_env, self.steps_per_env > 0, "≥ 1")?;
+        check_range("epochs", self.epochs, self.epochs > 0, "≥ 1")?;
+        let batch = self.num_envs * self.steps_per_env;
+        check_range("mini_batches", self.mini_batches, self.mini_batches > 0 && self.mini_batches <= batch, "1 ≤ mini_batches ≤ num_envs·steps_per_env")?;
+        check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
+        check_range("desired_kl", self.desired_kl, self.desired_kl > 0.0, "> 0")?;
+        check_range("gamma", self.gamma, (0.0..=1.0).contains(&self.gamma), "0 ≤ gamma ≤ 1")?;
+        check_range("lambda", self.lambda, (0.0..=1.0).contains(&self.lambda), "0 ≤ lambda ≤ 1")?;
+        check_range("clip_param", self.clip_param, self.clip_param > 0.0, "> 0")?;
+        check_range("value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0.0, "≥ 0")?;
+        check_range("entropy_coef", self.entropy_coef, self.entropy_coef >= 0.0, "≥ 0")?;
+        check_range("max_grad_norm", self.max_grad_norm, self.max_grad_norm > 0.0, "> 0")?;
+        check_range("init_noise_std", self.init_noise_std, self.init_noise_std > 0.0, "> 0")?;
+        check_range("hidden", format!("{:?}", self.hidden), self.hidden.iter().all(|&w| w > 0), "positive widths")
+    }
+}
+
+/// Actor and critic, optimized together.
+#[derive(Module, Debug)]
+struct ActorCritic {
+    actor: GaussianActor,
+    critic: ValueCritic,
+}
+
+/// Rollout storage, time-major `[steps, num_envs, dim]`.
+#[derive(Debug, Default)]
+struct Rollout {
+    obs: Vec<f32>,
+    actions: Vec<f32>,
+    log_probs: Vec<f32>,
+    rewards: Vec<f32>,
+    dones: Vec<f32>,
+    values: Vec<f32>,
+    means: Vec<f32>,
+    advantages: Vec<f32>,
+    returns: Vec<f32>,
+}
+
+/// A PPO learner for one task.
+pub struct Ppo {
+    config: PpoConfig,
+    device: Device,
+    obs_dim: usize,
+    action_dim: usize,
+    action_low: Vec<f32>,
+    action_high: Vec<f32>,
+    model: ActorCritic,
+    optim: Adam,
+    learning_rate: f64,
+    normalizer: RunningNormalizer,
+    rng: ChaCha8Rng,
+    env_steps: u64,
+    episodes: EpisodeStats,
+    rollout: Rollout,
+    // Reused host scratch buffers.
+    obs: Vec<f32>,
+    noise: Vec<f32>,
+    env_actions: Vec<f32>,
+}
+
+impl Ppo {
+    /// A fresh learner for `env`'s spaces; `device` must have autodiff enabled.
+    pub fn new(config: PpoConfig, env: &dyn VecEnv, device: Device, seed: u64) -> Result<Self, AlgoError> {
+        config.validate()?;
+        let obs_dim = env.obs_spec().vector.dim();
+        let bounds = &env.action_spec().bounds;
+        let action_dim = bounds.dim();
+        let actor = GaussianActorConfig {
+            obs_dim,
+            action_dim,
+            hidden: config.hidden.clone(),
+            activation: config.activation,
+            init_std: config.init_noise_std,
+        };
+        let critic = ValueCriticConfig { obs_dim, hidden: config.hidden.clone(), activation: config.activation };
+        let model =
+            seeded_init(&device, seed, || ActorCritic { actor: actor.init(&device), critic: critic.init(&device) });
+        let n = env.num_envs();
+        Ok(Self {
+            learning_rate: config.learning_rate,
+            normalizer: RunningNormalizer::new(obs_dim, 10.0),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x0BB0_0BB0),
+            env_steps: 0,
+            episodes: EpisodeStats::default(),
+            rollout: Rollout::default(),
+            obs: vec![0.0; n * obs_dim],
+            noise: vec![0.0; n * action_dim],
+            env_actions: vec![0.0; n * action_dim],
+            action_low: bounds.low.clone(),
+            action_high: bounds.high.clone(),
+            obs_dim,
+            action_dim,
+            model,
+            optim: Adam::default(),
+            device,
+            config,
+        })
+    }
+
+    /// Copies raw observations into `self.obs`, normalized if configured.
+    fn normalized(&mut self, raw: &[f32]) {
+        self.obs.resize(raw.len(), 0.0);
+        self.obs.copy_from_slice(raw);
+        if self.config.normalize_obs {
+            self.normalizer.normalize(&mut self.obs);
+        }
+    }
+
+    /// Values of the normalized observations in `self.obs`, `[n]`.
+    fn values(&self, model: &ActorCritic) -> Result<Vec<f32>, AlgoError> {
+        let n = self.obs.len() / self.obs_dim;
+        to_host(model.critic.forward(to_tensor(&self.obs, n, self.obs_dim, &self.device.clone().inner())))
+    }
+
+    /// Collects one rollout of `steps_per_env` steps from every environment.
+    fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        let (n, od, ad, steps) = (env.num_envs(), self.obs_dim, self.action_dim, self.config.steps_per_env);
+        let plain = self.device.clone().inner();
+        let model = self.model.valid();
+        let log_std = to_host(model.actor.log_std())?;
+        let log_prob_const: f32 = log_std.iter().sum::<f32>() + ad as f32 * LOG_SQRT_2PI as f32;
+        let r = &mut self.rollout;
+        for buf in [&mut r.obs, &mut r.actions, &mut r.means] {
+            buf.clear();
+        }
+        for buf in [&mut r.log_probs, &mut r.rewards, &mut r.dones, &mut r.values] {
+            buf.clear();
+        }
+        for _ in 0..steps {
+            let raw = &env.buffers().obs;
+            if self.config.normalize_obs {
+                self.normalizer.update(raw);
+            }
+            self.normalized(raw);
+            let obs = to_tensor(&self.obs, n, od, &plain);
+            let (mean, _) = model.actor.forward(obs.clone());
+            let mean = to_host(mean)?;
+            let values = to_host(model.critic.forward(obs))?;
+            fill_normal(&mut self.rng, &mut self.noise);
+            let r = &mut self.rollout;
+            r.obs.extend_from_slice(&self.obs);
+            r.means.extend_from_slice(&mean);
+            r.values.extend_from_slice(&values);
+            for i in 0..n {
+                let mut sq = 0.0;
+                for j in 0..ad {
+                    let k = i * ad + j;
+                    let eps = self.noise[k];
+                    let a = mean[k] + log_std[j].exp() * eps;
+                    sq += eps * eps;
+                    r.actions.push(a);
+                    self.env_actions[k] = a.clamp(self.action_low[j], self.action_high[j]);
+                }
+                r.log_probs.push(-0.5 * sq - log_prob_const);
+            }
+            env.step(&self.env_actions)?;
+            self.env_steps += n as u64;
+            let b = env.buffers();
+            self.episodes.push_ended(b);
+            if b.obs.iter().any(|x| !x.is_finite()) {
+                return Err(AlgoError::NonFinite { what: "observations".into(), env_steps: self.env_steps });
+            }
+            let start = self.rollout.rewards.len();
+            for i in 0..n {
+                self.rollout.rewards.push(b.reward[i]);
+                self.rollout.dones.push(if b.done(i) { 1.0 } else { 0.0 });
+            }
+            // Truncated episodes did not end in the MDP: bootstrap them with γ·V(final obs).
+            let truncated = |i: usize| b.truncated[i] > 0.0 && b.terminated[i] == 0.0;
+            if (0..n).any(truncated) {
+                self.normalized(&b.final_obs);
+                let v = self.values(&model)?;
+                for i in (0..n).filter(|&i| truncated(i)) {
+                    self.rollout.rewards[start + i] += self.config.gamma as f32 * v[i];
+                }
+            }
+        }
+        self.normalized(&env.buffers().obs);
+        let last_values = self.values(&model)?;
+        let r = &mut self.rollout;
+        r.advantages.resize(r.rewards.len(), 0.0);
+        r.returns.resize(r.rewards.len(), 0.0);
+        compute_gae(
+            &r.rewards,
+            &r.values,
+            &r.dones,
+            &last_values,
+            n,
+            self.config.gamma as f32,
+            self.config.lambda as f32,
+            &mut r.advantages,
+            &mut r.returns,
+        );
+        Ok(())
+    }
+
+    /// Optimizes on the stored rollout. Returns (surrogate loss, value loss, entropy, KL).
+    fn update(&mut self) -> Result<(f64, f64, f64, f64), AlgoError> {
+        let (od, ad) = (self.obs_dim, self.action_dim);
+        let r = &self.rollout;
+        let total = r.rewards.len();
+        let mb = total / self.config.mini_batches;
+        // Advantages normalized over the whole rollout.
+        let mean = r.advantages.iter().map(|&a| a as f64).sum::<f64>() / total as f64;
+        let std = (r.advantages.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / total as f64).sqrt();
+        let advantages: Vec<f32> = r.advantages.iter().map(|&a| ((a as f64 - mean) / (std + 1e-8)) as f32).collect();
+        let old_log_std = to_host(self.model.actor.log_std())?;
+
+        let plain = self.device.clone().inner();
+        let mut indices: Vec<usize> = (0..total).collect();
+        let (mut g_obs, mut g_act, mut g_logp, mut g_adv, mut g_ret, mut g_val, mut g_mean) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut surr_sum, mut value_sum, mut entropy_sum, mut kl_sum, mut count) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        let clip = self.config.clip_param;
+        for _ in 0..self.config.epochs {
+            indices.shuffle(&mut self.rng);
+            for batch in indices.chunks_exact(mb) {
+                for v in [&mut g_obs, &mut g_act, &mut g_logp, &mut g_adv, &mut g_ret, &mut g_val, &mut g_mean] {
+                    v.clear();
+                }
+                for &i in batch {
+                    g_obs.extend_from_slice(&r.obs[i * od..(i + 1) * od]);
+                    g_act.extend_from_slice(&r.actions[i * ad..(i + 1) * ad]);
+                    g_mean.extend_from_slice(&r.means[i * ad..(i + 1) * ad]);
+                    g_logp.push(r.log_probs[i]);
+                    g_adv.push(advantages[i]);
+                    g_ret.push(r.returns[i]);
+                    g_val.push(r.values[i]);
+                }
+                let b = batch.len();
+                let obs = to_tensor(&g_obs, b, od, &plain);
+                let actions = to_tensor(&g_act, b, ad, &plain);
+                let old_log_prob = to_tensor(&g_logp, b, 1, &plain);
+                let adv = to_tensor(&g_adv, b, 1, &plain);
+                let returns = to_tensor(&g_ret, b, 1, &plain);
+                let old_values = to_tensor(&g_val, b, 1, &plain);
+
+                let (mean, log_std) = self.model.actor.forward(obs.clone());
+                // KL(old ‖ new) of diagonal Gaussians, for the adaptive learning rate.
+                let old_mean = to_tensor(&g_mean, b, ad, &plain);
+                let old_ls = Tensor::<1>::from_floats(old_log_std.as_slice(), &plain).unsqueeze_dim::<2>(0);
+                let kl = (log_std.clone().inner() - old_ls.clone()
+                    + ((old_ls.clone().mul_scalar(2.0).exp() + (old_mean - mean.clone().inner()).square())
+                        / log_std.clone().inner().mul_scalar(2.0).exp().mul_scalar(2.0))
+                    .sub_scalar(0.5))
+                .sum_dim(1)
+                .mean();
+                let kl = to_host(kl)?[0] as f64;
+                if self.config.schedule == LrSchedule::Adaptive {
+                    if kl > 2.0 * self.config.desired_kl {
+                        self.learning_rate = (self.learning_rate / 1.5).max(1e-5);
+                    } else if kl < 0.5 * self.config.desired_kl && kl > 0.0 {
+                        self.learning_rate = (self.learning_rate * 1.5).min(1e-2);
+                    }
+                }
+
+                let dim = ad as f64;
+                let z = (actions - mean) * log_std.clone().neg().exp();
+                let log_prob = (z.square().mul_scalar(-0.5) - log_std.clone())
+                    .sum_dim(1)
+                    .sub_scalar(LOG_SQRT_2PI * dim);
+                let entropy = log_std.sum_dim(1).add_scalar(dim * (0.5 + LOG_SQRT_2PI)).mean();
+                let ratio = (log_prob - old_log_prob).exp();
+                let surrogate = (ratio.clone() * adv.clone())
+                    .min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv)
+                    .mean()
+                    .neg();
+                let values = self.model.critic.forward(obs);
+                let value_loss = if self.config.clip_value_loss {
+                    let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);
+                    let a = (values - returns.clone()).square();
+                    let b = (clipped - returns).square();
+                    // max(a, b) = b + relu(a − b)
+                    (b.clone() + relu(a - b)).mean()
+                } else {
+                    (values - returns).square().mean()
+                };
+                let loss = surrogate.clone() + value_loss.clone().mul_scalar(self.config.value_loss_coef)
+                    - entropy.clone().mul_scalar(self.config.entropy_coef);
+                let stats = to_host(Tensor::cat(vec![surrogate.inner(), value_loss.inner(), entropy.inner()], 0))?;
+                check_finite("PPO loss", (stats[0] + stats[1]) as f64, self.env_steps)?;
+                let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+                self.model =
+                    self.optim.step(self.learning_rate, self.model.clone(), &grads, Some(self.config.max_grad_norm)).0;
+                surr_sum += stats[0] as f64;
+                value_sum += stats[1] as f64;
+                entropy_sum += stats[2] as f64;
+                kl_sum += kl;
+                count += 1.0;
+            }
+        }
+        Ok((surr_sum / count, value_sum / count, entropy_sum / count, kl_sum / count))
+    }
+}
+
+impl Learner for Ppo {
+    fn name(&self) -> &'static str {
+        "ppo"
+    }
+
+    fn env_steps(&self) -> u64 {
+        self.env_steps
+    }
+
+    fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
+        self.collect(env)?;
+        let (surrogate, value_loss, entropy, kl) = self.update()?;
+        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        self.episodes.drain_into(&mut row, env.info().has_success);
+        row.policy_loss = Some(surrogate);
+        row.value_loss = Some(value_loss);
+        row.entropy = Some(entropy);
+        row.kl = Some(kl);
+        row.learning_rate = Some(self.learning_rate);
+        Ok(row)
+    }
+
+    fn act(&self, obs: &[f32], actions: &mut [f32]) -> Result<(), AlgoError> {
+        let n = obs.len() / self.obs_dim;
+        let mut x = obs.to_vec();
+        if self.config.normalize_obs {
+            self.normalizer.normalize(&mut x);
+        }
+        let model = self.model.valid();
+        let (mean, _) = model.actor.forward(to_tensor(&x, n, self.obs_dim, &self.device.clone().inner()));
+        for (i, (a, m)) in actions.iter_mut().zip(to_host(mean)?).enumerate() {
+            let j = i % self.action_dim;
+            *a = m.clamp(self.action_low[j], self.action_high[j]);
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
+        let mut ckpt = Checkpoint::default();
+        ckpt.insert_params("model", named_params(&self.model));
+        let (steps, state) = self.optim.state();
+        ckpt.insert_params("optim.model", state);
+        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put("algo", &"ppo")?;
+        ckpt.put("env_steps", &self.env_steps)?;
+        ckpt.put("learning_rate", &self.learning_rate)?;
+        ckpt.put("normalizer", &self.normalizer)?;
+        ckpt.put("rng", &rng_state(&self.rng))?;
+        Ok(ckpt)
+    }
+
+    fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
+        let algo: String = ckpt.get("algo")?;
+        if algo != "ppo" {
+            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `ppo`")));
+        }
+        self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
+        let plain = self.device.clone().inner();
+        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &plain)?;
+        self.env_steps = ckpt.get("env_steps")?;
+        self.learning_rate = ckpt.get("learning_rate")?;
+        let normalizer: RunningNormalizer = ckpt.get("normalizer")?;
+        if normalizer.dim() != self.obs_dim {
+            return Err(AlgoError::Checkpoint(format!(
+                "normalizer has {} features, the task observes {}",
+                normalizer.dim(),
+                self.obs_dim
+            )));
+        }
+        self.normalizer = normalizer;
+        self.rng = rng_from_state(&ckpt.get("rng")?);
+        Ok(())
+    }
+}

@@ -1,0 +1,369 @@
+//! Soft Actor-Critic (Haarnoja et al. 2018, with automatic temperature), in one place.
+//!
+//! Per environment step after `learning_starts`: `updates_per_step` times, sample a batch,
+//! regress both critics to the soft Bellman target built from the Polyak-averaged target
+//! critics, update the actor to maximize `min Q − α log π`, adapt `α` toward the target
+//! entropy, and move the targets toward the critics.
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::Device;
+use embodia_policies::{
+    Activation, QCriticConfig, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, load_params,
+    named_params, polyak_update, seeded_init,
+};
+use embodia_sim::VecEnv;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::{AlgoError, Adam, Checkpoint, EpisodeStats, Learner, MetricRow, ReplayBuffer, TransitionBatch, check_range};
+
+/// SAC hyperparameters. Defaults solve `pendulum` in a few thousand steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SacConfig {
+    /// Environments stepped together (each step adds `num_envs` transitions). Default 1.
+    pub num_envs: usize,
+    /// Replay capacity in transitions. Default 1,000,000.
+    pub buffer_size: usize,
+    /// Transitions per gradient step. Default 128.
+    pub batch_size: usize,
+    /// Environment steps of uniformly random actions before learning starts. Default 1,000.
+    pub learning_starts: u64,
+    /// Discount factor γ. Default 0.99.
+    pub gamma: f64,
+    /// Polyak coefficient τ for the target critics. Default 0.005.
+    pub tau: f64,
+    /// Adam learning rate of the actor and the critics. Default 1e-3.
+    pub learning_rate: f64,
+    /// Adam learning rate of log α. Default 1e-3.
+    pub alpha_learning_rate: f64,
+    /// Initial entropy temperature α. Default 1.0.
+    pub init_alpha: f64,
+    /// Adapt α toward `target_entropy`; if false α stays at `init_alpha`. Default true.
+    pub autotune_alpha: bool,
+    /// Target policy entropy in nats; `None` means `−action_dim`. Default None.
+    pub target_entropy: Option<f64>,
+    /// Gradient steps per environment step (update-to-data ratio). Default 1.
+    pub updates_per_step: usize,
+    /// Hidden widths of actor and critics. Default [64, 64].
+    pub hidden: Vec<usize>,
+    /// Hidden activation. Default relu.
+    pub activation: Activation,
+    /// Bounds of the actor's pre-squash log std. Default [-5, 2].
+    pub log_std_bounds: [f64; 2],
+    /// Environment steps per iteration (one metrics row, one checkpoint opportunity). Default 1,000.
+    pub steps_per_iteration: u64,
+}
+
+impl Default for SacConfig {
+    fn default() -> Self {
+        Self {
+            num_envs: 1,
+            buffer_size: 1_000_000,
+            batch_size: 128,
+            learning_starts: 1_000,
+            gamma: 0.99,
+            tau: 0.005,
+            learning_rate: 1e-3,
+            alpha_learning_rate: 1e-3,
+            init_alpha: 1.0,
+            autotune_alpha: true,
+            target_entropy: None,
+            updates_per_step: 1,
+            hidden: vec![64, 64],
+            activation: Activation::Relu,
+            log_std_bounds: [-5.0, 2.0],
+            steps_per_iteration: 1_000,
+        }
+    }
+}
+
+impl SacConfig {
+    /// Checks every value's range; errors name the field.
+    pub fn validate(&self) -> Result<(), AlgoError> {
+        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_range("buffer_size", self.buffer_size, self.buffer_size > 0, "≥ 1")?;
+        check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
+        check_range("gamma", self.gamma, (0.0..=1.0).contains(&self.gamma), "0 ≤ gamma ≤ 1")?;
+        check_range("tau", self.tau, self.tau > 0.0 && self.tau <= 1.0, "0 < tau ≤ 1")?;
+        check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
+        check_range("alpha_learning_rate", self.alpha_learning_rate, self.alpha_learning_rate > 0.0, "> 0")?;
+        check_range("init_alpha", self.init_alpha, self.init_alpha > 0.0, "> 0")?;
+        check_range("updates_per_step", self.updates_per_step, self.updates_per_step > 0, "≥ 1")?;
+        check_range("hidden", format!("{:?}", self.hidden), self.hidden.iter().all(|&w| w > 0), "positive widths")?;
+        let [lo, hi] = self.log_std_bounds;
+        check_range("log_std_bounds", format!("[{lo}, {hi}]"), lo < hi, "min < max")?;
+        check_range("steps_per_iteration", self.steps_per_iteration, self.steps_per_iteration > 0, "≥ 1")
+    }
+}
+
+/// A SAC learner for one task.
+pub struct Sac {
+    config: SacConfig,
+    device: Device,
+    obs_dim: usize,
+    action_dim: usize,
+    /// Action bounds: env action = `low + (a + 1)/2 · (high − low)` for `a ∈ [-1, 1]`.
+    action_low: Vec<f32>,
+    action_scale: Vec<f32>,
+    target_entropy: f64,
+    actor: SquashedGaussianActor,
+    critic: TwinQ,
+    critic_target: TwinQ,
+    actor_optim: Adam,
+    critic_optim: Adam,
+    log_alpha: f64,
+    /// Adam state of the scalar log α: (m, v, steps).
+    alpha_optim: (f64, f64, u64),
+    replay: ReplayBuffer,
+    rng: ChaCha8Rng,
+    env_steps: u64,
+    episodes: EpisodeStats,
+    // Reused host scratch buffers.
+    batch: TransitionBatch,
+    noise: Vec<f32>,
+    actions: Vec<f32>,
+    env_actions: Vec<f32>,
+    prev_obs: Vec<f32>,
+}
+
+impl Sac {
+    /// A fresh learner for `env`'s spaces; `device` must have autodiff enabled.
+    pub fn new(config: SacConfig, env: &dyn VecEnv, device: Device, seed: u64) -> Result<Self, AlgoError> {
+        config.validate()?;
+        let obs_dim = env.obs_spec().vector.dim();
+        let bounds = &env.action_spec().bounds;
+        let action_dim = bounds.dim();
+        let actor_config = SquashedGaussianActorConfig {
+            obs_dim,
+            action_dim,
+            hidden: config.hidden.clone(),
+            activation: config.activation,
+            log_std_min: config.log_std_bounds[0],
+            log_std_max: config.log_std_bounds[1],
+        };
+        let critic_config =
+            QCriticConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
+        let (actor, critic) =
+            seeded_init(&device, seed, || (actor_config.init(&device), critic_config.init_twin(&device)));
+        let critic_target = critic.valid();
+        let n = env.num_envs();
+        Ok(Self {
+            target_entropy: config.target_entropy.unwrap_or(-(action_dim as f64)),
+            log_alpha: config.init_alpha.ln(),
+            alpha_optim: (0.0, 0.0, 0),
+            replay: ReplayBuffer::new(obs_dim, action_dim, config.buffer_size),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5AC0_5AC0),
+            env_steps: 0,
+            episodes: EpisodeStats::default(),
+            batch: TransitionBatch::default(),
+            noise: Vec::new(),
+            actions: vec![0.0; n * action_dim],
+            env_actions: vec![0.0; n * action_dim],
+            prev_obs: vec![0.0; n * obs_dim],
+            action_low: bounds.low.clone(),
+            action_scale: bounds.low.iter().zip(&bounds.high).map(|(l, h)| h - l).collect(),
+            obs_dim,
+            action_dim,
+            actor,
+            critic,
+            critic_target,
+            actor_optim: Adam::default(),
+            critic_optim: Adam::default(),
+            device,
+            config,
+        })
+    }
+
+    /// The current entropy temperature α.
+    pub fn alpha(&self) -> f64 {
+        self.log_alpha.exp()
+    }
+
+    fn scale_actions(&self, squashed: &[f32], out: &mut [f32]) {
+        for (i, (o, a)) in out.iter_mut().zip(squashed).enumerate() {
+            let j = i % self.action_dim;
+            *o = self.action_low[j] + 0.5 * (a + 1.0) * self.action_scale[j];
+        }
+    }
+
+    /// One gradient step on critics, actor and α. Returns (critic loss, actor loss, entropy).
+    fn update(&mut self) -> Result<(f64, f64, f64), AlgoError> {
+        let (b, od, ad) = (self.config.batch_size, self.obs_dim, self.action_dim);
+        let plain = self.device.clone().inner();
+        self.replay.sample(&mut self.rng, b, &mut self.batch);
+        self.noise.resize(2 * b * ad, 0.0);
+        fill_normal(&mut self.rng, &mut self.noise);
+        let obs = to_tensor(&self.batch.obs, b, od, &plain);
+        let actions = to_tensor(&self.batch.actions, b, ad, &plain);
+        let rewards = to_tensor(&self.batch.rewards, b, 1, &plain);
+        let next_obs = to_tensor(&self.batch.next_obs, b, od, &plain);
+        let not_done = to_tensor(&self.batch.terminated, b, 1, &plain).neg().add_scalar(1.0);
+        let target_noise = to_tensor(&self.noise[..b * ad], b, ad, &plain);
+        let actor_noise = to_tensor(&self.noise[b * ad..], b, ad, &plain);
+        let alpha = self.alpha();
+
+        // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(·|s').
+        let (next_actions, next_log_prob) = self.actor.valid().sample(next_obs.clone(), target_noise);
+        let next_q = self.critic_target.min(next_obs, next_actions) - next_log_prob.mul_scalar(alpha);
+        let y = rewards + not_done * next_q.mul_scalar(self.config.gamma);
+        let (q1, q2) = self.critic.forward(obs.clone(), actions);
+        let critic_loss = (q1 - y.clone()).square().mean() + (q2 - y).square().mean();
+        let critic_loss_value = check_finite("critic loss", to_host(critic_loss.clone())?[0] as f64, self.env_steps)?;
+        let grads = GradientsParams::from_grads(critic_loss.backward(), &self.critic);
+        self.critic = self.critic_optim.step(self.config.learning_rate, self.critic.clone(), &grads, None).0;
+
+        // Actor: minimize E[α log π(a|s) − min Q(s, a)], a = tanh(μ + σ ε) reparameterized.
+        let (new_actions, log_prob) = self.actor.sample(obs.clone(), actor_noise);
+        let q = self.critic.clone().no_grad().min(obs, new_actions);
+        let actor_loss = (log_prob.clone().mul_scalar(alpha) - q).mean();
+        let log_prob_mean = to_host(log_prob.mean())?[0] as f64;
+        let actor_loss_value = check_finite("actor loss", to_host(actor_loss.clone())?[0] as f64, self.env_steps)?;
+        let grads = GradientsParams::from_grads(actor_loss.backward(), &self.actor);
+        self.actor = self.actor_optim.step(self.config.learning_rate, self.actor.clone(), &grads, None).0;
+
+        // Temperature: minimize −log α · (log π + H̄); its gradient is −(E[log π] + H̄).
+        if self.config.autotune_alpha {
+            let grad = -(log_prob_mean + self.target_entropy);
+            self.log_alpha = adam_scalar(&mut self.alpha_optim, self.log_alpha, grad, self.config.alpha_learning_rate);
+        }
+
+        self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, self.config.tau);
+        Ok((critic_loss_value, actor_loss_value, -log_prob_mean))
+    }
+}
+
+/// One Adam step on a scalar parameter; `state` is (m, v, steps).
+fn adam_scalar(state: &mut (f64, f64, u64), x: f64, grad: f64, lr: f64) -> f64 {
+    let (b1, b2, eps) = (0.9, 0.999, 1e-8);
+    state.2 += 1;
+    state.0 = b1 * state.0 + (1.0 - b1) * grad;
+    state.1 = b2 * state.1 + (1.0 - b2) * grad * grad;
+    let t = state.2 as i32;
+    x - lr * (1.0 - b2.powi(t)).sqrt() / (1.0 - b1.powi(t)) * state.0 / (state.1.sqrt() + eps)
+}
+
+impl Learner for Sac {
+    fn name(&self) -> &'static str {
+        "sac"
+    }
+
+    fn env_steps(&self) -> u64 {
+        self.env_steps
+    }
+
+    fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
+        let n = env.num_envs() as u64;
+        let (od, ad) = (self.obs_dim, self.action_dim);
+        let target = self.env_steps + self.config.steps_per_iteration;
+        let (mut critic_loss, mut actor_loss, mut entropy, mut updates) = (0.0, 0.0, 0.0, 0u64);
+        while self.env_steps < target {
+            // Act: uniform random before learning starts, otherwise a sample from the policy.
+            self.prev_obs.copy_from_slice(&env.buffers().obs);
+            if self.env_steps < self.config.learning_starts {
+                for a in self.actions.iter_mut() {
+                    *a = self.rng.random_range(-1.0..=1.0);
+                }
+            } else {
+                let plain = self.device.clone().inner();
+                self.noise.resize(self.actions.len(), 0.0);
+                fill_normal(&mut self.rng, &mut self.noise);
+                let obs = to_tensor(&self.prev_obs, n as usize, od, &plain);
+                let noise = to_tensor(&self.noise, n as usize, ad, &plain);
+                let (a, _) = self.actor.valid().sample(obs, noise);
+                self.actions.copy_from_slice(&to_host(a)?);
+            }
+            let mut env_actions = std::mem::take(&mut self.env_actions);
+            self.scale_actions(&self.actions, &mut env_actions);
+            env.step(&env_actions)?;
+            self.env_actions = env_actions;
+            self.env_steps += n;
+
+            let b = env.buffers();
+            self.episodes.push_ended(b);
+            for i in 0..n as usize {
+                let next = if b.done(i) { &b.final_obs[i * od..(i + 1) * od] } else { &b.obs[i * od..(i + 1) * od] };
+                if next.iter().any(|x| !x.is_finite()) {
+                    return Err(AlgoError::NonFinite { what: "observations".into(), env_steps: self.env_steps });
+                }
+                self.replay.push(
+                    &self.prev_obs[i * od..(i + 1) * od],
+                    &self.actions[i * ad..(i + 1) * ad],
+                    b.reward[i],
+                    next,
+                    b.terminated[i],
+                );
+            }
+
+            if self.env_steps >= self.config.learning_starts {
+                for _ in 0..self.config.updates_per_step {
+                    let (c, a, e) = self.update()?;
+                    critic_loss += c;
+                    actor_loss += a;
+                    entropy += e;
+                    updates += 1;
+                }
+            }
+        }
+        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        self.episodes.drain_into(&mut row, env.info().has_success);
+        if updates > 0 {
+            let k = updates as f64;
+            row.value_loss = Some(critic_loss / k);
+            row.policy_loss = Some(actor_loss / k);
+            row.entropy = Some(entropy / k);
+        }
+        row.alpha = Some(self.alpha());
+        row.learning_rate = Some(self.config.learning_rate);
+        Ok(row)
+    }
+
+    fn act(&self, obs: &[f32], actions: &mut [f32]) -> Result<(), AlgoError> {
+        let n = obs.len() / self.obs_dim;
+        let plain = self.device.clone().inner();
+        let a = self.actor.valid().deterministic(to_tensor(obs, n, self.obs_dim, &plain));
+        self.scale_actions(&to_host(a)?, actions);
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
+        let mut ckpt = Checkpoint::default();
+        ckpt.insert_params("actor", named_params(&self.actor));
+        ckpt.insert_params("critic", named_params(&self.critic));
+        ckpt.insert_params("critic_target", named_params(&self.critic_target));
+        for (name, optim) in [("actor", &self.actor_optim), ("critic", &self.critic_optim)] {
+            let (steps, state) = optim.state();
+            ckpt.insert_params(&format!("optim.{name}"), state);
+            ckpt.put(&format!("optim_{name}_steps"), &steps)?;
+        }
+        self.replay.save(&mut ckpt)?;
+        ckpt.put("algo", &"sac")?;
+        ckpt.put("env_steps", &self.env_steps)?;
+        ckpt.put("log_alpha", &self.log_alpha)?;
+        ckpt.put("alpha_optim", &self.alpha_optim)?;
+        ckpt.put("rng", &rng_state(&self.rng))?;
+        Ok(ckpt)
+    }
+
+    fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
+        let algo: String = ckpt.get("algo")?;
+        if algo != "sac" {
+            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `sac`")));
+        }
+        self.actor = load_params(self.actor.clone(), &ckpt.params("actor"))?;
+        self.critic = load_params(self.critic.clone(), &ckpt.params("critic"))?;
+        self.critic_target = load_params(self.critic_target.clone(), &ckpt.params("critic_target"))?;
+        let plain = self.device.clone().inner();
+        self.actor_optim.load_state(ckpt.get("optim_actor_steps")?, &ckpt.params("optim.actor"), &plain)?;
+        self.critic_optim.load_state(ckpt.get("optim_critic_steps")?, &ckpt.params("optim.critic"), &plain)?;
+        self.replay.load(ckpt)?;
+        self.env_steps = ckpt.get("env_steps")?;
+        self.log_alpha = ckpt.get("log_alpha")?;
+        self.alpha_optim = ckpt.get("alpha_optim")?;
+        self.rng = rng_from_state(&ckpt.get("rng")?);
+        Ok(())
+    }
+}

@@ -1,0 +1,20 @@
+//! Policy networks for embodia, as burn modules.
+//!
+//! Every module here runs on any burn [`Device`](burn::tensor::Device): the CPU backend by
+//! default, a GPU backend when the root crate enables one. Shapes are documented as
+//! `[batch, dim]`; actions of the squashed actor are in `[-1, 1]` and scaled to the task's
+//! bounds by the caller.
+
+mod critic;
+mod distributions;
+mod gaussian;
+mod mlp;
+mod params;
+mod squashed;
+
+pub use critic::{QCritic, QCriticConfig, TwinQ, ValueCritic, ValueCriticConfig};
+pub use distributions::{LOG_SQRT_2PI, gaussian_log_prob, log_one_minus_tanh_sq};
+pub use gaussian::{GaussianActor, GaussianActorConfig};
+pub use mlp::{Activation, Mlp, MlpConfig};
+pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};
+pub use squashed::{SquashedGaussianActor, SquashedGaussianActorConfig};

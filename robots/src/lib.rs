@@ -1,0 +1,85 @@
+//! Robot models for embodia.
+//!
+//! Today this crate holds the physical parameters of the built-in classic-control robots and
+//! a [`catalog`] of the built-in robot descriptions (what `embodia list` prints). URDF parsing
+//! into a full `RobotModel` and hardware maps are added here as they are written.
+
+/// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.
+///
+/// A uniform rod of mass `m` and length `l` hangs from a fixed, actuated revolute joint; the
+/// angle is measured from the upright position, counter-clockwise positive. The simulator
+/// integrates `θ̈ = 3g/(2l)·sin θ + 3/(m l²)·τ` with semi-implicit Euler at step `dt`, clipping
+/// the torque `τ` to `±max_torque` and the angular velocity to `±max_speed`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PendulumParams {
+    /// Angular velocity limit, rad/s (the velocity is clipped to `±max_speed` each step).
+    pub max_speed: f64,
+    /// Torque limit, N·m (actions are clipped to `±max_torque`).
+    pub max_torque: f64,
+    /// Control and integration step, s.
+    pub dt: f64,
+    /// Gravitational acceleration, m/s².
+    pub g: f64,
+    /// Rod mass, kg.
+    pub m: f64,
+    /// Rod length, m.
+    pub l: f64,
+}
+
+impl PendulumParams {
+    /// The constants of gymnasium's `Pendulum-v1` (with its default `g = 10`).
+    pub const GYMNASIUM: Self = Self {
+        max_speed: 8.0,
+        max_torque: 2.0,
+        dt: 0.05,
+        g: 10.0,
+        m: 1.0,
+        l: 1.0,
+    };
+}
+
+impl Default for PendulumParams {
+    /// Same as [`PendulumParams::GYMNASIUM`].
+    fn default() -> Self {
+        Self::GYMNASIUM
+    }
+}
+
+/// A built-in robot description, as listed by `embodia list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RobotInfo {
+    /// Name used on the command line and in configs, e.g. `"pendulum"`.
+    pub name: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+}
+
+static CATALOG: [RobotInfo; 1] = [RobotInfo {
+    name: "pendulum",
+    description: "single rod on one torque-limited revolute joint (gymnasium Pendulum-v1 constants)",
+}];
+
+/// The built-in robot descriptions, in a stable order.
+pub fn catalog() -> &'static [RobotInfo] {
+    &CATALOG
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_names_are_unique_and_described() {
+        let cat = catalog();
+        assert!(!cat.is_empty());
+        for (i, r) in cat.iter().enumerate() {
+            assert!(!r.description.is_empty());
+            assert!(cat[i + 1..].iter().all(|o| o.name != r.name));
+        }
+    }
+
+    #[test]
+    fn default_is_gymnasium() {
+        assert_eq!(PendulumParams::default(), PendulumParams::GYMNASIUM);
+    }
+}

@@ -1,0 +1,178 @@
+//! The `VecEnv` contract: a batch of environments stepped together.
+//!
+//! Every buffer is contiguous and row-major, `[num_envs, dim]`, so one copy moves a whole batch
+//! to a device. Flags are `f32` (0.0 or 1.0) so they can be used as masks directly.
+
+use crate::SimError;
+
+/// A continuous box space: one `[low, high]` interval per dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxSpace {
+    /// Lower bound per dimension.
+    pub low: Vec<f32>,
+    /// Upper bound per dimension.
+    pub high: Vec<f32>,
+}
+
+impl BoxSpace {
+    /// A box with the same bounds in every dimension.
+    pub fn uniform(dim: usize, low: f32, high: f32) -> Self {
+        Self {
+            low: vec![low; dim],
+            high: vec![high; dim],
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.low.len()
+    }
+}
+
+/// What one environment observes. Vector observations today; images and language tokens
+/// are added as further optional fields when tasks have them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObsSpec {
+    /// Flat proprioceptive/state observation, `[dim]`.
+    pub vector: BoxSpace,
+}
+
+/// What one environment accepts as an action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionSpec {
+    /// Continuous action bounds, `[dim]`. Actions outside are clipped by the environment
+    /// exactly as the reference implementation clips them.
+    pub bounds: BoxSpace,
+}
+
+/// Batched results of the last `reset` or `step`.
+///
+/// After a step in which environment `i` ended (terminated or truncated), it is reset
+/// automatically: `obs[i]` is already the first observation of the next episode, and the
+/// last observation of the ended episode is kept in `final_obs[i]` for bootstrapping
+/// truncated episodes. Where environment `i` did not end, `final_obs[i]` equals `obs[i]`, so
+/// `final_obs` is always the true next observation of the transition just taken.
+///
+/// As in gymnasium's `TimeLimit`, a step that reaches a terminal state on the last allowed
+/// step sets both `terminated` and `truncated`; `terminated` then takes precedence (do not
+/// bootstrap).
+#[derive(Debug, Clone, Default)]
+pub struct StepBuffers {
+    /// Observation to act on next, `[num_envs, obs_dim]`.
+    pub obs: Vec<f32>,
+    /// Reward of the last step, `[num_envs]`.
+    pub reward: Vec<f32>,
+    /// 1.0 where the episode reached a terminal state (no bootstrapping), `[num_envs]`.
+    pub terminated: Vec<f32>,
+    /// 1.0 where the episode reached the time limit (bootstrap from `final_obs` unless
+    /// `terminated` is also 1.0), `[num_envs]`.
+    pub truncated: Vec<f32>,
+    /// 1.0 where the task's success criterion held at the last step, `[num_envs]`.
+    /// Always 0.0 for tasks without a success notion (see [`TaskInfo::has_success`]).
+    pub success: Vec<f32>,
+    /// Observation produced by the last step before any auto-reset, `[num_envs, obs_dim]`:
+    /// the last observation of the episode where it ended, a copy of `obs` elsewhere
+    /// (zero after `reset`).
+    pub final_obs: Vec<f32>,
+    /// Undiscounted return of the episode that just ended, `[num_envs]`; 0.0 where it did not
+    /// end.
+    pub episode_return: Vec<f32>,
+    /// Length in steps of the episode that just ended, `[num_envs]`; 0 where it did not end.
+    pub episode_length: Vec<u32>,
+}
+
+impl StepBuffers {
+    /// Buffers for `num_envs` environments with `obs_dim`-dimensional observations, zeroed.
+    pub fn new(num_envs: usize, obs_dim: usize) -> Self {
+        Self {
+            obs: vec![0.0; num_envs * obs_dim],
+            reward: vec![0.0; num_envs],
+            terminated: vec![0.0; num_envs],
+            truncated: vec![0.0; num_envs],
+            success: vec![0.0; num_envs],
+            final_obs: vec![0.0; num_envs * obs_dim],
+            episode_return: vec![0.0; num_envs],
+            episode_length: vec![0; num_envs],
+        }
+    }
+
+    /// Whether environment `i` ended its episode in the last step.
+    pub fn done(&self, i: usize) -> bool {
+        self.terminated[i] > 0.0 || self.truncated[i] > 0.0
+    }
+}
+
+/// Static description of a task, shared by all its environments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskInfo {
+    /// Registry name, e.g. `"pendulum"`.
+    pub name: &'static str,
+    /// One-line description for `embodia list`.
+    pub description: &'static str,
+    /// Time limit in control steps; the step that reaches it sets `truncated`.
+    pub max_episode_steps: u32,
+    /// Mean deterministic evaluation return at which the task counts as solved.
+    pub solve_threshold: f32,
+    /// Whether the task reports a success criterion in [`StepBuffers::success`].
+    pub has_success: bool,
+}
+
+/// A batch of `num_envs` independent environments of one task.
+///
+/// The same seed gives the same rollout whatever the thread count: environment `i` draws its
+/// randomness only from its own generator, seeded from `(seed, i)`. A newly made batch is
+/// already reset with seed 0.
+pub trait VecEnv: Send {
+    /// Static task description.
+    fn info(&self) -> &TaskInfo;
+    /// Number of environments in the batch.
+    fn num_envs(&self) -> usize;
+    /// Observation layout of one environment.
+    fn obs_spec(&self) -> &ObsSpec;
+    /// Action layout of one environment.
+    fn action_spec(&self) -> &ActionSpec;
+    /// Resets every environment with generators derived from `seed`; fills `obs`, zeroes the rest.
+    fn reset(&mut self, seed: u64);
+    /// Steps every environment with `actions`, `[num_envs, action_dim]`, then auto-resets the
+    /// ones that ended. Errors on a wrong-length or non-finite action buffer, in which case
+    /// nothing is changed; allocates nothing.
+    fn step(&mut self, actions: &[f32]) -> Result<(), SimError>;
+    /// Results of the last `reset`/`step`.
+    fn buffers(&self) -> &StepBuffers;
+    /// Raw simulator state for checkpoints: per-environment physical state and generator state,
+    /// enough for `restore` to continue the exact same rollout.
+    fn snapshot(&self) -> EnvSnapshot;
+    /// Restores a state written by `snapshot` of an environment of the same task and size:
+    /// `buffers().obs` becomes the snapshot's observation and the other buffers are zeroed,
+    /// so the next `step` continues the snapshotted rollout exactly. On error nothing changes.
+    fn restore(&mut self, snapshot: &EnvSnapshot) -> Result<(), SimError>;
+}
+
+/// Serializable state of a [`VecEnv`], for exact resume.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EnvSnapshot {
+    /// Task name the snapshot was taken from.
+    pub task: String,
+    /// Physical state, `[num_envs, state_dim]`, in the task's own units (f64 to keep resume exact).
+    pub state: Vec<f64>,
+    /// Steps taken in the current episode, `[num_envs]`.
+    pub elapsed: Vec<u32>,
+    /// Return accumulated in the current episode, `[num_envs]` (f64, the precision it is
+    /// accumulated in).
+    pub running_return: Vec<f64>,
+    /// Generator state per environment (ChaCha seed + word position), `[num_envs]`.
+    pub rng: Vec<RngState>,
+    /// The observation buffer at snapshot time, `[num_envs, obs_dim]`.
+    pub obs: Vec<f32>,
+}
+
+/// State of one environment's ChaCha8 generator.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RngState {
+    /// 32-byte seed.
+    pub seed: [u8; 32],
+    /// Stream number.
+    pub stream: u64,
+    /// Word position within the stream.
+    pub word_pos: u128,
+}

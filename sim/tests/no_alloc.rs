@@ -1,0 +1,103 @@
+//! `VecEnv::step` allocates nothing: a counting global allocator watches a few hundred steps
+//! (crossing auto-resets) on the sequential path and on the rayon path. The one exception is
+//! rayon's own job queue when `step` is called from outside a rayon pool (see below).
+
+use embodia_sim::classic::PARALLEL_THRESHOLD;
+use embodia_sim::{VecEnv, make, tasks};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts allocations made on marked threads: the test thread and the workers of the test's
+/// own pool. Other threads (libtest's, rayon's global pool winding down between phases) are
+/// not watched.
+struct Counting;
+
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static WATCHED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if WATCHED.try_with(Cell::get).unwrap_or(false) {
+        ALLOCS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn watch_this_thread() {
+    WATCHED.with(|w| w.set(true));
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during_steps(env: &mut dyn VecEnv, steps: usize) -> usize {
+    let n = env.num_envs() * env.action_spec().bounds.dim();
+    let actions: Vec<f32> = (0..n).map(|k| ((k % 7) as f32 - 3.0) * 0.7).collect();
+    // Warm-up: lets rayon start its pool and its threads' crossbeam-epoch state before counting.
+    for _ in 0..100 {
+        env.step(&actions).unwrap();
+    }
+    let before = ALLOCS.load(Ordering::SeqCst);
+    for _ in 0..steps {
+        env.step(&actions).unwrap();
+    }
+    ALLOCS.load(Ordering::SeqCst) - before
+}
+
+// One test function: the counter is global, and tests in one binary run in parallel.
+#[test]
+fn step_allocates_nothing() {
+    // One pool for the whole test: a pool's threads allocate while they start and shut down
+    // (crossbeam-epoch registration and garbage bags), concurrently with what is measured.
+    watch_this_thread();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .start_handler(|_| watch_this_thread())
+        .build()
+        .unwrap();
+    // Let every worker start up (thread start and crossbeam-epoch registration allocate)
+    // before anything is counted.
+    pool.broadcast(|_| ());
+    for t in tasks() {
+        // Sequential path.
+        let mut env = make(t.name, 16).unwrap();
+        let steps = t.max_episode_steps as usize + 50;
+        assert_eq!(
+            allocations_during_steps(env.as_mut(), steps),
+            0,
+            "{} × 16",
+            t.name
+        );
+        // Parallel path, called from inside a rayon pool (as a training loop running in
+        // `pool.install` does): nothing at all.
+        let n = 2 * PARALLEL_THRESHOLD;
+        let mut env = make(t.name, n).unwrap();
+        let count = pool.install(|| allocations_during_steps(env.as_mut(), steps));
+        assert_eq!(count, 0, "{} × {n} inside the pool", t.name);
+        // Parallel path, called from outside any pool: embodia allocates nothing, but rayon's
+        // global injector queue (crossbeam) allocates one block per 63 jobs injected into the
+        // pool, i.e. once per 63 calls of `step`.
+        let count = allocations_during_steps(env.as_mut(), steps);
+        assert!(
+            count <= steps / 63 + 1,
+            "{} × {n}: {count} allocations in {steps} steps",
+            t.name
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Typed training configuration: embedded per-task defaults, a TOML file, and `--set` overrides,
+//! merged in that order and checked field by field.
+
+use std::path::Path;
+
+use embodia_algos::{PpoConfig, SacConfig};
+use serde::{Deserialize, Serialize};
+
+/// Algorithms `embodia train` can run, with one-line descriptions.
+pub const ALGORITHMS: [(&str, &str); 2] = [
+    ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
+    ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
+];
+
+/// Everything a training run needs; written to `runs/<name>/config.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Task name from the registry (`embodia list`).
+    pub task: String,
+    /// Algorithm name: `sac` or `ppo`.
+    pub algorithm: String,
+    /// Seed of networks, environments and sampling.
+    pub seed: u64,
+    /// Environment-step budget, summed over environments.
+    pub total_steps: u64,
+    /// Episodes of the final deterministic evaluation (`eval.json`).
+    pub eval_episodes: usize,
+    /// Write a checkpoint every this many iterations (and always at the end).
+    pub checkpoint_every: u64,
+    /// Hyperparameters of the algorithm.
+    pub algo: AlgoConfig,
+}
+
+/// Hyperparameters of one algorithm (the `[algo]` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AlgoConfig {
+    /// SAC.
+    Sac(SacConfig),
+    /// PPO.
+    Ppo(PpoConfig),
+}
+
+impl AlgoConfig {
+    /// Number of parallel training environments.
+    pub fn num_envs(&self) -> usize {
+        match self {
+            Self::Sac(c) => c.num_envs,
+            Self::Ppo(c) => c.num_envs,
+        }
+    }
+}
+
+/// A configuration problem, in words that name the file, line or field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unknown algorithm name.
+    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo")]
+    UnknownAlgorithm(String),
+    /// The TOML file could not be read or parsed.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong, with line and column.
+        message: String,
+    },
+    /// A `--set key=value` override is malformed or names an unknown key.
+    #[error("--set {arg}: {message}")]
+    Override {
+        /// The override as given.
+        arg: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value is out of range or of the wrong type.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Default settings every run starts from, before the per-task preset.
+fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
+    let algo = match algorithm {
+        "sac" => toml::Table::try_from(SacConfig::default()),
+        "ppo" => toml::Table::try_from(PpoConfig::default()),
+        other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
+    }
+    .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let mut t = toml::Table::new();
+    t.insert("task".into(), task.into());
+    t.insert("algorithm".into(), algorithm.into());
+    t.insert("seed".into(), toml::Value::Integer(1));
+    t.insert("total_steps".into(), toml::Value::Integer(100_000));
+    t.insert("eval_episodes".into(), toml::Value::Integer(10));
+    t.insert("checkpoint_every".into(), toml::Value::Integer(1));
+    t.insert("algo".into(), toml::Value::Table(algo));
+    Ok(t)
+}
+
+/// Embedded per-(task, algorithm) presets from `assets/configs/`.
+fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
+    Some(match (task, algorithm) {
+        ("pendulum", "sac") => include_str!("../assets/configs/pendulum-sac.toml"),
+        ("pendulum", "ppo") => include_str!("../assets/configs/pendulum-ppo.toml"),
+        ("mountain-car-continuous", "sac") => include_str!("../assets/configs/mountain-car-continuous-sac.toml"),
+        ("mountain-car-continuous", "ppo") => include_str!("../assets/configs/mountain-car-continuous-ppo.toml"),
+        _ => return None,
+    })
+}
+
+/// Overlays `over` onto `base`, recursing into tables.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Parses `key.path=value` into a one-entry table; the value is TOML, or a bare string.
+fn parse_override(arg: &str) -> Result<toml::Table, ConfigError> {
+    let err = |message: &str| ConfigError::Override { arg: arg.to_string(), message: message.to_string() };
+    let (key, value) = arg.split_once('=').ok_or_else(|| err("expected key=value, e.g. algo.learning_rate=3e-4"))?;
+    let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) => t.remove("v").expect("parsed table has v"),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let mut parts: Vec<&str> = key.trim().split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(err("empty key"));
+    }
+    let mut table = toml::Table::new();
+    table.insert(parts.pop().expect("non-empty").to_string(), value);
+    while let Some(p) = parts.pop() {
+        let mut outer = toml::Table::new();
+        outer.insert(p.to_string(), toml::Value::Table(table));
+        table = outer;
+    }
+    Ok(table)
+}
+
+/// Checks a user's file strictly, so unknown keys and wrong types are reported with its line.
+fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct File<A> {
+        task: Option<String>,
+        algorithm: Option<String>,
+        seed: Option<u64>,
+        total_steps: Option<u64>,
+        eval_episodes: Option<usize>,
+        checkpoint_every: Option<u64>,
+        algo: Option<A>,
+    }
+    let result = match algorithm {
+        "sac" => toml::from_str::<File<SacConfig>>(text).map(|_| ()),
+        _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
+    };
+    result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
+}
+
+/// "line L, column C: message" for a TOML error.
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim_end().to_string();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            let key = text[span.clone()].trim();
+            format!("line {line}, column {column} (`{key}`): {message}")
+        }
+        None => message,
+    }
+}
+
+/// Where a run's settings come from, in order of increasing precedence.
+#[derive(Debug, Default, Clone)]
+pub struct ConfigSources<'a> {
+    /// `--task`.
+    pub task: Option<&'a str>,
+    /// `--algo`.
+    pub algorithm: Option<&'a str>,
+    /// `--config FILE`.
+    pub file: Option<&'a Path>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    /// `--steps`.
+    pub total_steps: Option<u64>,
+    /// `--set key=value`, in order.
+    pub overrides: &'a [String],
+}
+
+/// Resolves the final configuration: base defaults, then the embedded preset of the task and
+/// algorithm, then the file, then flags, then `--set`. Validates every field.
+pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
+    let file = match src.file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::File { path: path.display().to_string(), message: e.to_string() })?;
+            let table = toml::from_str::<toml::Table>(&text).map_err(|e| ConfigError::File {
+                path: path.display().to_string(),
+                message: describe_toml_error(&text, &e),
+            })?;
+            Some((path, text, table))
+        }
+        None => None,
+    };
+    let overrides: Vec<toml::Table> = src.overrides.iter().map(|o| parse_override(o)).collect::<Result<_, _>>()?;
+    // The task and algorithm decide which defaults apply, so find them first.
+    let pick = |key: &str, flag: Option<&str>, default: &str| -> String {
+        let from_set = overrides.iter().rev().find_map(|t| t.get(key).and_then(|v| v.as_str()).map(String::from));
+        let from_file = file.as_ref().and_then(|(_, _, t)| t.get(key).and_then(|v| v.as_str()).map(String::from));
+        from_set.or(flag.map(String::from)).or(from_file).unwrap_or_else(|| default.to_string())
+    };
+    let task = pick("task", src.task, "pendulum");
+    let algorithm = pick("algorithm", src.algorithm, "sac");
+    embodia_sim::tasks()
+        .iter()
+        .find(|t| t.name == task)
+        .ok_or_else(|| ConfigError::Invalid(embodia_sim::SimError::UnknownTask {
+            name: task.clone(),
+            valid: embodia_sim::tasks().iter().map(|t| t.name.to_string()).collect(),
+        }.to_string()))?;
+
+    let mut table = base_table(&task, &algorithm)?;
+    if let Some(text) = preset(&task, &algorithm) {
+        merge(&mut table, toml::from_str(text).expect("embedded presets are valid TOML"));
+    }
+    if let Some((path, text, user)) = file {
+        check_file(path, &text, &algorithm)?;
+        merge(&mut table, user);
+    }
+    if let Some(seed) = src.seed {
+        table.insert("seed".into(), toml::Value::Integer(seed as i64));
+    }
+    if let Some(steps) = src.total_steps {
+        table.insert("total_steps".into(), toml::Value::Integer(steps as i64));
+    }
+    table.insert("task".into(), task.clone().into());
+    table.insert("algorithm".into(), algorithm.clone().into());
+    for (arg, o) in src.overrides.iter().zip(overrides) {
+        let mut probe = table.clone();
+        merge(&mut probe, o);
+        from_table(&probe, &algorithm).map_err(|message| ConfigError::Override { arg: arg.clone(), message })?;
+        table = probe;
+    }
+    let config = from_table(&table, &algorithm).map_err(ConfigError::Invalid)?;
+    config.validate()?;
+    Ok(config)
+}
+
+/// Deserializes a merged table with the algorithm's schema.
+fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Typed<A> {
+        task: String,
+        algorithm: String,
+        seed: u64,
+        total_steps: u64,
+        eval_episodes: usize,
+        checkpoint_every: u64,
+        algo: A,
+    }
+    fn build<A: serde::de::DeserializeOwned>(t: &toml::Table, wrap: fn(A) -> AlgoConfig) -> Result<TrainConfig, String> {
+        let c: Typed<A> = toml::Table::try_into(t.clone()).map_err(|e| e.message().trim_end().to_string())?;
+        Ok(TrainConfig {
+            task: c.task,
+            algorithm: c.algorithm,
+            seed: c.seed,
+            total_steps: c.total_steps,
+            eval_episodes: c.eval_episodes,
+            checkpoint_every: c.checkpoint_every,
+            algo: wrap(c.algo),
+        })
+    }
+    match algorithm {
+        "sac" => build(table, AlgoConfig::Sac),
+        "ppo" => build(table, AlgoConfig::Ppo),
+        other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
+    }
+}
+
+impl TrainConfig {
+    /// Checks ranges of the run settings and the algorithm's hyperparameters.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field: &str, value: &dyn std::fmt::Display, allowed: &str| {
+            Err(ConfigError::Invalid(format!("invalid value for `{field}`: {value} (allowed: {allowed})")))
+        };
+        if self.total_steps == 0 {
+            return bad("total_steps", &self.total_steps, "≥ 1");
+        }
+        if self.eval_episodes == 0 {
+            return bad("eval_episodes", &self.eval_episodes, "≥ 1");
+        }
+        if self.checkpoint_every == 0 {
+            return bad("checkpoint_every", &self.checkpoint_every, "≥ 1");
+        }
+        match &self.algo {
+            AlgoConfig::Sac(c) => c.validate(),
+            AlgoConfig::Ppo(c) => c.validate(),
+        }
+        .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The configuration as TOML text.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("config serializes")
+    }
+
+    /// Reads a resolved configuration written by [`TrainConfig::to_toml`].
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::File { path: path.display().to_string(), message: e.to_string() })?;
+        let table: toml::Table = toml::from_str(&text)
+            .map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(&text, &e) })?;
+        let algorithm = table.get("algorithm").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        check_file(path, &text, &algorithm)?;
+        let config = from_table(&table, &algorithm)
+            .map_err(|message| ConfigError::File { path: path.display().to_string(), message })?;
+        config.validate()?;
+        Ok(config)
+    }
+}

@@ -1,0 +1,14 @@
+//! embodia: reinforcement learning for robots, from simulation to hardware.
+//!
+//! This crate is the `embodia` command line and the glue around the member crates, which it
+//! re-exports: [`robots`] (robot models), [`sim`] (vectorized environments), [`policies`]
+//! (burn networks) and [`algos`] (PPO, SAC and their machinery).
+
+pub mod bench;
+pub mod config;
+pub mod run;
+
+pub use embodia_algos as algos;
+pub use embodia_policies as policies;
+pub use embodia_robots as robots;
+pub use embodia_sim as sim;

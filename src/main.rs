@@ -1,0 +1,254 @@
+//! The `embodia` command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use embodia::algos::{EvalResult, Learner, MetricRow};
+use embodia::bench::{SOLVE_EVAL_EPISODES, median, solve};
+use embodia::config::{ALGORITHMS, ConfigSources, TrainConfig, resolve};
+use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Parser)]
+#[command(name = "embodia", version, about = "Reinforcement learning for robots: train, evaluate, benchmark.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List tasks, algorithms and robots.
+    List,
+    /// Print the full default configuration of an algorithm on a task, as TOML.
+    Config {
+        /// Algorithm (sac, ppo).
+        algo: String,
+        /// Task.
+        #[arg(long, default_value = "pendulum")]
+        task: String,
+    },
+    /// Train a policy; writes runs/<name>/ (config, metrics.csv, checkpoint, eval.json).
+    Train {
+        #[command(flatten)]
+        settings: Settings,
+        /// Run directory (default: runs/<task>-<algo>-seed<seed>, never overwritten).
+        #[arg(long)]
+        run_dir: Option<PathBuf>,
+        /// Continue the run in this directory from its last checkpoint.
+        #[arg(long, conflicts_with_all = ["task", "algo", "config", "set", "seed", "run_dir"])]
+        resume: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Evaluate a run's policy with deterministic actions.
+    Eval {
+        /// Run directory.
+        #[arg(long)]
+        run: PathBuf,
+        /// Episodes to run.
+        #[arg(long, default_value_t = 10)]
+        episodes: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmarks that print figures.
+    Bench {
+        #[command(subcommand)]
+        bench: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Env steps and wall seconds until the deterministic evaluation first reaches the task's
+    /// solve threshold, per seed, then medians.
+    Solve {
+        #[command(flatten)]
+        settings: Settings,
+        /// Seeds 1..=N.
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where a run's configuration comes from.
+#[derive(Args)]
+struct Settings {
+    /// Task (see `embodia list`). Default: pendulum.
+    #[arg(long)]
+    task: Option<String>,
+    /// Algorithm (sac, ppo). Default: sac.
+    #[arg(long)]
+    algo: Option<String>,
+    /// Seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Total environment-step budget.
+    #[arg(long)]
+    steps: Option<u64>,
+    /// TOML file overriding the defaults (see `embodia config`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override one setting, e.g. --set algo.learning_rate=3e-4 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+impl Settings {
+    fn resolve(&self) -> anyhow::Result<TrainConfig> {
+        Ok(resolve(&ConfigSources {
+            task: self.task.as_deref(),
+            algorithm: self.algo.as_deref(),
+            file: self.config.as_deref(),
+            seed: self.seed,
+            total_steps: self.steps,
+            overrides: &self.set,
+        })?)
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::List => list(),
+        Command::Config { algo, task } => {
+            let config = resolve(&ConfigSources { task: Some(&task), algorithm: Some(&algo), ..Default::default() })?;
+            print!("{}", config.to_toml());
+            Ok(())
+        }
+        Command::Train { settings, run_dir, resume, quiet } => train(&settings, run_dir, resume, quiet),
+        Command::Eval { run, episodes, json } => eval(&run, episodes, json),
+        Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
+    }
+}
+
+fn list() -> anyhow::Result<()> {
+    println!("tasks:");
+    for t in embodia::sim::tasks() {
+        println!("  {:<26} {} (solved at return ≥ {})", t.name, t.description, t.solve_threshold);
+    }
+    println!("algorithms:");
+    for (name, description) in ALGORITHMS {
+        println!("  {name:<26} {description}");
+    }
+    println!("robots:");
+    for r in embodia::robots::catalog() {
+        println!("  {:<26} {}", r.name, r.description);
+    }
+    Ok(())
+}
+
+fn train(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<PathBuf>, quiet: bool) -> anyhow::Result<()> {
+    let mut run = match &resume {
+        Some(dir) => Run::resume(dir, settings.steps)?,
+        None => {
+            let config = settings.resolve()?;
+            let dir = run_dir.unwrap_or_else(|| fresh_run_dir(Path::new("runs"), &config));
+            Run::create(&dir, config)?
+        }
+    };
+    let config = run.config.clone();
+    eprintln!(
+        "training {} on {} (seed {}, {} env steps) in {}",
+        config.algorithm,
+        config.task,
+        config.seed,
+        config.total_steps,
+        run.dir.display()
+    );
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(config.total_steps) };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {per_sec}  ETA {eta}  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_position(run.learner().env_steps());
+    bar.reset_eta();
+    let mut last_return = None;
+    let mut hook = |row: &MetricRow, _: &dyn Learner, _: &mut dyn embodia::sim::VecEnv| {
+        bar.set_position(row.env_steps);
+        last_return = row.return_mean.or(last_return);
+        if let Some(r) = last_return {
+            bar.set_message(format!("return {r:.1}"));
+        }
+        Ok(false)
+    };
+    let result = run.train(&mut [], &mut hook);
+    bar.finish_and_clear();
+    result?;
+    let eval = run.final_eval(config.eval_episodes)?;
+    eprintln!("evaluation ({} episodes, deterministic): {}", eval.episodes, describe_eval(&eval));
+    eprintln!("run saved in {}", run.dir.display());
+    Ok(())
+}
+
+fn describe_eval(e: &EvalResult) -> String {
+    let success = e.success_rate.map(|s| format!(", success {:.0}%", 100.0 * s)).unwrap_or_default();
+    format!("mean return {:.1} ± {:.1}, mean length {:.0}{success}", e.mean_return, e.std_return, e.mean_length)
+}
+
+fn eval(run: &Path, episodes: usize, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
+    let (config, learner) = load_learner(run)?;
+    let result = evaluate_learner(learner.as_ref(), &config, episodes)?;
+    if json {
+        println!("{}", serde_json::to_string(&result)?);
+    } else {
+        println!("{} on {} after {} env steps: {}", config.algorithm, config.task, learner.env_steps(), describe_eval(&result));
+    }
+    Ok(())
+}
+
+fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(seeds > 0, "invalid value for `--seeds`: 0 (allowed: ≥ 1)");
+    let base = settings.resolve()?;
+    let threshold = embodia::sim::tasks().iter().find(|t| t.name == base.task).map(|t| t.solve_threshold);
+    println!(
+        "bench solve: {} on {}, deterministic eval of {SOLVE_EVAL_EPISODES} episodes after every iteration, threshold {}, budget {} steps",
+        base.algorithm,
+        base.task,
+        threshold.unwrap_or(f32::NAN),
+        base.total_steps
+    );
+    let mut results = Vec::new();
+    for seed in 1..=seeds {
+        let config = TrainConfig { seed, ..base.clone() };
+        let r = solve(&config)?;
+        println!(
+            "seed={} solved={} env_steps={} wall_s={:.2} last_eval_return={:.1}",
+            r.seed, r.solved, r.env_steps, r.wall_seconds, r.last_eval_return
+        );
+        results.push(r);
+    }
+    let solved: Vec<_> = results.iter().filter(|r| r.solved).collect();
+    let med_steps = median(solved.iter().map(|r| r.env_steps as f64).collect());
+    let med_wall = median(solved.iter().map(|r| r.wall_seconds).collect());
+    match (med_steps, med_wall) {
+        (Some(s), Some(w)) => println!("solved {}/{} median env_steps={s:.0} wall_s={w:.2}", solved.len(), results.len()),
+        _ => println!("solved 0/{}", results.len()),
+    }
+    if json {
+        let out = serde_json::json!({
+            "task": base.task, "algo": base.algorithm, "seeds": results,
+            "solved": solved.len(), "median_env_steps": med_steps, "median_wall_s": med_wall,
+        });
+        println!("{out}");
+    }
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! Run directories and the training loop: `runs/<name>/` with the resolved config, metrics,
+//! checkpoints and the final evaluation.
+//!
+//! ```text
+//! runs/<name>/
+//!   config.toml        resolved configuration (what `--resume` and `eval` read)
+//!   metrics.csv        one row per iteration (see MetricRow::CSV_HEADER)
+//!   checkpoint/        latest checkpoint (tensors.safetensors + state.json; see embodia_algos::Checkpoint)
+//!   eval.json          final deterministic evaluation
+//! ```
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::Device;
+use embodia_algos::{Checkpoint, EvalResult, Learner, MetricRow, MetricSink, Ppo, Sac, evaluate};
+use embodia_sim::{EnvSnapshot, VecEnv};
+
+use crate::config::{AlgoConfig, TrainConfig};
+
+/// Config file name inside a run directory.
+pub const CONFIG_FILE: &str = "config.toml";
+/// Metrics file name inside a run directory.
+pub const METRICS_FILE: &str = "metrics.csv";
+/// Checkpoint directory name inside a run directory.
+pub const CHECKPOINT_DIR: &str = "checkpoint";
+/// Final evaluation file name inside a run directory.
+pub const EVAL_FILE: &str = "eval.json";
+
+/// Offset between the training seed and the evaluation environments' seed, so evaluation
+/// episodes differ from training episodes.
+const EVAL_SEED_OFFSET: u64 = 1_000_003;
+
+/// Errors of runs, with the path or field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The learner or environment failed.
+    #[error(transparent)]
+    Algo(#[from] embodia_algos::AlgoError),
+    /// Bad task name or environment setup.
+    #[error(transparent)]
+    Sim(#[from] embodia_sim::SimError),
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// A file could not be read or written.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |e| RunError::Io { path: path.display().to_string(), message: e.to_string() }
+}
+
+/// The compute device for training: burn's CPU backend with autodiff.
+pub fn default_device() -> Device {
+    Device::flex().autodiff()
+}
+
+/// Builds the learner `config` describes for `env`.
+pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
+    Ok(match &config.algo {
+        AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), env, device.clone(), config.seed)?),
+        AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), env, device.clone(), config.seed)?),
+    })
+}
+
+/// Called after every iteration with the metrics row and the learner, e.g. for progress bars
+/// or evaluation; returning `true` stops training early.
+pub type IterationHook<'a> = dyn FnMut(&MetricRow, &dyn Learner, &mut dyn VecEnv) -> Result<bool, RunError> + 'a;
+
+/// A training run in a directory.
+pub struct Run {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The resolved configuration.
+    pub config: TrainConfig,
+    learner: Box<dyn Learner>,
+    env: Box<dyn VecEnv>,
+    /// Wall seconds spent before this process (from the checkpoint when resuming).
+    wall_offset: f64,
+    iterations: u64,
+}
+
+impl Run {
+    /// Creates a new run directory (never reusing an existing one) and a fresh learner.
+    pub fn create(dir: &Path, config: TrainConfig) -> Result<Self, RunError> {
+        if dir.join(CONFIG_FILE).exists() {
+            return Err(RunError::Io {
+                path: dir.display().to_string(),
+                message: "already holds a run; continue it with `embodia train --resume` or choose another --run-dir".into(),
+            });
+        }
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let config_path = dir.join(CONFIG_FILE);
+        fs::write(&config_path, config.to_toml()).map_err(io_err(&config_path))?;
+        let metrics_path = dir.join(METRICS_FILE);
+        fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
+        let mut env = embodia_sim::make(&config.task, config.algo.num_envs())?;
+        env.reset(config.seed);
+        let learner = build_learner(&config, env.as_ref(), &default_device())?;
+        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0 })
+    }
+
+    /// Reopens a run at its last checkpoint. `total_steps` may extend the budget. Rows of
+    /// `metrics.csv` written after the checkpoint are dropped, so the file continues exactly.
+    pub fn resume(dir: &Path, total_steps: Option<u64>) -> Result<Self, RunError> {
+        let mut config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
+        if let Some(steps) = total_steps {
+            config.total_steps = steps;
+        }
+        let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+        let mut env = embodia_sim::make(&config.task, config.algo.num_envs())?;
+        let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
+        learner.restore(&ckpt)?;
+        let snapshot: EnvSnapshot = ckpt.get("env")?;
+        env.restore(&snapshot)?;
+        let wall_offset: f64 = ckpt.get("wall_seconds")?;
+        let iterations: u64 = ckpt.get("iterations")?;
+        truncate_metrics(&dir.join(METRICS_FILE), learner.env_steps())?;
+        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset, iterations })
+    }
+
+    /// The learner.
+    pub fn learner(&self) -> &dyn Learner {
+        self.learner.as_ref()
+    }
+
+    /// Trains until the step budget is spent or `hook` asks to stop; appends to
+    /// `metrics.csv`, checkpoints every `checkpoint_every` iterations and at the end. On error
+    /// (e.g. a NaN) the last good checkpoint is left in place.
+    pub fn train(&mut self, sinks: &mut [&mut dyn MetricSink], hook: &mut IterationHook) -> Result<(), RunError> {
+        let start = Instant::now();
+        let metrics_path = self.dir.join(METRICS_FILE);
+        let mut csv = fs::OpenOptions::new().append(true).open(&metrics_path).map_err(io_err(&metrics_path))?;
+        let mut last = (start, self.learner.env_steps());
+        while self.learner.env_steps() < self.config.total_steps {
+            let mut row = self.learner.iterate(self.env.as_mut())?;
+            let now = Instant::now();
+            row.wall_seconds = self.wall_offset + (now - start).as_secs_f64();
+            row.fps = Some((row.env_steps - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-9));
+            last = (now, row.env_steps);
+            writeln!(csv, "{}", row.csv_values()).map_err(io_err(&metrics_path))?;
+            for sink in sinks.iter_mut() {
+                sink.record(&row);
+            }
+            self.iterations += 1;
+            let stop = hook(&row, self.learner.as_ref(), self.env.as_mut())?;
+            let done = stop || self.learner.env_steps() >= self.config.total_steps;
+            if done || self.iterations % self.config.checkpoint_every == 0 {
+                csv.flush().map_err(io_err(&metrics_path))?;
+                self.save_checkpoint(row.wall_seconds)?;
+            }
+            if stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn save_checkpoint(&self, wall_seconds: f64) -> Result<(), RunError> {
+        let mut ckpt = self.learner.checkpoint()?;
+        if let Some((name, _)) = ckpt.tensors.iter().find(|(_, (_, v))| v.iter().any(|x| !x.is_finite())) {
+            return Err(embodia_algos::AlgoError::NonFinite {
+                what: format!("tensor `{name}`"),
+                env_steps: self.learner.env_steps(),
+            }
+            .into());
+        }
+        ckpt.put("env", &self.env.snapshot())?;
+        ckpt.put("wall_seconds", &wall_seconds)?;
+        ckpt.put("iterations", &self.iterations)?;
+        ckpt.save(&self.dir.join(CHECKPOINT_DIR))?;
+        Ok(())
+    }
+
+    /// Deterministic evaluation over `episodes` episodes; writes `eval.json`.
+    pub fn final_eval(&self, episodes: usize) -> Result<EvalResult, RunError> {
+        let result = evaluate_learner(self.learner.as_ref(), &self.config, episodes)?;
+        let path = self.dir.join(EVAL_FILE);
+        let json = serde_json::to_string_pretty(&result).expect("eval result serializes");
+        fs::write(&path, json + "\n").map_err(io_err(&path))?;
+        Ok(result)
+    }
+}
+
+/// Runs `episodes` deterministic evaluation episodes of `learner` on fresh environments.
+pub fn evaluate_learner(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -> Result<EvalResult, RunError> {
+    let mut env = embodia_sim::make(&config.task, episodes)?;
+    Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET)?)
+}
+
+/// Loads the learner of a finished or interrupted run, for evaluation.
+pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
+    let config_path = dir.join(CONFIG_FILE);
+    if !config_path.exists() {
+        return Err(RunError::Io { path: dir.display().to_string(), message: "is not a run directory (no config.toml)".into() });
+    }
+    let config = TrainConfig::from_file(&config_path)?;
+    let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+    let env = embodia_sim::make(&config.task, 1)?;
+    let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
+    learner.restore(&ckpt)?;
+    Ok((config, learner))
+}
+
+/// Keeps the header and the rows up to `env_steps`.
+fn truncate_metrics(path: &Path, env_steps: u64) -> Result<(), RunError> {
+    let text = fs::read_to_string(path).map_err(io_err(path))?;
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let keep = i == 0
+            || line.split(',').next().and_then(|s| s.parse::<u64>().ok()).is_some_and(|s| s <= env_steps);
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    fs::write(path, out).map_err(io_err(path))
+}
+
+/// A fresh run directory name under `root`: `<task>-<algo>-seed<seed>`, with `-2`, `-3`, …
+/// appended if taken.
+pub fn fresh_run_dir(root: &Path, config: &TrainConfig) -> PathBuf {
+    let base = format!("{}-{}-seed{}", config.task, config.algorithm, config.seed);
+    let mut dir = root.join(&base);
+    let mut k = 2;
+    while dir.exists() {
+        dir = root.join(format!("{base}-{k}"));
+        k += 1;
+    }
+    dir
+}
