@@ -42,18 +42,20 @@ impl Adam {
     }
 
     /// Applies one update to every parameter of `module` that has a gradient in `grads`.
-    /// With `max_grad_norm`, gradients are first scaled so their global L2 norm is at most that.
-    /// Returns the updated module and the global gradient norm before clipping.
+    /// With `max_grad_norm`, gradients are first scaled so their global L2 norm is at most that,
+    /// and that norm (before clipping) is returned; if it is not finite, the module is returned
+    /// unchanged, since no update could be trusted.
     pub fn step<M: Module>(
         &mut self,
         lr: f64,
         module: M,
         grads: &GradientsParams,
         max_grad_norm: Option<f64>,
-    ) -> (M, f64) {
-        let norm = grad_norm(&module, grads);
-        let clip = match max_grad_norm {
-            Some(max) if norm > max => max / (norm + 1e-6),
+    ) -> (M, Option<f64>) {
+        let norm = max_grad_norm.map(|_| grad_norm(&module, grads));
+        let clip = match (max_grad_norm, norm) {
+            (_, Some(n)) if !n.is_finite() => return (module, norm),
+            (Some(max), Some(n)) if n > max => max / (n + 1e-6),
             _ => 1.0,
         };
         self.steps += 1;

@@ -8,7 +8,6 @@
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use embodia_policies::{
     Activation, GaussianActor, GaussianActorConfig, LOG_SQRT_2PI, ValueCritic, ValueCriticConfig, load_params,
@@ -370,7 +369,9 @@ impl Ppo {
                     .sum_dim(1)
                     .sub_scalar(LOG_SQRT_2PI * dim);
                 let entropy = log_std.sum_dim(1).add_scalar(dim * (0.5 + LOG_SQRT_2PI)).mean();
-                let ratio = (log_prob - old_log_prob).exp();
+                // The clamp only bites when a policy has moved absurdly far within one update;
+                // it keeps exp finite so such a step is clipped instead of producing inf·0.
+                let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();
                 let surrogate = (ratio.clone() * adv.clone())
                     .min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv)
                     .mean()
@@ -380,8 +381,7 @@ impl Ppo {
                     let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);
                     let a = (values - returns.clone()).square();
                     let b = (clipped - returns).square();
-                    // max(a, b) = b + relu(a − b)
-                    (b.clone() + relu(a - b)).mean()
+                    a.max_pair(b).mean()
                 } else {
                     (values - returns).square().mean()
                 };
@@ -390,8 +390,10 @@ impl Ppo {
                 let stats = to_host(Tensor::cat(vec![surrogate.inner(), value_loss.inner(), entropy.inner()], 0))?;
                 check_finite("PPO loss", (stats[0] + stats[1]) as f64, self.env_steps)?;
                 let grads = GradientsParams::from_grads(loss.backward(), &self.model);
-                self.model =
-                    self.optim.step(self.learning_rate, self.model.clone(), &grads, Some(self.config.max_grad_norm)).0;
+                let (model, grad_norm) =
+                    self.optim.step(self.learning_rate, self.model.clone(), &grads, Some(self.config.max_grad_norm));
+                check_finite("PPO gradients", grad_norm.unwrap_or(0.0), self.env_steps)?;
+                self.model = model;
                 surr_sum += stats[0] as f64;
                 value_sum += stats[1] as f64;
                 entropy_sum += stats[2] as f64;

@@ -2,7 +2,7 @@
 
 use burn::module::Module;
 use burn::nn::{Initializer, Linear, LinearConfig};
-use burn::tensor::activation::{elu, relu, tanh};
+use burn::tensor::activation::{relu, tanh};
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,9 @@ impl Activation {
         match self {
             Self::Tanh => tanh(x),
             Self::Relu => relu(x),
-            Self::Elu => elu(x, 1.0),
+            // relu(x) + exp(min(x, 0)) − 1: burn's fused elu backward evaluates exp(x) on the
+            // positive side too, which overflows to inf·0 = NaN for pre-activations above ~88.
+            Self::Elu => relu(x.clone()) + relu(x.neg()).neg().exp().sub_scalar(1.0),
         }
     }
 }
