@@ -164,19 +164,49 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
     result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
 }
 
-/// "line L, column C: message" for a TOML error.
+/// "line L, column C, key `table.key`: message" for a TOML error (the key part when the
+/// error is on a `key = value` line).
 fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
     let message = e.message().trim_end().to_string();
     match e.span() {
         Some(span) => {
-            let before = &text[..span.start.min(text.len())];
+            let start = span.start.min(text.len());
+            let before = &text[..start];
             let line = before.matches('\n').count() + 1;
             let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-            let key = text[span.clone()].trim();
-            format!("line {line}, column {column} (`{key}`): {message}")
+            match key_at(text, start) {
+                Some(key) => format!("line {line}, column {column}, key `{key}`: {message}"),
+                None => format!("line {line}, column {column}: {message}"),
+            }
         }
         None => message,
     }
+}
+
+/// The dotted key of the `key = value` line holding byte `pos` of `text`, prefixed with the
+/// enclosing `[table]`; `None` on header lines or lines without `=`.
+fn key_at(text: &str, pos: usize) -> Option<String> {
+    let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+    let line = &text[line_start..line_end];
+    if line.trim_start().starts_with('[') {
+        return None;
+    }
+    let key = line.split_once('=')?.0.trim();
+    if key.is_empty() || key.starts_with('#') {
+        return None;
+    }
+    let table = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .and_then(|l| l.split(']').next())
+        .map(|l| l.trim_start_matches('[').trim());
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
 }
 
 /// Where a run's settings come from, in order of increasing precedence.

@@ -112,6 +112,7 @@ impl Run {
     /// Reopens a run at its last checkpoint. `total_steps` may extend the budget. Rows of
     /// `metrics.csv` written after the checkpoint are dropped, so the file continues exactly.
     pub fn resume(dir: &Path, total_steps: Option<u64>) -> Result<Self, RunError> {
+        check_run_dir(dir)?;
         let mut config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
         if let Some(steps) = total_steps {
             config.total_steps = steps;
@@ -199,16 +200,25 @@ pub fn evaluate_learner(learner: &dyn Learner, config: &TrainConfig, episodes: u
 
 /// Loads the learner of a finished or interrupted run, for evaluation.
 pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
-    let config_path = dir.join(CONFIG_FILE);
-    if !config_path.exists() {
-        return Err(RunError::Io { path: dir.display().to_string(), message: "is not a run directory (no config.toml)".into() });
-    }
-    let config = TrainConfig::from_file(&config_path)?;
+    check_run_dir(dir)?;
+    let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
     let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
     let env = embodia_sim::make(&config.task, 1)?;
     let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
     learner.restore(&ckpt)?;
     Ok((config, learner))
+}
+
+/// Fails with a clear message unless `dir` holds a run's config and a checkpoint.
+fn check_run_dir(dir: &Path) -> Result<(), RunError> {
+    let fail = |message: &str| Err(RunError::Io { path: dir.display().to_string(), message: message.into() });
+    if !dir.join(CONFIG_FILE).exists() {
+        return fail("is not a run directory (no config.toml)");
+    }
+    if !dir.join(CHECKPOINT_DIR).exists() && !dir.join(format!("{CHECKPOINT_DIR}.old")).exists() {
+        return fail("has no checkpoint (no checkpoint/ directory): the run stopped before its first checkpoint; delete the directory and train again");
+    }
+    Ok(())
 }
 
 /// Keeps the header and the rows up to `env_steps`.

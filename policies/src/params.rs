@@ -162,12 +162,21 @@ impl ModuleMapper for Mix {
     }
 }
 
-/// Runs `build` (which constructs modules on `device`) with the device's generator seeded by
-/// `seed`, holding a process-wide lock so concurrent builders cannot interleave draws. This
-/// makes parameter initialization reproducible for a seed.
-pub fn seeded_init<T>(device: &burn::tensor::Device, seed: u64, build: impl FnOnce() -> T) -> T {
+/// Builds a module with `build` and initializes its parameters from the device's generator
+/// seeded by `seed`, holding a process-wide lock so concurrent builders cannot interleave draws.
+/// burn initializes parameters lazily on first use, so they are forced here, inside the lock;
+/// this makes initialization reproducible for a seed.
+pub fn seeded_init<M: Module>(device: &burn::tensor::Device, seed: u64, build: impl FnOnce() -> M) -> M {
+    struct Touch;
+    impl ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let _ = param.val();
+        }
+    }
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     device.seed(seed);
-    build()
+    let module = build();
+    module.visit(&mut Touch);
+    module
 }

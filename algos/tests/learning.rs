@@ -1,0 +1,42 @@
+//! Learning checks: each algorithm trains pendulum to the solve threshold with a fixed seed.
+//! (`embodia bench solve` reports the full figures over several seeds.)
+
+use burn::tensor::Device;
+use embodia_algos::{Learner, Ppo, PpoConfig, Sac, SacConfig, evaluate};
+
+/// Trains until a 10-episode deterministic evaluation reaches the threshold or the budget is
+/// spent; returns the env steps at which it solved.
+fn steps_to_solve(learner: &mut dyn Learner, env: &mut dyn embodia_sim::VecEnv, budget: u64) -> Option<u64> {
+    let threshold = env.info().solve_threshold as f64;
+    let mut eval_env = embodia_sim::make("pendulum", 10).unwrap();
+    while learner.env_steps() < budget {
+        let row = learner.iterate(env).unwrap();
+        assert!(row.value_loss.is_none_or(f64::is_finite));
+        let result = evaluate(learner, eval_env.as_mut(), 12345).unwrap();
+        if result.mean_return >= threshold {
+            return Some(learner.env_steps());
+        }
+    }
+    None
+}
+
+#[test]
+fn sac_solves_pendulum() {
+    let config = SacConfig::default();
+    let mut env = embodia_sim::make("pendulum", config.num_envs).unwrap();
+    env.reset(1);
+    let mut sac = Sac::new(config, env.as_ref(), Device::flex().autodiff(), 1).unwrap();
+    let solved = steps_to_solve(&mut sac, env.as_mut(), 10_000);
+    assert!(solved.is_some(), "SAC did not reach -200 within 10k steps");
+}
+
+#[test]
+fn ppo_solves_pendulum() {
+    // The pendulum preset of assets/configs/pendulum-ppo.toml.
+    let config = PpoConfig { num_envs: 16, steps_per_env: 128, epochs: 10, gamma: 0.95, ..PpoConfig::default() };
+    let mut env = embodia_sim::make("pendulum", config.num_envs).unwrap();
+    env.reset(1);
+    let mut ppo = Ppo::new(config, env.as_ref(), Device::flex().autodiff(), 1).unwrap();
+    let solved = steps_to_solve(&mut ppo, env.as_mut(), 250_000);
+    assert!(solved.is_some(), "PPO did not reach -200 within 250k steps");
+}
