@@ -1,0 +1,659 @@
+//! End-to-end tests of the `embodia` command line: each test runs the release binary in its own
+//! temporary directory (so `runs/` lands there) and checks exit codes, messages and files.
+//!
+//! Run with `cargo test --release --test cli`. Budgets are small (a few thousand env steps) so
+//! the whole file takes seconds on 2 cores.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The columns `metrics.csv` documents (issue 2, `MetricRow::CSV_HEADER`).
+const METRIC_COLUMNS: [&str; 14] = [
+    "env_steps",
+    "wall_seconds",
+    "return_mean",
+    "return_min",
+    "return_max",
+    "episode_length",
+    "success_rate",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "alpha",
+    "kl",
+    "learning_rate",
+    "fps",
+];
+
+/// Columns that legitimately differ between an interrupted-and-resumed run and an uninterrupted one.
+const TIMING_COLUMNS: [&str; 2] = ["wall_seconds", "fps"];
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn embodia(dir: &Path, args: &[&str]) -> Out {
+    let Output { status, stdout, stderr } = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("embodia runs");
+    let out = Out {
+        code: status.code(),
+        stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(stderr).expect("stderr is UTF-8"),
+    };
+    assert!(
+        !out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"),
+        "embodia {args:?} panicked:\n{}",
+        out.stderr
+    );
+    out
+}
+
+/// Runs `embodia args` and asserts it succeeded.
+fn ok(dir: &Path, args: &[&str]) -> Out {
+    let out = embodia(dir, args);
+    assert_eq!(out.code, Some(0), "embodia {args:?} failed:\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    out
+}
+
+/// Runs `embodia args`, asserts it failed with exit code 1 and one `error: …` line at the end
+/// of stderr, and returns that line.
+fn fail(dir: &Path, args: &[&str]) -> String {
+    let out = embodia(dir, args);
+    assert_eq!(out.code, Some(1), "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let last = out.stderr.lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("error: "), "embodia {args:?}: last stderr line is not an error message:\n{}", out.stderr);
+    last
+}
+
+/// Like [`fail`], for errors found before any work starts: stderr is exactly that one line.
+fn fail_at_once(dir: &Path, args: &[&str]) -> String {
+    let out = embodia(dir, args);
+    assert_eq!(out.code, Some(1), "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("error: "),
+        "embodia {args:?}: expected one `error: …` line on stderr, got:\n{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "embodia {args:?} printed to stdout on error:\n{}", out.stdout);
+    lines[0].to_string()
+}
+
+fn assert_mentions(message: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(message.contains(p), "message lacks `{p}`:\n{message}");
+    }
+}
+
+fn tmp() -> TempDir {
+    tempfile::Builder::new().prefix("embodia-cli-").tempdir().expect("temp dir")
+}
+
+/// Every file and directory under `dir`, with file contents, for before/after comparisons.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Option<Vec<u8>>>) {
+        for entry in fs::read_dir(dir).expect("readable dir") {
+            let path = entry.expect("dir entry").path();
+            let rel = path.strip_prefix(root).expect("under root").to_path_buf();
+            if path.is_dir() {
+                out.insert(rel, None);
+                walk(root, &path, out);
+            } else {
+                out.insert(rel, Some(fs::read(&path).expect("readable file")));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn assert_unchanged(before: &BTreeMap<PathBuf, Option<Vec<u8>>>, dir: &Path, what: &str) {
+    let after = snapshot(dir);
+    let names = |s: &BTreeMap<PathBuf, Option<Vec<u8>>>| s.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(before), names(&after), "{what} changed the files in {}", dir.display());
+    for (path, content) in before {
+        assert!(after[path] == *content, "{what} changed {}", dir.join(path).display());
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
+}
+
+/// `env_steps` of the checkpoint in `run`, or `None` while there is none (or it is being replaced).
+fn checkpoint_steps(run: &Path) -> Option<u64> {
+    let text = fs::read_to_string(run.join("checkpoint/state.json")).ok()?;
+    serde_json::from_str::<Value>(&text).ok()?.get("env_steps")?.as_u64()
+}
+
+/// Header and rows of a run's metrics.csv, each row split into its fields.
+fn metrics(run: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = fs::read_to_string(run.join("metrics.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().expect("metrics.csv has a header").split(',').map(String::from).collect();
+    let rows = lines.map(|l| l.split(',').map(String::from).collect()).collect();
+    (header, rows)
+}
+
+/// A tiny SAC run (1,000 env steps, no gradient updates, one evaluation episode) in `dir/run`.
+fn tiny_run(dir: &Path, run: &str) -> PathBuf {
+    ok(dir, &["train", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", run, "--quiet"]);
+    dir.join(run)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. list and config
+
+#[test]
+fn list_shows_tasks_and_algorithms() {
+    let dir = tmp();
+    let out = ok(dir.path(), &["list"]);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for name in ["pendulum", "mountain-car-continuous", "sac", "ppo"] {
+        let line = lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("`embodia list` lacks {name}:\n{}", out.stdout));
+        assert!(line.split_whitespace().count() > 2, "{name} has no description: {line}");
+    }
+    assert_mentions(&out.stdout, &["tasks:", "algorithms:", "robots:"]);
+}
+
+#[test]
+fn config_prints_toml_that_trains() {
+    let dir = tmp();
+    let out = ok(dir.path(), &["config", "sac", "--task", "pendulum"]);
+    let table: toml::Table = toml::from_str(&out.stdout).unwrap_or_else(|e| panic!("not TOML: {e}\n{}", out.stdout));
+    assert_eq!(table["task"].as_str(), Some("pendulum"));
+    assert_eq!(table["algorithm"].as_str(), Some("sac"));
+    let algo = table["algo"].as_table().expect("an [algo] table");
+    assert!(algo["learning_rate"].as_float().is_some_and(|lr| lr > 0.0), "{}", out.stdout);
+    assert!(out.stdout.contains("[algo]"));
+
+    // The printed config is a valid --config file; edit one value and train with it.
+    let text = out.stdout.replace("batch_size = 128", "batch_size = 64");
+    assert_ne!(text, out.stdout, "expected `batch_size = 128` in:\n{}", out.stdout);
+    fs::write(dir.path().join("my.toml"), &text).unwrap();
+    ok(dir.path(), &["train", "--config", "my.toml", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", "runs/mine", "--quiet"]);
+    let resolved: toml::Table = toml::from_str(&fs::read_to_string(dir.path().join("runs/mine/config.toml")).unwrap()).unwrap();
+    assert_eq!(resolved["total_steps"].as_integer(), Some(1000), "--steps overrides the file");
+    assert_eq!(resolved["eval_episodes"].as_integer(), Some(1));
+    assert_eq!(resolved["algo"]["batch_size"].as_integer(), Some(64), "the file's value is used");
+    let mut expected = table["algo"].clone();
+    expected.as_table_mut().unwrap().insert("batch_size".into(), toml::Value::Integer(64));
+    assert_eq!(resolved["algo"], expected);
+
+    // PPO on the other task: its own schema and preset.
+    let out = ok(dir.path(), &["config", "ppo", "--task", "mountain-car-continuous"]);
+    let table: toml::Table = toml::from_str(&out.stdout).unwrap();
+    assert_eq!(table["task"].as_str(), Some("mountain-car-continuous"));
+    for key in ["num_envs", "steps_per_env", "clip_param", "desired_kl", "learning_rate"] {
+        assert!(table["algo"].get(key).is_some(), "ppo config lacks algo.{key}:\n{}", out.stdout);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. unknown names
+
+#[test]
+fn unknown_task_and_algorithm_list_valid_names() {
+    let dir = tmp();
+    let e = fail_at_once(dir.path(), &["train", "--task", "foo"]);
+    assert_mentions(&e, &["`foo`", "pendulum", "mountain-car-continuous"]);
+    let e = fail_at_once(dir.path(), &["train", "--algo", "dqn"]);
+    assert_mentions(&e, &["`dqn`", "sac, ppo"]);
+    let e = fail_at_once(dir.path(), &["config", "dqn"]);
+    assert_mentions(&e, &["`dqn`", "sac, ppo"]);
+    let e = fail_at_once(dir.path(), &["config", "sac", "--task", "foo"]);
+    assert_mentions(&e, &["`foo`", "pendulum", "mountain-car-continuous"]);
+    let e = fail_at_once(dir.path(), &["bench", "solve", "--task", "foo", "--seeds", "1"]);
+    assert_mentions(&e, &["`foo`", "pendulum", "mountain-car-continuous"]);
+    // Through a config file or --set as well.
+    fs::write(dir.path().join("t.toml"), "task = \"cartpole\"\n").unwrap();
+    let e = fail_at_once(dir.path(), &["train", "--config", "t.toml"]);
+    assert_mentions(&e, &["`cartpole`", "pendulum", "mountain-car-continuous"]);
+    let e = fail_at_once(dir.path(), &["train", "--set", "algorithm=td3"]);
+    assert_mentions(&e, &["`td3`", "sac, ppo"]);
+    assert!(!dir.path().join("runs").exists(), "a failed train created runs/");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. bad config files
+
+#[test]
+fn malformed_config_file_names_file_and_line() {
+    let dir = tmp();
+    let d = dir.path();
+    fs::write(d.join("syntax.toml"), "seed = 2\n\n[algo\nlearning_rate = 1e-3\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "syntax.toml"]);
+    assert_mentions(&e, &["syntax.toml", "line 3"]);
+
+    fs::write(d.join("typo.toml"), "seed = 2\n[algo]\nlerning_rate = 1e-3\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "typo.toml"]);
+    assert_mentions(&e, &["typo.toml", "line 3", "lerning_rate", "unknown field", "learning_rate"]);
+
+    fs::write(d.join("top.toml"), "seed = 2\nsteps = 5\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "top.toml"]);
+    assert_mentions(&e, &["top.toml", "line 2", "`steps`", "total_steps"]);
+
+    fs::write(d.join("type.toml"), "seed = \"x\"\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "type.toml"]);
+    assert_mentions(&e, &["type.toml", "line 1", "`seed`", "\"x\""]);
+
+    fs::write(d.join("type2.toml"), "# my settings\n[algo]\nbatch_size = 64\nlearning_rate = \"fast\"\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "type2.toml"]);
+    assert_mentions(&e, &["type2.toml", "line 4", "algo.learning_rate", "\"fast\""]);
+
+    // A PPO key in a SAC run is unknown.
+    fs::write(d.join("ppo-key.toml"), "algorithm = \"sac\"\n[algo]\nclip_param = 0.1\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "ppo-key.toml"]);
+    assert_mentions(&e, &["ppo-key.toml", "line 3", "clip_param"]);
+
+    let e = fail_at_once(d, &["train", "--config", "missing.toml"]);
+    assert_mentions(&e, &["missing.toml"]);
+    assert!(!d.join("runs").exists(), "a failed train created runs/");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. bad --set
+
+#[test]
+fn bad_overrides_name_key_and_range() {
+    let dir = tmp();
+    let d = dir.path();
+    let e = fail_at_once(d, &["train", "--set", "algo.learning_rate=-1"]);
+    assert_mentions(&e, &["algo.learning_rate", "-1", "allowed: > 0"]);
+    let e = fail_at_once(d, &["train", "--set", "algo.num_envs=0"]);
+    assert_mentions(&e, &["algo.num_envs", "allowed: ≥ 1"]);
+    let e = fail_at_once(d, &["train", "--algo", "ppo", "--set", "algo.num_envs=0"]);
+    assert_mentions(&e, &["algo.num_envs", "allowed: ≥ 1"]);
+    let e = fail_at_once(d, &["train", "--set", "algo.gamma=1.5"]);
+    assert_mentions(&e, &["algo.gamma", "1.5", "allowed: 0 ≤ gamma ≤ 1"]);
+    let e = fail_at_once(d, &["train", "--set", "algo.nope=1"]);
+    assert_mentions(&e, &["--set algo.nope=1", "unknown field `nope`", "learning_rate"]);
+    let e = fail_at_once(d, &["train", "--set", "garbage"]);
+    assert_mentions(&e, &["--set garbage", "expected key=value", "algo.learning_rate=3e-4"]);
+    let e = fail_at_once(d, &["train", "--set", "=3"]);
+    assert_mentions(&e, &["--set =3", "empty key"]);
+    let e = fail_at_once(d, &["train", "--set", "seed=x"]);
+    assert_mentions(&e, &["--set seed=x", "u64"]);
+    let e = fail_at_once(d, &["train", "--set", "total_steps=0"]);
+    assert_mentions(&e, &["total_steps", "allowed: ≥ 1"]);
+    // Out-of-range values in a file are caught too.
+    fs::write(d.join("neg.toml"), "[algo]\nlearning_rate = -0.5\n").unwrap();
+    let e = fail_at_once(d, &["train", "--config", "neg.toml"]);
+    assert_mentions(&e, &["algo.learning_rate", "-0.5", "allowed: > 0"]);
+    assert!(!d.join("runs").exists(), "a failed train created runs/");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. missing run or checkpoint
+
+#[test]
+fn resume_or_eval_without_checkpoint_changes_nothing() {
+    let dir = tmp();
+    let d = dir.path();
+
+    // A directory that is not a run.
+    fs::create_dir(d.join("notes")).unwrap();
+    fs::write(d.join("notes/readme.txt"), "my notes\n").unwrap();
+    let before = snapshot(&d.join("notes"));
+    let e = fail_at_once(d, &["train", "--resume", "notes"]);
+    assert_mentions(&e, &["notes", "not a run directory", "config.toml"]);
+    assert_unchanged(&before, &d.join("notes"), "train --resume");
+    let e = fail_at_once(d, &["eval", "--run", "notes"]);
+    assert_mentions(&e, &["notes", "not a run directory", "config.toml"]);
+    assert_unchanged(&before, &d.join("notes"), "eval --run");
+
+    // A directory that does not exist is not created.
+    let e = fail_at_once(d, &["eval", "--run", "nowhere"]);
+    assert_mentions(&e, &["nowhere", "not a run directory"]);
+    let e = fail_at_once(d, &["train", "--resume", "nowhere"]);
+    assert_mentions(&e, &["nowhere", "not a run directory"]);
+    assert!(!d.join("nowhere").exists());
+
+    // A run that stopped before its first checkpoint.
+    let run = tiny_run(d, "runs/early");
+    fs::remove_dir_all(run.join("checkpoint")).unwrap();
+    fs::write(run.join("metrics.csv"), format!("{}\n", METRIC_COLUMNS.join(","))).unwrap();
+    let before = snapshot(&run);
+    let e = fail_at_once(d, &["train", "--resume", "runs/early"]);
+    assert_mentions(&e, &["runs/early", "no checkpoint"]);
+    assert_unchanged(&before, &run, "train --resume");
+    let e = fail_at_once(d, &["eval", "--run", "runs/early"]);
+    assert_mentions(&e, &["runs/early", "no checkpoint"]);
+    assert_unchanged(&before, &run, "eval --run");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. corrupt checkpoint
+
+#[test]
+fn corrupt_checkpoint_is_reported_and_left_alone() {
+    let dir = tmp();
+    let d = dir.path();
+    let good = tiny_run(d, "runs/good");
+
+    let garbage = d.join("runs/garbage");
+    copy_dir(&good, &garbage);
+    fs::write(garbage.join("checkpoint/tensors.safetensors"), b"this is not a safetensors file").unwrap();
+
+    let truncated = d.join("runs/truncated");
+    copy_dir(&good, &truncated);
+    let state = fs::read(truncated.join("checkpoint/state.json")).unwrap();
+    fs::write(truncated.join("checkpoint/state.json"), &state[..state.len() / 2]).unwrap();
+
+    for (run, file) in [("runs/garbage", "tensors.safetensors"), ("runs/truncated", "state.json")] {
+        let before = snapshot(&d.join(run));
+        let e = fail_at_once(d, &["eval", "--run", run]);
+        assert_mentions(&e, &[&format!("{run}/checkpoint/{file}"), "corrupt"]);
+        assert_unchanged(&before, &d.join(run), "eval of a corrupt checkpoint");
+        let e = fail_at_once(d, &["train", "--resume", run]);
+        assert_mentions(&e, &[&format!("{run}/checkpoint/{file}"), "corrupt"]);
+        assert_unchanged(&before, &d.join(run), "train --resume of a corrupt checkpoint");
+    }
+
+    // The copies were faithful: the intact run still evaluates.
+    ok(d, &["eval", "--run", "runs/good", "--episodes", "1"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. existing runs are never overwritten
+
+#[test]
+fn existing_run_dir_is_refused_untouched() {
+    let dir = tmp();
+    let d = dir.path();
+    let run = tiny_run(d, "runs/taken");
+    let before = snapshot(&run);
+    for args in [
+        &["train", "--steps", "1000", "--run-dir", "runs/taken", "--quiet"][..],
+        &["train", "--algo", "ppo", "--seed", "7", "--run-dir", "runs/taken", "--quiet"][..],
+    ] {
+        let e = fail_at_once(d, args);
+        assert_mentions(&e, &["runs/taken", "already holds a run", "--resume"]);
+        assert_unchanged(&before, &run, "train into an existing run");
+    }
+
+    // Without --run-dir a fresh name is chosen beside the existing one.
+    ok(d, &["train", "--steps", "1000", "--set", "eval_episodes=1", "--quiet"]);
+    ok(d, &["train", "--steps", "1000", "--set", "eval_episodes=1", "--quiet"]);
+    assert!(d.join("runs/pendulum-sac-seed1/checkpoint/state.json").exists());
+    assert!(d.join("runs/pendulum-sac-seed1-2/checkpoint/state.json").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. NaN stops training and keeps the last good checkpoint
+
+#[test]
+fn non_finite_training_stops_and_keeps_last_checkpoint() {
+    let dir = tmp();
+    let d = dir.path();
+    // SAC iterations are 1,000 env steps and checkpoint_every = 1. With learning_starts = 1001
+    // the first iteration (steps 1..=1000) is pure random exploration without a single gradient
+    // step, so its checkpoint at step 1000 is certainly finite. The first update happens at
+    // step 1001, where a learning rate of 1e30 makes Adam move every weight by ~1e30 and the
+    // next losses overflow f32: training must stop inside the second iteration, every time.
+    let out = embodia(
+        d,
+        &[
+            "train",
+            "--steps",
+            "3000",
+            "--set",
+            "algo.learning_rate=1e30",
+            "--set",
+            "algo.learning_starts=1001",
+            "--run-dir",
+            "runs/nan",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.code, Some(1), "stderr:\n{}", out.stderr);
+    let e = out.stderr.lines().last().unwrap_or_default();
+    assert!(e.starts_with("error: non-finite value in "), "{}", out.stderr);
+    assert_mentions(e, &["env step"]);
+
+    let run = d.join("runs/nan");
+    assert_eq!(checkpoint_steps(&run), Some(1000), "the checkpoint of step 1000 is kept");
+    assert!(!run.join("eval.json").exists(), "no final evaluation after a failure");
+    let (_, rows) = metrics(&run);
+    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["1000"], "rows after the last good checkpoint");
+
+    let out = ok(d, &["eval", "--run", "runs/nan", "--episodes", "2", "--json"]);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert!(v["mean_return"].as_f64().is_some_and(f64::is_finite), "{}", out.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. a killed run resumes exactly
+
+/// Trains `args` into runs/a, kills it (SIGKILL) once its checkpoint reaches `kill_after`
+/// env steps, resumes it to completion, trains the same config uninterrupted into runs/b, and
+/// compares metrics (all but timing columns) and checkpoint tensors.
+fn kill_resume_matches_uninterrupted(args: &[&str], kill_after: u64, total: u64) {
+    let dir = tmp();
+    let d = dir.path();
+    let run_a = d.join("runs/a");
+    let run_b = d.join("runs/b");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["train", "--quiet", "--run-dir", "runs/a"])
+        .args(args)
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("embodia starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if checkpoint_steps(&run_a).is_some_and(|s| s >= kill_after) {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("training exited ({status}) before it could be killed");
+        }
+        assert!(Instant::now() < deadline, "no checkpoint at {kill_after} steps within 120 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "training finished before the kill; give it a larger budget");
+    let killed_at = checkpoint_steps(&run_a).expect("a checkpoint survives the kill");
+    assert!(killed_at < total, "training finished before the kill (checkpoint at {killed_at})");
+    assert!(!run_a.join("eval.json").exists());
+
+    let out = ok(d, &["train", "--resume", "runs/a", "--quiet"]);
+    assert_mentions(&out.stderr, &["runs/a"]);
+    ok(d, &[&["train", "--quiet", "--run-dir", "runs/b"][..], args].concat());
+
+    assert_eq!(checkpoint_steps(&run_a), Some(total));
+    assert_eq!(checkpoint_steps(&run_b), Some(total));
+    let (header_a, rows_a) = metrics(&run_a);
+    let (header_b, rows_b) = metrics(&run_b);
+    assert_eq!(header_a, METRIC_COLUMNS);
+    assert_eq!(header_b, METRIC_COLUMNS);
+    assert_eq!(rows_a.len(), rows_b.len(), "metrics rows (killed at {killed_at})");
+    for (ra, rb) in rows_a.iter().zip(&rows_b) {
+        assert_eq!(ra.len(), METRIC_COLUMNS.len(), "row {ra:?}");
+        for (i, col) in METRIC_COLUMNS.iter().enumerate() {
+            if !TIMING_COLUMNS.contains(col) {
+                assert_eq!(ra[i], rb[i], "column {col} at env step {} differs (killed at {killed_at})", rb[0]);
+            }
+        }
+    }
+    let ta = fs::read(run_a.join("checkpoint/tensors.safetensors")).unwrap();
+    let tb = fs::read(run_b.join("checkpoint/tensors.safetensors")).unwrap();
+    assert!(ta == tb, "final parameters differ between the resumed and the uninterrupted run (killed at {killed_at})");
+    assert_eq!(read_json(&run_a.join("eval.json")), read_json(&run_b.join("eval.json")));
+}
+
+#[test]
+fn sac_killed_and_resumed_matches_uninterrupted() {
+    kill_resume_matches_uninterrupted(&["--task", "pendulum", "--algo", "sac", "--seed", "3", "--steps", "6000"], 2000, 6000);
+}
+
+#[test]
+fn ppo_killed_and_resumed_matches_uninterrupted() {
+    // 8 × 128 = 1,024 env steps per iteration; 30 iterations, so the kill after the first
+    // checkpoint lands well before the end even on a loaded machine.
+    kill_resume_matches_uninterrupted(
+        &[
+            "--task",
+            "pendulum",
+            "--algo",
+            "ppo",
+            "--seed",
+            "3",
+            "--steps",
+            "30720",
+            "--set",
+            "algo.num_envs=8",
+            "--set",
+            "algo.steps_per_env=128",
+        ],
+        1024,
+        30720,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. eval --json
+
+fn eval_json(dir: &Path, run: &str) -> serde_json::Map<String, Value> {
+    let out = ok(dir, &["eval", "--run", run, "--episodes", "3", "--json"]);
+    assert_eq!(out.stdout.lines().count(), 1, "one line of JSON:\n{}", out.stdout);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("not JSON: {e}\n{}", out.stdout));
+    let obj = v.as_object().expect("a JSON object").clone();
+    let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["episodes", "mean_length", "mean_return", "std_return", "success_rate", "task"]);
+    assert_eq!(obj["episodes"].as_u64(), Some(3));
+    assert!(obj["mean_return"].as_f64().is_some_and(f64::is_finite));
+    assert!(obj["std_return"].as_f64().is_some_and(|s| s.is_finite() && s >= 0.0));
+    // Deterministic actions: the same evaluation twice gives the same numbers.
+    assert_eq!(ok(dir, &["eval", "--run", run, "--episodes", "3", "--json"]).stdout, out.stdout);
+    obj
+}
+
+#[test]
+fn eval_json_reports_one_object() {
+    let dir = tmp();
+    let d = dir.path();
+    tiny_run(d, "runs/pend");
+    let v = eval_json(d, "runs/pend");
+    assert_eq!(v["task"], "pendulum");
+    assert_eq!(v["success_rate"], Value::Null, "pendulum has no success notion");
+    assert_eq!(v["mean_length"].as_f64(), Some(200.0), "pendulum episodes are 200 steps");
+
+    ok(d, &["train", "--task", "mountain-car-continuous", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", "runs/car", "--quiet"]);
+    let v = eval_json(d, "runs/car");
+    assert_eq!(v["task"], "mountain-car-continuous");
+    assert!(v["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "success_rate: {}", v["success_rate"]);
+    assert!(v["mean_length"].as_f64().is_some_and(|l| l > 0.0 && l <= 999.0));
+
+    // Without --json: one human-readable line.
+    let out = ok(d, &["eval", "--run", "runs/pend", "--episodes", "2"]);
+    assert_mentions(&out.stdout, &["sac", "pendulum", "1000 env steps", "mean return"]);
+    let e = fail_at_once(d, &["eval", "--run", "runs/pend", "--episodes", "0"]);
+    assert_mentions(&e, &["--episodes", "allowed: ≥ 1"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. the run directory
+
+#[test]
+fn train_writes_run_directory() {
+    let dir = tmp();
+    let d = dir.path();
+    let out = ok(d, &["train", "--seed", "5", "--steps", "2000", "--set", "eval_episodes=4", "--run-dir", "runs/full", "--quiet"]);
+    assert_mentions(&out.stderr, &["runs/full", "mean return"]);
+    let run = d.join("runs/full");
+
+    let config: toml::Table = toml::from_str(&fs::read_to_string(run.join("config.toml")).unwrap()).unwrap();
+    assert_eq!(config["task"].as_str(), Some("pendulum"));
+    assert_eq!(config["algorithm"].as_str(), Some("sac"));
+    assert_eq!(config["seed"].as_integer(), Some(5));
+    assert_eq!(config["total_steps"].as_integer(), Some(2000));
+    assert!(config["algo"].as_table().is_some_and(|t| t.contains_key("learning_rate")));
+
+    let (header, rows) = metrics(&run);
+    assert_eq!(header, METRIC_COLUMNS);
+    assert_eq!(rows.len(), 2, "one row per 1,000-step iteration");
+    for (row, steps) in rows.iter().zip([1000u64, 2000]) {
+        assert_eq!(row.len(), METRIC_COLUMNS.len(), "{row:?}");
+        let field = |name: &str| &row[METRIC_COLUMNS.iter().position(|c| *c == name).unwrap()];
+        assert_eq!(field("env_steps").parse::<u64>().ok(), Some(steps));
+        for name in ["wall_seconds", "return_mean", "return_min", "return_max", "episode_length", "alpha", "learning_rate", "fps"] {
+            assert!(field(name).parse::<f64>().is_ok_and(f64::is_finite), "{name} = `{}` in {row:?}", field(name));
+        }
+        let (lo, mean, hi) = (field("return_min").parse::<f64>().unwrap(), field("return_mean").parse::<f64>().unwrap(), field("return_max").parse::<f64>().unwrap());
+        assert!(lo <= mean && mean <= hi, "{row:?}");
+        assert_eq!(field("success_rate"), "", "pendulum has no success notion");
+        assert_eq!(field("kl"), "", "SAC has no KL");
+    }
+    // Learning started after 1,000 steps: the second row has losses and entropy.
+    for name in ["policy_loss", "value_loss", "entropy"] {
+        let i = METRIC_COLUMNS.iter().position(|c| *c == name).unwrap();
+        assert!(rows[1][i].parse::<f64>().is_ok_and(f64::is_finite), "{name} in {:?}", rows[1]);
+    }
+
+    let state = read_json(&run.join("checkpoint/state.json"));
+    assert_eq!(state["env_steps"].as_u64(), Some(2000));
+    // safetensors: an 8-byte little-endian header length, a JSON header, then the data.
+    let tensors = fs::read(run.join("checkpoint/tensors.safetensors")).unwrap();
+    let n = u64::from_le_bytes(tensors[..8].try_into().unwrap()) as usize;
+    let header: Value = serde_json::from_slice(&tensors[8..8 + n]).expect("safetensors JSON header");
+    let names: Vec<&String> = header.as_object().unwrap().keys().collect();
+    assert!(names.iter().any(|k| k.starts_with("actor.")), "{names:?}");
+    assert!(names.iter().any(|k| k.starts_with("critic.")), "{names:?}");
+
+    let eval = read_json(&run.join("eval.json"));
+    assert_eq!(eval["task"], "pendulum");
+    assert_eq!(eval["episodes"].as_u64(), Some(4));
+    assert_eq!(eval["success_rate"], Value::Null);
+    // `eval` on the finished run reproduces the final evaluation.
+    let again = eval_json_episodes(d, "runs/full", 4);
+    assert_eq!(again, eval);
+
+    // --resume is exclusive with settings that would change the run.
+    let out = embodia(d, &["train", "--resume", "runs/full", "--seed", "2"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert_mentions(&out.stderr, &["--resume", "--seed"]);
+}
+
+fn eval_json_episodes(dir: &Path, run: &str, episodes: usize) -> Value {
+    let out = ok(dir, &["eval", "--run", run, "--episodes", &episodes.to_string(), "--json"]);
+    serde_json::from_str(out.stdout.trim()).unwrap()
+}
