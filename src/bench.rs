@@ -31,10 +31,7 @@ pub struct SolveResult {
 
 /// Trains `config` (with its seed) until solved or `config.total_steps` is spent.
 pub fn solve(config: &TrainConfig) -> Result<SolveResult, RunError> {
-    let info = embodia_sim::tasks()
-        .iter()
-        .find(|t| t.name == config.task)
-        .expect("config tasks are validated");
+    let info = embodia_sim::tasks().iter().find(|t| t.name == config.task).expect("config tasks are validated");
     let mut env = embodia_sim::make(&config.task, config.algo.num_envs())?;
     env.reset(config.seed);
     let mut learner = build_learner(config, env.as_ref(), &default_device())?;

@@ -250,13 +250,15 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
     };
     let task = pick("task", src.task, "pendulum");
     let algorithm = pick("algorithm", src.algorithm, "sac");
-    embodia_sim::tasks()
-        .iter()
-        .find(|t| t.name == task)
-        .ok_or_else(|| ConfigError::Invalid(embodia_sim::SimError::UnknownTask {
-            name: task.clone(),
-            valid: embodia_sim::tasks().iter().map(|t| t.name.to_string()).collect(),
-        }.to_string()))?;
+    embodia_sim::tasks().iter().find(|t| t.name == task).ok_or_else(|| {
+        ConfigError::Invalid(
+            embodia_sim::SimError::UnknownTask {
+                name: task.clone(),
+                valid: embodia_sim::tasks().iter().map(|t| t.name.to_string()).collect(),
+            }
+            .to_string(),
+        )
+    })?;
 
     let mut table = base_table(&task, &algorithm)?;
     if let Some(text) = preset(&task, &algorithm) {
@@ -298,7 +300,10 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         checkpoint_every: u64,
         algo: A,
     }
-    fn build<A: serde::de::DeserializeOwned>(t: &toml::Table, wrap: fn(A) -> AlgoConfig) -> Result<TrainConfig, String> {
+    fn build<A: serde::de::DeserializeOwned>(
+        t: &toml::Table,
+        wrap: fn(A) -> AlgoConfig,
+    ) -> Result<TrainConfig, String> {
         let c: Typed<A> = toml::Table::try_into(t.clone()).map_err(|e| e.message().trim_end().to_string())?;
         Ok(TrainConfig {
             task: c.task,
@@ -348,8 +353,10 @@ impl TrainConfig {
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::File { path: path.display().to_string(), message: e.to_string() })?;
-        let table: toml::Table = toml::from_str(&text)
-            .map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(&text, &e) })?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            message: describe_toml_error(&text, &e),
+        })?;
         let algorithm = table.get("algorithm").and_then(|v| v.as_str()).unwrap_or("").to_string();
         check_file(path, &text, &algorithm)?;
         let config = from_table(&table, &algorithm)

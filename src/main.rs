@@ -174,9 +174,11 @@ fn train(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<PathBuf>,
     );
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(config.total_steps) };
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {per_sec}  ETA {eta}  {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {per_sec}  ETA {eta}  {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     bar.set_position(run.learner().env_steps());
     bar.reset_eta();
@@ -210,7 +212,13 @@ fn eval(run: &Path, episodes: usize, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(&result)?);
     } else {
-        println!("{} on {} after {} env steps: {}", config.algorithm, config.task, learner.env_steps(), describe_eval(&result));
+        println!(
+            "{} on {} after {} env steps: {}",
+            config.algorithm,
+            config.task,
+            learner.env_steps(),
+            describe_eval(&result)
+        );
     }
     Ok(())
 }
@@ -240,7 +248,9 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
     let med_steps = median(solved.iter().map(|r| r.env_steps as f64).collect());
     let med_wall = median(solved.iter().map(|r| r.wall_seconds).collect());
     match (med_steps, med_wall) {
-        (Some(s), Some(w)) => println!("solved {}/{} median env_steps={s:.0} wall_s={w:.2}", solved.len(), results.len()),
+        (Some(s), Some(w)) => {
+            println!("solved {}/{} median env_steps={s:.0} wall_s={w:.2}", solved.len(), results.len())
+        }
         _ => println!("solved 0/{}", results.len()),
     }
     if json {

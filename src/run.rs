@@ -95,7 +95,8 @@ impl Run {
         if dir.join(CONFIG_FILE).exists() {
             return Err(RunError::Io {
                 path: dir.display().to_string(),
-                message: "already holds a run; continue it with `embodia train --resume` or choose another --run-dir".into(),
+                message: "already holds a run; continue it with `embodia train --resume` or choose another --run-dir"
+                    .into(),
             });
         }
         fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -155,7 +156,7 @@ impl Run {
             self.iterations += 1;
             let stop = hook(&row, self.learner.as_ref(), self.env.as_mut())?;
             let done = stop || self.learner.env_steps() >= self.config.total_steps;
-            if done || self.iterations % self.config.checkpoint_every == 0 {
+            if done || self.iterations.is_multiple_of(self.config.checkpoint_every) {
                 csv.flush().map_err(io_err(&metrics_path))?;
                 self.save_checkpoint(row.wall_seconds)?;
             }
@@ -216,7 +217,9 @@ fn check_run_dir(dir: &Path) -> Result<(), RunError> {
         return fail("is not a run directory (no config.toml)");
     }
     if !dir.join(CHECKPOINT_DIR).exists() && !dir.join(format!("{CHECKPOINT_DIR}.old")).exists() {
-        return fail("has no checkpoint (no checkpoint/ directory): the run stopped before its first checkpoint; delete the directory and train again");
+        return fail(
+            "has no checkpoint (no checkpoint/ directory): the run stopped before its first checkpoint; delete the directory and train again",
+        );
     }
     Ok(())
 }
@@ -226,8 +229,7 @@ fn truncate_metrics(path: &Path, env_steps: u64) -> Result<(), RunError> {
     let text = fs::read_to_string(path).map_err(io_err(path))?;
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
-        let keep = i == 0
-            || line.split(',').next().and_then(|s| s.parse::<u64>().ok()).is_some_and(|s| s <= env_steps);
+        let keep = i == 0 || line.split(',').next().and_then(|s| s.parse::<u64>().ok()).is_some_and(|s| s <= env_steps);
         if keep {
             out.push_str(line);
             out.push('\n');

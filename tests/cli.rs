@@ -74,7 +74,13 @@ fn ok(dir: &Path, args: &[&str]) -> Out {
 /// of stderr, and returns that line.
 fn fail(dir: &Path, args: &[&str]) -> String {
     let out = embodia(dir, args);
-    assert_eq!(out.code, Some(1), "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code,
+        Some(1),
+        "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
     let last = out.stderr.lines().last().unwrap_or_default().to_string();
     assert!(last.starts_with("error: "), "embodia {args:?}: last stderr line is not an error message:\n{}", out.stderr);
     last
@@ -83,7 +89,13 @@ fn fail(dir: &Path, args: &[&str]) -> String {
 /// Like [`fail`], for errors found before any work starts: stderr is exactly that one line.
 fn fail_at_once(dir: &Path, args: &[&str]) -> String {
     let out = embodia(dir, args);
-    assert_eq!(out.code, Some(1), "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code,
+        Some(1),
+        "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert!(
         lines.len() == 1 && lines[0].starts_with("error: "),
@@ -150,10 +162,15 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
 }
 
-/// `env_steps` of the checkpoint in `run`, or `None` while there is none (or it is being replaced).
+/// `env_steps` of the checkpoint in `run`, or `None` while there is none. A process killed
+/// between the two renames of a checkpoint save leaves only `checkpoint.old/`, which is what
+/// `--resume` then reads, so look there too.
 fn checkpoint_steps(run: &Path) -> Option<u64> {
-    let text = fs::read_to_string(run.join("checkpoint/state.json")).ok()?;
-    serde_json::from_str::<Value>(&text).ok()?.get("env_steps")?.as_u64()
+    let read = |dir: &str| -> Option<u64> {
+        let text = fs::read_to_string(run.join(dir).join("state.json")).ok()?;
+        serde_json::from_str::<Value>(&text).ok()?.get("env_steps")?.as_u64()
+    };
+    read("checkpoint").or_else(|| read("checkpoint.old"))
 }
 
 /// Header and rows of a run's metrics.csv, each row split into its fields.
@@ -204,8 +221,23 @@ fn config_prints_toml_that_trains() {
     let text = out.stdout.replace("batch_size = 128", "batch_size = 64");
     assert_ne!(text, out.stdout, "expected `batch_size = 128` in:\n{}", out.stdout);
     fs::write(dir.path().join("my.toml"), &text).unwrap();
-    ok(dir.path(), &["train", "--config", "my.toml", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", "runs/mine", "--quiet"]);
-    let resolved: toml::Table = toml::from_str(&fs::read_to_string(dir.path().join("runs/mine/config.toml")).unwrap()).unwrap();
+    ok(
+        dir.path(),
+        &[
+            "train",
+            "--config",
+            "my.toml",
+            "--steps",
+            "1000",
+            "--set",
+            "eval_episodes=1",
+            "--run-dir",
+            "runs/mine",
+            "--quiet",
+        ],
+    );
+    let resolved: toml::Table =
+        toml::from_str(&fs::read_to_string(dir.path().join("runs/mine/config.toml")).unwrap()).unwrap();
     assert_eq!(resolved["total_steps"].as_integer(), Some(1000), "--steps overrides the file");
     assert_eq!(resolved["eval_episodes"].as_integer(), Some(1));
     assert_eq!(resolved["algo"]["batch_size"].as_integer(), Some(64), "the file's value is used");
@@ -520,7 +552,11 @@ fn kill_resume_matches_uninterrupted(args: &[&str], kill_after: u64, total: u64)
 
 #[test]
 fn sac_killed_and_resumed_matches_uninterrupted() {
-    kill_resume_matches_uninterrupted(&["--task", "pendulum", "--algo", "sac", "--seed", "3", "--steps", "6000"], 2000, 6000);
+    kill_resume_matches_uninterrupted(
+        &["--task", "pendulum", "--algo", "sac", "--seed", "3", "--steps", "6000"],
+        2000,
+        6000,
+    );
 }
 
 #[test]
@@ -576,10 +612,28 @@ fn eval_json_reports_one_object() {
     assert_eq!(v["success_rate"], Value::Null, "pendulum has no success notion");
     assert_eq!(v["mean_length"].as_f64(), Some(200.0), "pendulum episodes are 200 steps");
 
-    ok(d, &["train", "--task", "mountain-car-continuous", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", "runs/car", "--quiet"]);
+    ok(
+        d,
+        &[
+            "train",
+            "--task",
+            "mountain-car-continuous",
+            "--steps",
+            "1000",
+            "--set",
+            "eval_episodes=1",
+            "--run-dir",
+            "runs/car",
+            "--quiet",
+        ],
+    );
     let v = eval_json(d, "runs/car");
     assert_eq!(v["task"], "mountain-car-continuous");
-    assert!(v["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "success_rate: {}", v["success_rate"]);
+    assert!(
+        v["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)),
+        "success_rate: {}",
+        v["success_rate"]
+    );
     assert!(v["mean_length"].as_f64().is_some_and(|l| l > 0.0 && l <= 999.0));
 
     // Without --json: one human-readable line.
@@ -596,7 +650,10 @@ fn eval_json_reports_one_object() {
 fn train_writes_run_directory() {
     let dir = tmp();
     let d = dir.path();
-    let out = ok(d, &["train", "--seed", "5", "--steps", "2000", "--set", "eval_episodes=4", "--run-dir", "runs/full", "--quiet"]);
+    let out = ok(
+        d,
+        &["train", "--seed", "5", "--steps", "2000", "--set", "eval_episodes=4", "--run-dir", "runs/full", "--quiet"],
+    );
     assert_mentions(&out.stderr, &["runs/full", "mean return"]);
     let run = d.join("runs/full");
 
@@ -614,10 +671,23 @@ fn train_writes_run_directory() {
         assert_eq!(row.len(), METRIC_COLUMNS.len(), "{row:?}");
         let field = |name: &str| &row[METRIC_COLUMNS.iter().position(|c| *c == name).unwrap()];
         assert_eq!(field("env_steps").parse::<u64>().ok(), Some(steps));
-        for name in ["wall_seconds", "return_mean", "return_min", "return_max", "episode_length", "alpha", "learning_rate", "fps"] {
+        for name in [
+            "wall_seconds",
+            "return_mean",
+            "return_min",
+            "return_max",
+            "episode_length",
+            "alpha",
+            "learning_rate",
+            "fps",
+        ] {
             assert!(field(name).parse::<f64>().is_ok_and(f64::is_finite), "{name} = `{}` in {row:?}", field(name));
         }
-        let (lo, mean, hi) = (field("return_min").parse::<f64>().unwrap(), field("return_mean").parse::<f64>().unwrap(), field("return_max").parse::<f64>().unwrap());
+        let (lo, mean, hi) = (
+            field("return_min").parse::<f64>().unwrap(),
+            field("return_mean").parse::<f64>().unwrap(),
+            field("return_max").parse::<f64>().unwrap(),
+        );
         assert!(lo <= mean && mean <= hi, "{row:?}");
         assert_eq!(field("success_rate"), "", "pendulum has no success notion");
         assert_eq!(field("kl"), "", "SAC has no KL");

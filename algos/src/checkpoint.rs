@@ -44,10 +44,7 @@ impl Checkpoint {
     /// The tensors under `prefix.`, with the prefix stripped.
     pub fn params(&self, prefix: &str) -> NamedParams {
         let p = format!("{prefix}.");
-        self.tensors
-            .iter()
-            .filter_map(|(k, v)| k.strip_prefix(&p).map(|name| (name.to_string(), v.clone())))
-            .collect()
+        self.tensors.iter().filter_map(|(k, v)| k.strip_prefix(&p).map(|name| (name.to_string(), v.clone()))).collect()
     }
 
     /// Stores a serializable value under `key` in the metadata.
@@ -59,10 +56,7 @@ impl Checkpoint {
 
     /// Reads the metadata value under `key`.
     pub fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T, AlgoError> {
-        let v = self
-            .meta
-            .get(key)
-            .ok_or_else(|| AlgoError::Checkpoint(format!("{STATE_FILE} lacks `{key}`")))?;
+        let v = self.meta.get(key).ok_or_else(|| AlgoError::Checkpoint(format!("{STATE_FILE} lacks `{key}`")))?;
         serde_json::from_value(v.clone()).map_err(|e| AlgoError::Checkpoint(format!("{STATE_FILE}: `{key}`: {e}")))
     }
 

@@ -19,8 +19,8 @@ pub fn compute_gae(
     returns: &mut [f32],
 ) {
     let steps = rewards.len() / num_envs;
-    for e in 0..num_envs {
-        let mut next_value = last_values[e];
+    for (e, &last_value) in last_values.iter().enumerate().take(num_envs) {
+        let mut next_value = last_value;
         let mut next_advantage = 0.0f32;
         for t in (0..steps).rev() {
             let i = t * num_envs + e;

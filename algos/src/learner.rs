@@ -111,11 +111,7 @@ pub(crate) fn fill_normal(rng: &mut ChaCha8Rng, out: &mut [f32]) {
 
 /// Fails with [`AlgoError::NonFinite`] if `value` is NaN or infinite.
 pub(crate) fn check_finite(what: &str, value: f64, env_steps: u64) -> Result<f64, AlgoError> {
-    if value.is_finite() {
-        Ok(value)
-    } else {
-        Err(AlgoError::NonFinite { what: what.to_string(), env_steps })
-    }
+    if value.is_finite() { Ok(value) } else { Err(AlgoError::NonFinite { what: what.to_string(), env_steps }) }
 }
 
 /// Serializable state of a ChaCha8 generator.

@@ -60,7 +60,12 @@ pub enum AlgoError {
 }
 
 /// Fails with [`AlgoError::Config`] naming `algo.<field>` unless `ok`.
-pub(crate) fn check_range(field: &str, value: impl std::fmt::Display, ok: bool, allowed: &str) -> Result<(), AlgoError> {
+pub(crate) fn check_range(
+    field: &str,
+    value: impl std::fmt::Display,
+    ok: bool,
+    allowed: &str,
+) -> Result<(), AlgoError> {
     if ok {
         Ok(())
     } else {

@@ -157,10 +157,9 @@ impl ModuleMapper for AdamMapper<'_> {
         let (b1, b2) = (self.adam.beta1, self.adam.beta2);
         let path = self.path.join(".");
         let (m, v) = match self.adam.moments.remove(&path) {
-            Some((m, v)) => (
-                m.mul_scalar(b1) + g.clone().mul_scalar(1.0 - b1),
-                v.mul_scalar(b2) + g.square().mul_scalar(1.0 - b2),
-            ),
+            Some((m, v)) => {
+                (m.mul_scalar(b1) + g.clone().mul_scalar(1.0 - b1), v.mul_scalar(b2) + g.square().mul_scalar(1.0 - b2))
+            }
             None => (g.clone().mul_scalar(1.0 - b1), g.square().mul_scalar(1.0 - b2)),
         };
         let update = m.clone().mul_scalar(self.step_size) / v.clone().sqrt().add_scalar(self.adam.eps);

@@ -110,7 +110,12 @@ impl PpoConfig {
         check_range("steps_per_env", self.steps_per_env, self.steps_per_env > 0, "≥ 1")?;
         check_range("epochs", self.epochs, self.epochs > 0, "≥ 1")?;
         let batch = self.num_envs * self.steps_per_env;
-        check_range("mini_batches", self.mini_batches, self.mini_batches > 0 && self.mini_batches <= batch, "1 ≤ mini_batches ≤ num_envs·steps_per_env")?;
+        check_range(
+            "mini_batches",
+            self.mini_batches,
+            self.mini_batches > 0 && self.mini_batches <= batch,
+            "1 ≤ mini_batches ≤ num_envs·steps_per_env",
+        )?;
         check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
         check_range("desired_kl", self.desired_kl, self.desired_kl > 0.0, "> 0")?;
         check_range("gamma", self.gamma, (0.0..=1.0).contains(&self.gamma), "0 ≤ gamma ≤ 1")?;
@@ -252,10 +257,10 @@ impl Ppo {
             r.values.extend_from_slice(&values);
             for i in 0..n {
                 let mut sq = 0.0;
-                for j in 0..ad {
+                for (j, ls) in log_std.iter().enumerate() {
                     let k = i * ad + j;
                     let eps = self.noise[k];
-                    let a = mean[k] + log_std[j].exp() * eps;
+                    let a = mean[k] + ls.exp() * eps;
                     sq += eps * eps;
                     r.actions.push(a);
                     self.env_actions[k] = a.clamp(self.action_low[j], self.action_high[j]);
@@ -365,17 +370,14 @@ impl Ppo {
 
                 let dim = ad as f64;
                 let z = (actions - mean) * log_std.clone().neg().exp();
-                let log_prob = (z.square().mul_scalar(-0.5) - log_std.clone())
-                    .sum_dim(1)
-                    .sub_scalar(LOG_SQRT_2PI * dim);
+                let log_prob =
+                    (z.square().mul_scalar(-0.5) - log_std.clone()).sum_dim(1).sub_scalar(LOG_SQRT_2PI * dim);
                 let entropy = log_std.sum_dim(1).add_scalar(dim * (0.5 + LOG_SQRT_2PI)).mean();
                 // The clamp only bites when a policy has moved absurdly far within one update;
                 // it keeps exp finite so such a step is clipped instead of producing inf·0.
                 let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();
-                let surrogate = (ratio.clone() * adv.clone())
-                    .min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv)
-                    .mean()
-                    .neg();
+                let surrogate =
+                    (ratio.clone() * adv.clone()).min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv).mean().neg();
                 let values = self.model.critic.forward(obs);
                 let value_loss = if self.config.clip_value_loss {
                     let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);

@@ -120,15 +120,24 @@ impl ReplayBuffer {
         let (len, next): (usize, usize) = ckpt.get("replay_cursor")?;
         let take = |name: &str, dim: usize| -> Result<Vec<f32>, AlgoError> {
             let key = format!("replay.{name}");
-            let (shape, data) = ckpt.tensors.get(&key).ok_or_else(|| AlgoError::Checkpoint(format!("missing `{key}`")))?;
+            let (shape, data) =
+                ckpt.tensors.get(&key).ok_or_else(|| AlgoError::Checkpoint(format!("missing `{key}`")))?;
             if shape.len() != 2 || shape[1] != dim || data.len() != shape[0] * dim || shape[0] > self.capacity {
-                return Err(AlgoError::Checkpoint(format!("`{key}` has shape {shape:?}, expected [≤{}, {dim}]", self.capacity)));
+                return Err(AlgoError::Checkpoint(format!(
+                    "`{key}` has shape {shape:?}, expected [≤{}, {dim}]",
+                    self.capacity
+                )));
             }
             Ok(data.clone())
         };
         let (od, ad) = (self.obs_dim, self.action_dim);
-        let (obs, actions, rewards, next_obs, terminated) =
-            (take("obs", od)?, take("actions", ad)?, take("rewards", 1)?, take("next_obs", od)?, take("terminated", 1)?);
+        let (obs, actions, rewards, next_obs, terminated) = (
+            take("obs", od)?,
+            take("actions", ad)?,
+            take("rewards", 1)?,
+            take("next_obs", od)?,
+            take("terminated", 1)?,
+        );
         if len != rewards.len() || next >= self.capacity.max(1) || obs.len() != len * od {
             return Err(AlgoError::Checkpoint("replay buffer cursor does not match its contents".into()));
         }

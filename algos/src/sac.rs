@@ -9,8 +9,8 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
 use embodia_policies::{
-    Activation, QCriticConfig, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, load_params,
-    named_params, polyak_update, seeded_init,
+    Activation, QCriticConfig, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, load_params, named_params,
+    polyak_update, seeded_init,
 };
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
@@ -18,7 +18,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
-use crate::{AlgoError, Adam, Checkpoint, EpisodeStats, Learner, MetricRow, ReplayBuffer, TransitionBatch, check_range};
+use crate::{
+    Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, ReplayBuffer, TransitionBatch, check_range,
+};
 
 /// SAC hyperparameters. Defaults solve `pendulum` in a few thousand steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

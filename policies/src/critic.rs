@@ -53,8 +53,7 @@ pub struct QCriticConfig {
 impl QCriticConfig {
     /// Builds one Q network on `device`.
     pub fn init(&self, device: &Device) -> QCritic {
-        let net = MlpConfig::new(self.obs_dim + self.action_dim, &self.hidden, 1, self.activation)
-            .init(device);
+        let net = MlpConfig::new(self.obs_dim + self.action_dim, &self.hidden, 1, self.activation).init(device);
         QCritic { net }
     }
 

@@ -28,8 +28,7 @@ pub struct SquashedGaussianActorConfig {
 impl SquashedGaussianActorConfig {
     /// Builds the actor on `device`.
     pub fn init(&self, device: &Device) -> SquashedGaussianActor {
-        let net = MlpConfig::new(self.obs_dim, &self.hidden, 2 * self.action_dim, self.activation)
-            .init(device);
+        let net = MlpConfig::new(self.obs_dim, &self.hidden, 2 * self.action_dim, self.activation).init(device);
         SquashedGaussianActor {
             net,
             action_dim: self.action_dim,

@@ -14,7 +14,11 @@ fn round_trip_and_errors_name_the_parameter() {
     let b = seeded_init(&device, 2, || critic_config(8).init_twin(&device));
     let pa = named_params(&a);
     assert_ne!(pa, named_params(&b), "different seeds give different parameters");
-    assert_eq!(pa, named_params(&seeded_init(&device, 1, || critic_config(8).init_twin(&device))), "same seed, same parameters");
+    assert_eq!(
+        pa,
+        named_params(&seeded_init(&device, 1, || critic_config(8).init_twin(&device))),
+        "same seed, same parameters"
+    );
     assert!(pa.contains_key("q1.net.layers.0.weight"), "{:?}", pa.keys().collect::<Vec<_>>());
     let loaded = load_params(b, &pa).unwrap();
     assert_eq!(named_params(&loaded), pa);

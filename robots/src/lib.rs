@@ -28,14 +28,7 @@ pub struct PendulumParams {
 
 impl PendulumParams {
     /// The constants of gymnasium's `Pendulum-v1` (with its default `g = 10`).
-    pub const GYMNASIUM: Self = Self {
-        max_speed: 8.0,
-        max_torque: 2.0,
-        dt: 0.05,
-        g: 10.0,
-        m: 1.0,
-        l: 1.0,
-    };
+    pub const GYMNASIUM: Self = Self { max_speed: 8.0, max_torque: 2.0, dt: 0.05, g: 10.0, m: 1.0, l: 1.0 };
 }
 
 impl Default for PendulumParams {

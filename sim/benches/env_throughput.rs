@@ -30,8 +30,7 @@ fn measure(env: &mut dyn VecEnv, secs: f64) -> f64 {
     let per_step = actions.len() / ACTION_STEPS;
     let mut k = 0;
     let mut step = |env: &mut dyn VecEnv| {
-        env.step(&actions[k * per_step..(k + 1) * per_step])
-            .expect("valid actions");
+        env.step(&actions[k * per_step..(k + 1) * per_step]).expect("valid actions");
         k = (k + 1) % ACTION_STEPS;
     };
     // Check the clock about every 2^16 env-steps (at least every batch step).
@@ -54,20 +53,11 @@ fn measure(env: &mut dyn VecEnv, secs: f64) -> f64 {
 }
 
 fn main() {
-    let secs: f64 = std::env::var("EMBODIA_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
+    let secs: f64 = std::env::var("EMBODIA_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0);
     let threads = rayon::current_num_threads();
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("thread pool");
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("thread pool");
     println!("embodia-sim env throughput ({secs} s per configuration, rayon threads: {threads})");
-    println!(
-        "{:<26} {:>9} {:>8} {:>16} {:>12}",
-        "task", "num_envs", "threads", "env-steps/s", "ns/env-step"
-    );
+    println!("{:<26} {:>9} {:>8} {:>16} {:>12}", "task", "num_envs", "threads", "env-steps/s", "ns/env-step");
     // (task, num_envs, force one thread)
     let configs: [(&str, usize, bool); 10] = [
         ("pendulum", 1, false),
@@ -87,11 +77,7 @@ fn main() {
         let (rate, t) = if single_thread {
             (one.install(|| measure(env.as_mut(), secs)), 1)
         } else {
-            let t = if n >= embodia_sim::classic::PARALLEL_THRESHOLD {
-                threads
-            } else {
-                1
-            };
+            let t = if n >= embodia_sim::classic::PARALLEL_THRESHOLD { threads } else { 1 };
             (measure(env.as_mut(), secs), t)
         };
         println!("{task:<26} {n:>9} {t:>8} {rate:>16.0} {:>12.2}", 1e9 / rate);

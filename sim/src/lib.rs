@@ -23,9 +23,7 @@
 pub mod classic;
 mod vec_env;
 
-pub use vec_env::{
-    ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, StepBuffers, TaskInfo, VecEnv,
-};
+pub use vec_env::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, StepBuffers, TaskInfo, VecEnv};
 
 /// Errors of the simulator crate. None of them leaves an environment half-updated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -80,9 +78,7 @@ pub fn tasks() -> &'static [TaskInfo] {
 pub fn make(name: &str, num_envs: usize) -> Result<Box<dyn VecEnv>, SimError> {
     match name {
         "pendulum" => Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
-        "mountain-car-continuous" => {
-            Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?))
-        }
+        "mountain-car-continuous" => Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),
         _ => Err(SimError::UnknownTask {
             name: name.to_string(),
             valid: tasks().iter().map(|t| t.name.to_string()).collect(),
@@ -97,10 +93,7 @@ mod tests {
     #[test]
     fn unknown_task_lists_valid_names() {
         let err = make("foo", 1).err().expect("must fail");
-        assert_eq!(
-            err.to_string(),
-            "unknown task `foo`; valid tasks: pendulum, mountain-car-continuous"
-        );
+        assert_eq!(err.to_string(), "unknown task `foo`; valid tasks: pendulum, mountain-car-continuous");
         match err {
             SimError::UnknownTask { name, valid } => {
                 assert_eq!(name, "foo");

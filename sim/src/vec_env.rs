@@ -17,10 +17,7 @@ pub struct BoxSpace {
 impl BoxSpace {
     /// A box with the same bounds in every dimension.
     pub fn uniform(dim: usize, low: f32, high: f32) -> Self {
-        Self {
-            low: vec![low; dim],
-            high: vec![high; dim],
-        }
+        Self { low: vec![low; dim], high: vec![high; dim] }
     }
 
     /// Number of dimensions.

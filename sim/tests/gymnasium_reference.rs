@@ -8,9 +8,7 @@
 //! (rayon path).
 
 use embodia_sim::VecEnv;
-use embodia_sim::classic::{
-    ClassicEnv, ClassicTask, MountainCarContinuous, PARALLEL_THRESHOLD, Pendulum,
-};
+use embodia_sim::classic::{ClassicEnv, ClassicTask, MountainCarContinuous, PARALLEL_THRESHOLD, Pendulum};
 use serde::Deserialize;
 
 const TOL: f64 = 1e-5;
@@ -64,10 +62,7 @@ fn check_close(got: &[f32], want: &[f64], what: &str, err: &mut MaxErr) {
         let d = (f64::from(g) - w).abs();
         err.obs = err.obs.max(d);
         err.count(g, w);
-        assert!(
-            d <= TOL,
-            "{what}[{k}]: got {g}, gymnasium {w} (|diff| {d:e})"
-        );
+        assert!(d <= TOL, "{what}[{k}]: got {g}, gymnasium {w} (|diff| {d:e})");
     }
 }
 
@@ -81,16 +76,8 @@ fn replay<T: ClassicTask + Default>(file: &RefFile, replicas: usize) -> MaxErr {
     for i in 0..n {
         let ep = &eps[i % eps.len()];
         env.set_state(i, &ep.initial_state).unwrap();
-        let ctx = format!(
-            "{} seed {} ({}) initial obs",
-            file.env_id, ep.seed, ep.policy
-        );
-        check_close(
-            &env.buffers().obs[i * od..(i + 1) * od],
-            &ep.initial_obs,
-            &ctx,
-            &mut err,
-        );
+        let ctx = format!("{} seed {} ({}) initial obs", file.env_id, ep.seed, ep.policy);
+        check_close(&env.buffers().obs[i * od..(i + 1) * od], &ep.initial_obs, &ctx, &mut err);
     }
     let max_len = eps.iter().map(|e| e.actions.len()).max().unwrap();
     let mut actions = vec![0.0_f32; n];
@@ -107,32 +94,13 @@ fn replay<T: ClassicTask + Default>(file: &RefFile, replicas: usize) -> MaxErr {
             if t >= len {
                 continue;
             }
-            let ctx = format!(
-                "{} seed {} ({}) step {}",
-                file.env_id,
-                ep.seed,
-                ep.policy,
-                t + 1
-            );
+            let ctx = format!("{} seed {} ({}) step {}", file.env_id, ep.seed, ep.policy, t + 1);
             let r = (f64::from(b.reward[i]) - ep.reward[t]).abs();
             err.reward = err.reward.max(r);
             err.count(b.reward[i], ep.reward[t]);
-            assert!(
-                r <= TOL,
-                "{ctx}: reward {} vs gymnasium {}",
-                b.reward[i],
-                ep.reward[t]
-            );
-            assert_eq!(
-                b.terminated[i],
-                f32::from(ep.terminated[t]),
-                "{ctx}: terminated"
-            );
-            assert_eq!(
-                b.truncated[i],
-                f32::from(ep.truncated[t]),
-                "{ctx}: truncated"
-            );
+            assert!(r <= TOL, "{ctx}: reward {} vs gymnasium {}", b.reward[i], ep.reward[t]);
+            assert_eq!(b.terminated[i], f32::from(ep.terminated[t]), "{ctx}: terminated");
+            assert_eq!(b.truncated[i], f32::from(ep.truncated[t]), "{ctx}: truncated");
             assert_eq!(b.success[i], b.terminated[i], "{ctx}: success");
             let fin = &b.final_obs[i * od..(i + 1) * od];
             check_close(fin, &ep.obs[t], &format!("{ctx}: obs"), &mut err);
@@ -141,11 +109,7 @@ fn replay<T: ClassicTask + Default>(file: &RefFile, replicas: usize) -> MaxErr {
                 assert_eq!(b.episode_length[i] as usize, len, "{ctx}: episode length");
                 let ret: f64 = ep.reward.iter().sum();
                 let d = (f64::from(b.episode_return[i]) - ret).abs();
-                assert!(
-                    d <= 1e-3 * ret.abs().max(1.0),
-                    "{ctx}: return {} vs {ret}",
-                    b.episode_return[i]
-                );
+                assert!(d <= 1e-3 * ret.abs().max(1.0), "{ctx}: return {} vs {ret}", b.episode_return[i]);
             } else {
                 assert!(!b.done(i), "{ctx}: episode must not end here");
                 assert_eq!(fin, &b.obs[i * od..(i + 1) * od], "{ctx}: final_obs == obs");
@@ -157,20 +121,12 @@ fn replay<T: ClassicTask + Default>(file: &RefFile, replicas: usize) -> MaxErr {
 
 fn check_task<T: ClassicTask + Default>(file_name: &str, expect_ends: &[(&str, usize)]) {
     let file = load(file_name);
-    assert!(
-        file.gymnasium.starts_with("1."),
-        "recorded with gymnasium {}",
-        file.gymnasium
-    );
+    assert!(file.gymnasium.starts_with("1."), "recorded with gymnasium {}", file.gymnasium);
     for (k, &(end, len)) in expect_ends.iter().enumerate() {
         let ep = &file.episodes[k];
         assert_eq!(ep.actions.len(), len, "episode {k} length");
         let last = ep.actions.len() - 1;
-        let got = if ep.terminated[last] == 1 {
-            "terminated"
-        } else {
-            "truncated"
-        };
+        let got = if ep.terminated[last] == 1 { "terminated" } else { "truncated" };
         assert_eq!(got, end, "episode {k} end");
     }
     // One small batch (sequential path), then enough replicas for the rayon path.
@@ -200,12 +156,6 @@ fn pendulum_matches_gymnasium() {
 fn mountain_car_continuous_matches_gymnasium() {
     check_task::<MountainCarContinuous>(
         "mountain_car_continuous.json",
-        &[
-            ("terminated", 107),
-            ("terminated", 106),
-            ("terminated", 94),
-            ("truncated", 999),
-            ("terminated", 15),
-        ],
+        &[("terminated", 107), ("terminated", 106), ("terminated", 94), ("truncated", 999), ("terminated", 15)],
     );
 }

@@ -66,11 +66,7 @@ fn step_allocates_nothing() {
     // One pool for the whole test: a pool's threads allocate while they start and shut down
     // (crossbeam-epoch registration and garbage bags), concurrently with what is measured.
     watch_this_thread();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .start_handler(|_| watch_this_thread())
-        .build()
-        .unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).start_handler(|_| watch_this_thread()).build().unwrap();
     // Let every worker start up (thread start and crossbeam-epoch registration allocate)
     // before anything is counted.
     pool.broadcast(|_| ());
@@ -78,12 +74,7 @@ fn step_allocates_nothing() {
         // Sequential path.
         let mut env = make(t.name, 16).unwrap();
         let steps = t.max_episode_steps as usize + 50;
-        assert_eq!(
-            allocations_during_steps(env.as_mut(), steps),
-            0,
-            "{} × 16",
-            t.name
-        );
+        assert_eq!(allocations_during_steps(env.as_mut(), steps), 0, "{} × 16", t.name);
         // Parallel path, called from inside a rayon pool (as a training loop running in
         // `pool.install` does): nothing at all.
         let n = 2 * PARALLEL_THRESHOLD;
@@ -94,10 +85,6 @@ fn step_allocates_nothing() {
         // global injector queue (crossbeam) allocates one block per 63 jobs injected into the
         // pool, i.e. once per 63 calls of `step`.
         let count = allocations_during_steps(env.as_mut(), steps);
-        assert!(
-            count <= steps / 63 + 1,
-            "{} × {n}: {count} allocations in {steps} steps",
-            t.name
-        );
+        assert!(count <= steps / 63 + 1, "{} × {n}: {count} allocations in {steps} steps", t.name);
     }
 }

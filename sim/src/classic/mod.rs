@@ -124,11 +124,7 @@ impl<T: ClassicTask> ClassicEnv<T> {
         let mut rngs: Vec<ChaCha8Rng> = (0..num_envs).map(|i| env_rng(0, i)).collect();
         let slots = rngs
             .iter_mut()
-            .map(|rng| Slot {
-                state: task.sample_initial(rng),
-                elapsed: 0,
-                running_return: 0.0,
-            })
+            .map(|rng| Slot { state: task.sample_initial(rng), elapsed: 0, running_return: 0.0 })
             .collect();
         let mut env = Self {
             obs_spec: task.obs_spec(),
@@ -153,27 +149,18 @@ impl<T: ClassicTask> ClassicEnv<T> {
     pub fn set_state(&mut self, env: usize, state: &[f64]) -> Result<(), SimError> {
         let n = self.slots.len();
         if env >= n {
-            return Err(SimError::InvalidState(format!(
-                "environment index {env} out of range for {n} environments"
-            )));
+            return Err(SimError::InvalidState(format!("environment index {env} out of range for {n} environments")));
         }
         if state.len() != T::STATE_DIM {
-            return Err(SimError::InvalidState(format!(
-                "state has {} values; expected {}",
-                state.len(),
-                T::STATE_DIM
-            )));
+            return Err(SimError::InvalidState(format!("state has {} values; expected {}", state.len(), T::STATE_DIM)));
         }
         if let Some(i) = state.iter().position(|v| !v.is_finite()) {
-            return Err(SimError::InvalidState(format!(
-                "state value {i} is not finite"
-            )));
+            return Err(SimError::InvalidState(format!("state value {i} is not finite")));
         }
         let s = self.task.state_from_f64(state);
         self.slots[env].state = s;
         let od = T::OBS_DIM;
-        self.task
-            .observe(&s, &mut self.buffers.obs[env * od..(env + 1) * od]);
+        self.task.observe(&s, &mut self.buffers.obs[env * od..(env + 1) * od]);
         Ok(())
     }
 
@@ -260,11 +247,7 @@ fn step_chunk<T: ClassicTask>(task: &T, c: Chunk<'_, T::State>) {
     let (od, ad) = (T::OBS_DIM, T::ACTION_DIM);
     let max_steps = task.info().max_episode_steps;
     for (i, (slot, rng)) in c.slots.iter_mut().zip(c.rngs.iter_mut()).enumerate() {
-        let out = task.step(
-            &mut slot.state,
-            &c.actions[i * ad..(i + 1) * ad],
-            slot.elapsed,
-        );
+        let out = task.step(&mut slot.state, &c.actions[i * ad..(i + 1) * ad], slot.elapsed);
         slot.elapsed += 1;
         slot.running_return += out.reward;
         let truncated = slot.elapsed >= max_steps;
@@ -296,10 +279,7 @@ fn step_parallel<T: ClassicTask>(task: &T, c: Chunk<'_, T::State>, grain: usize)
         step_chunk(task, c);
     } else {
         let (a, b) = c.split_at(n / 2, T::OBS_DIM, T::ACTION_DIM);
-        rayon::join(
-            || step_parallel(task, a, grain),
-            || step_parallel(task, b, grain),
-        );
+        rayon::join(|| step_parallel(task, a, grain), || step_parallel(task, b, grain));
     }
 }
 
@@ -324,13 +304,8 @@ impl<T: ClassicTask> VecEnv for ClassicEnv<T> {
         let od = T::OBS_DIM;
         for (i, (slot, rng)) in self.slots.iter_mut().zip(self.rngs.iter_mut()).enumerate() {
             *rng = env_rng(seed, i);
-            *slot = Slot {
-                state: self.task.sample_initial(rng),
-                elapsed: 0,
-                running_return: 0.0,
-            };
-            self.task
-                .observe(&slot.state, &mut self.buffers.obs[i * od..(i + 1) * od]);
+            *slot = Slot { state: self.task.sample_initial(rng), elapsed: 0, running_return: 0.0 };
+            self.task.observe(&slot.state, &mut self.buffers.obs[i * od..(i + 1) * od]);
         }
         self.zero_buffers_except_obs();
     }
@@ -339,16 +314,10 @@ impl<T: ClassicTask> VecEnv for ClassicEnv<T> {
         let n = self.slots.len();
         let ad = T::ACTION_DIM;
         if actions.len() != n * ad {
-            return Err(SimError::ActionLength {
-                expected: n * ad,
-                got: actions.len(),
-            });
+            return Err(SimError::ActionLength { expected: n * ad, got: actions.len() });
         }
         if let Some(k) = actions.iter().position(|a| !a.is_finite()) {
-            return Err(SimError::NonFiniteAction {
-                env: k / ad,
-                index: k % ad,
-            });
+            return Err(SimError::NonFiniteAction { env: k / ad, index: k % ad });
         }
         let b = &mut self.buffers;
         let chunk = Chunk {
@@ -393,11 +362,7 @@ impl<T: ClassicTask> VecEnv for ClassicEnv<T> {
             rng: self
                 .rngs
                 .iter()
-                .map(|r| RngState {
-                    seed: r.get_seed(),
-                    stream: r.get_stream(),
-                    word_pos: r.get_word_pos(),
-                })
+                .map(|r| RngState { seed: r.get_seed(), stream: r.get_stream(), word_pos: r.get_word_pos() })
                 .collect(),
             obs: self.buffers.obs.clone(),
         }
@@ -432,15 +397,9 @@ impl<T: ClassicTask> VecEnv for ClassicEnv<T> {
             return Err(mismatch("obs", snap.obs.len(), n * od));
         }
         if let Some(i) = snap.state.iter().position(|v| !v.is_finite()) {
-            return Err(SimError::SnapshotMismatch(format!(
-                "state value {i} is not finite"
-            )));
+            return Err(SimError::SnapshotMismatch(format!("state value {i} is not finite")));
         }
-        if let Some(i) = snap
-            .elapsed
-            .iter()
-            .position(|&e| e >= info.max_episode_steps)
-        {
+        if let Some(i) = snap.elapsed.iter().position(|&e| e >= info.max_episode_steps) {
             return Err(SimError::SnapshotMismatch(format!(
                 "environment {i} has elapsed {} ≥ the time limit {}",
                 snap.elapsed[i], info.max_episode_steps

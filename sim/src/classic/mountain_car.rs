@@ -53,11 +53,7 @@ enum Accel {
 
 fn accel(a: f32, cos3x: f64) -> Accel {
     if f64::from(a) < MIN_ACTION || f64::from(a) > MAX_ACTION {
-        let force = if f64::from(a) < MIN_ACTION {
-            MIN_ACTION
-        } else {
-            MAX_ACTION
-        };
+        let force = if f64::from(a) < MIN_ACTION { MIN_ACTION } else { MAX_ACTION };
         Accel::F64(force * POWER - 0.0025 * cos3x)
     } else {
         Accel::F32(a * POWER as f32 - (0.0025 * cos3x) as f32)
@@ -116,17 +112,12 @@ impl ClassicTask for MountainCarContinuous {
     }
 
     fn action_spec(&self) -> ActionSpec {
-        ActionSpec {
-            bounds: BoxSpace::uniform(1, MIN_ACTION as f32, MAX_ACTION as f32),
-        }
+        ActionSpec { bounds: BoxSpace::uniform(1, MIN_ACTION as f32, MAX_ACTION as f32) }
     }
 
     /// x ~ U[-0.6, -0.4), v = 0.
     fn sample_initial(&self, rng: &mut ChaCha8Rng) -> MountainCarState {
-        MountainCarState {
-            position: uniform(rng, -0.6, -0.4),
-            velocity: 0.0,
-        }
+        MountainCarState { position: uniform(rng, -0.6, -0.4), velocity: 0.0 }
     }
 
     fn observe(&self, s: &MountainCarState, obs: &mut [f32]) {
@@ -146,17 +137,10 @@ impl ClassicTask for MountainCarContinuous {
             (f64::from(x), f64::from(v), t)
         };
         // gymnasium stores `np.array([position, velocity], dtype=np.float32)`.
-        *s = MountainCarState {
-            position: f64::from(x as f32),
-            velocity: f64::from(v as f32),
-        };
+        *s = MountainCarState { position: f64::from(x as f32), velocity: f64::from(v as f32) };
         let a64 = f64::from(a);
         let base = if terminated { 100.0 } else { 0.0 };
-        StepOutcome {
-            reward: base - a64 * a64 * 0.1,
-            terminated,
-            success: terminated,
-        }
+        StepOutcome { reward: base - a64 * a64 * 0.1, terminated, success: terminated }
     }
 
     fn state_to_f64(&self, s: &MountainCarState, out: &mut [f64]) {
@@ -165,10 +149,7 @@ impl ClassicTask for MountainCarContinuous {
     }
 
     fn state_from_f64(&self, v: &[f64]) -> MountainCarState {
-        MountainCarState {
-            position: v[0],
-            velocity: v[1],
-        }
+        MountainCarState { position: v[0], velocity: v[1] }
     }
 }
 
@@ -179,10 +160,7 @@ mod tests {
     #[test]
     fn left_wall_stops_the_car() {
         let task = MountainCarContinuous;
-        let mut s = MountainCarState {
-            position: -1.19,
-            velocity: -0.05,
-        };
+        let mut s = MountainCarState { position: -1.19, velocity: -0.05 };
         let out = task.step(&mut s, &[-1.0], 1);
         assert_eq!(s.position, f64::from(-1.2_f32));
         assert_eq!(s.velocity, 0.0);
@@ -192,10 +170,7 @@ mod tests {
     #[test]
     fn goal_terminates_with_bonus_and_unclipped_action_cost() {
         let task = MountainCarContinuous;
-        let mut s = MountainCarState {
-            position: 0.44,
-            velocity: 0.03,
-        };
+        let mut s = MountainCarState { position: 0.44, velocity: 0.03 };
         let out = task.step(&mut s, &[3.0], 5);
         assert!(out.terminated && out.success);
         assert_eq!(out.reward, 100.0 - 9.0 * 0.1);
@@ -204,10 +179,7 @@ mod tests {
     #[test]
     fn velocity_is_clipped() {
         let task = MountainCarContinuous;
-        let mut s = MountainCarState {
-            position: -0.5,
-            velocity: 0.0699,
-        };
+        let mut s = MountainCarState { position: -0.5, velocity: 0.0699 };
         task.step(&mut s, &[1.0], 3);
         assert_eq!(s.velocity, f64::from(0.07_f32));
     }

@@ -60,19 +60,12 @@ impl ClassicTask for Pendulum {
 
     fn obs_spec(&self) -> ObsSpec {
         let s = self.params.max_speed as f32;
-        ObsSpec {
-            vector: BoxSpace {
-                low: vec![-1.0, -1.0, -s],
-                high: vec![1.0, 1.0, s],
-            },
-        }
+        ObsSpec { vector: BoxSpace { low: vec![-1.0, -1.0, -s], high: vec![1.0, 1.0, s] } }
     }
 
     fn action_spec(&self) -> ActionSpec {
         let t = self.params.max_torque as f32;
-        ActionSpec {
-            bounds: BoxSpace::uniform(1, -t, t),
-        }
+        ActionSpec { bounds: BoxSpace::uniform(1, -t, t) }
     }
 
     /// θ ~ U[-π, π), θ̇ ~ U[-1, 1).
@@ -100,19 +93,11 @@ impl ClassicTask for Pendulum {
         let costs = an * an + 0.1 * (thdot * thdot) + f64::from(ctrl_cost);
         // `3.0 / (m * l**2) * u` is f32 arithmetic too.
         let torque_term = (3.0 / (p.m * (p.l * p.l))) as f32 * u;
-        let mut newthdot =
-            thdot + (3.0 * p.g / (2.0 * p.l) * th.sin() + f64::from(torque_term)) * p.dt;
+        let mut newthdot = thdot + (3.0 * p.g / (2.0 * p.l) * th.sin() + f64::from(torque_term)) * p.dt;
         newthdot = newthdot.clamp(-p.max_speed, p.max_speed);
         let newth = th + newthdot * p.dt;
-        *s = PendulumState {
-            theta: newth,
-            theta_dot: newthdot,
-        };
-        StepOutcome {
-            reward: -costs,
-            terminated: false,
-            success: false,
-        }
+        *s = PendulumState { theta: newth, theta_dot: newthdot };
+        StepOutcome { reward: -costs, terminated: false, success: false }
     }
 
     fn state_to_f64(&self, s: &PendulumState, out: &mut [f64]) {
@@ -121,10 +106,7 @@ impl ClassicTask for Pendulum {
     }
 
     fn state_from_f64(&self, v: &[f64]) -> PendulumState {
-        PendulumState {
-            theta: v[0],
-            theta_dot: v[1],
-        }
+        PendulumState { theta: v[0], theta_dot: v[1] }
     }
 }
 
@@ -145,10 +127,7 @@ mod tests {
     #[test]
     fn clipping_of_torque_and_speed() {
         let task = Pendulum::default();
-        let mut s = PendulumState {
-            theta: 0.0,
-            theta_dot: 7.9,
-        };
+        let mut s = PendulumState { theta: 0.0, theta_dot: 7.9 };
         let out = task.step(&mut s, &[100.0], 0);
         assert_eq!(s.theta_dot, 8.0);
         // Torque clipped to 2: ctrl cost 0.004 (in f32).

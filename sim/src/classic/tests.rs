@@ -17,27 +17,11 @@ fn assert_bits_eq(a: &StepBuffers, b: &StepBuffers, ctx: &str) {
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&a.obs), bits(&b.obs), "obs differ: {ctx}");
     assert_eq!(bits(&a.reward), bits(&b.reward), "reward differs: {ctx}");
-    assert_eq!(
-        bits(&a.terminated),
-        bits(&b.terminated),
-        "terminated differs: {ctx}"
-    );
-    assert_eq!(
-        bits(&a.truncated),
-        bits(&b.truncated),
-        "truncated differs: {ctx}"
-    );
+    assert_eq!(bits(&a.terminated), bits(&b.terminated), "terminated differs: {ctx}");
+    assert_eq!(bits(&a.truncated), bits(&b.truncated), "truncated differs: {ctx}");
     assert_eq!(bits(&a.success), bits(&b.success), "success differs: {ctx}");
-    assert_eq!(
-        bits(&a.final_obs),
-        bits(&b.final_obs),
-        "final_obs differs: {ctx}"
-    );
-    assert_eq!(
-        bits(&a.episode_return),
-        bits(&b.episode_return),
-        "return differs: {ctx}"
-    );
+    assert_eq!(bits(&a.final_obs), bits(&b.final_obs), "final_obs differs: {ctx}");
+    assert_eq!(bits(&a.episode_return), bits(&b.episode_return), "return differs: {ctx}");
     assert_eq!(a.episode_length, b.episode_length, "length differs: {ctx}");
 }
 
@@ -45,14 +29,8 @@ fn assert_bits_eq(a: &StepBuffers, b: &StepBuffers, ctx: &str) {
 /// bit for bit at every step, across auto-resets.
 fn same_results_for_one_and_two_threads<T: ClassicTask + Default>(num_envs: usize, steps: usize) {
     assert!(num_envs >= PARALLEL_THRESHOLD);
-    let p1 = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let p2 = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .unwrap();
+    let p1 = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let p2 = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let mut e1 = ClassicEnv::<T>::new(num_envs).unwrap();
     let mut e2 = ClassicEnv::<T>::new(num_envs).unwrap();
     e1.reset(1234);
@@ -118,11 +96,7 @@ fn mountain_car_parallel_batch_matches_sequential_batch() {
 
 /// Step `n`, snapshot, step `m`; restore into a fresh batch (through JSON), step the same `m`:
 /// identical, across auto-resets (which draw from the restored generators).
-fn snapshot_restore_continues_exactly<T: ClassicTask + Default>(
-    num_envs: usize,
-    n: usize,
-    m: usize,
-) {
+fn snapshot_restore_continues_exactly<T: ClassicTask + Default>(num_envs: usize, n: usize, m: usize) {
     let mut env = ClassicEnv::<T>::new(num_envs).unwrap();
     env.reset(77);
     let mut rng = ChaCha8Rng::seed_from_u64(11);
@@ -177,23 +151,14 @@ fn restore_rejects_mismatched_snapshots() {
     assert!(err.to_string().contains("mountain-car-continuous"), "{err}");
 
     let small = PendulumEnv::new(3).unwrap().snapshot();
-    assert!(matches!(
-        p.restore(&small),
-        Err(SimError::SnapshotMismatch(_))
-    ));
+    assert!(matches!(p.restore(&small), Err(SimError::SnapshotMismatch(_))));
 
     let mut bad = before.clone();
     bad.state[1] = f64::NAN;
-    assert!(matches!(
-        p.restore(&bad),
-        Err(SimError::SnapshotMismatch(_))
-    ));
+    assert!(matches!(p.restore(&bad), Err(SimError::SnapshotMismatch(_))));
     let mut bad = before.clone();
     bad.elapsed[0] = 200;
-    assert!(matches!(
-        p.restore(&bad),
-        Err(SimError::SnapshotMismatch(_))
-    ));
+    assert!(matches!(p.restore(&bad), Err(SimError::SnapshotMismatch(_))));
     assert_eq!(p.snapshot(), before, "a failed restore changes nothing");
 }
 
@@ -202,24 +167,9 @@ fn wrong_action_length_is_an_error_and_changes_nothing() {
     let mut env = PendulumEnv::new(4).unwrap();
     let before = env.snapshot();
     let err = env.step(&[0.0; 3]).unwrap_err();
-    assert_eq!(
-        err,
-        SimError::ActionLength {
-            expected: 4,
-            got: 3
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "action buffer has 3 values; expected 4 (num_envs × action_dim)"
-    );
-    assert_eq!(
-        env.step(&[0.0; 5]).unwrap_err(),
-        SimError::ActionLength {
-            expected: 4,
-            got: 5
-        }
-    );
+    assert_eq!(err, SimError::ActionLength { expected: 4, got: 3 });
+    assert_eq!(err.to_string(), "action buffer has 3 values; expected 4 (num_envs × action_dim)");
+    assert_eq!(env.step(&[0.0; 5]).unwrap_err(), SimError::ActionLength { expected: 4, got: 5 });
     assert_eq!(env.snapshot(), before);
 }
 
@@ -229,13 +179,8 @@ fn non_finite_action_is_an_error_and_changes_nothing() {
     let before = env.snapshot();
     let err = env.step(&[0.0, 0.5, f32::NAN, 0.0]).unwrap_err();
     assert_eq!(err, SimError::NonFiniteAction { env: 2, index: 0 });
-    assert_eq!(
-        err.to_string(),
-        "action component 0 of environment 2 is not finite"
-    );
-    let err = env
-        .step(&[f32::INFINITY, 0.0, 0.0, f32::NEG_INFINITY])
-        .unwrap_err();
+    assert_eq!(err.to_string(), "action component 0 of environment 2 is not finite");
+    let err = env.step(&[f32::INFINITY, 0.0, 0.0, f32::NEG_INFINITY]).unwrap_err();
     assert_eq!(err, SimError::NonFiniteAction { env: 0, index: 0 });
     assert_eq!(env.snapshot(), before);
 }
@@ -243,27 +188,15 @@ fn non_finite_action_is_an_error_and_changes_nothing() {
 #[test]
 fn zero_envs_is_an_error() {
     assert_eq!(PendulumEnv::new(0).unwrap_err(), SimError::ZeroEnvs);
-    assert_eq!(
-        MountainCarContinuousEnv::new(0).unwrap_err(),
-        SimError::ZeroEnvs
-    );
+    assert_eq!(MountainCarContinuousEnv::new(0).unwrap_err(), SimError::ZeroEnvs);
 }
 
 #[test]
 fn set_state_validates_and_updates_obs() {
     let mut env = PendulumEnv::new(2).unwrap();
-    assert!(matches!(
-        env.set_state(2, &[0.0, 0.0]),
-        Err(SimError::InvalidState(_))
-    ));
-    assert!(matches!(
-        env.set_state(0, &[0.0]),
-        Err(SimError::InvalidState(_))
-    ));
-    assert!(matches!(
-        env.set_state(0, &[0.0, f64::INFINITY]),
-        Err(SimError::InvalidState(_))
-    ));
+    assert!(matches!(env.set_state(2, &[0.0, 0.0]), Err(SimError::InvalidState(_))));
+    assert!(matches!(env.set_state(0, &[0.0]), Err(SimError::InvalidState(_))));
+    assert!(matches!(env.set_state(0, &[0.0, f64::INFINITY]), Err(SimError::InvalidState(_))));
     env.set_state(1, &[0.0, 0.5]).unwrap();
     assert_eq!(&env.buffers().obs[3..6], &[1.0, 0.0, 0.5]);
     assert_eq!(env.state(1), Some(vec![0.0, 0.5]));
