@@ -74,7 +74,17 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-    /// A value is out of range or of the wrong type.
+    /// A value is out of its allowed range.
+    #[error("invalid value for `{field}`: {value} (allowed: {allowed})")]
+    OutOfRange {
+        /// Dotted key, e.g. `algo.learning_rate`.
+        field: String,
+        /// The value given.
+        value: String,
+        /// The allowed range, in words.
+        allowed: String,
+    },
+    /// A value is of the wrong type, or the task is unknown.
     #[error("{0}")]
     Invalid(String),
 }
@@ -264,9 +274,31 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
     if let Some(text) = preset(&task, &algorithm) {
         merge(&mut table, toml::from_str(text).expect("embedded presets are valid TOML"));
     }
+    let pin = |table: &mut toml::Table| {
+        table.insert("task".into(), task.clone().into());
+        table.insert("algorithm".into(), algorithm.clone().into());
+    };
+    let checked = |table: &toml::Table| -> Result<TrainConfig, ConfigError> {
+        let config = from_table(table, &algorithm).map_err(ConfigError::Invalid)?;
+        config.validate()?;
+        Ok(config)
+    };
+    // Validate after each source, so an error is blamed on the source that introduced it.
     if let Some((path, text, user)) = file {
         check_file(path, &text, &algorithm)?;
         merge(&mut table, user);
+        pin(&mut table);
+        if let Err(e) = checked(&table) {
+            let line = match &e {
+                ConfigError::OutOfRange { field, .. } => line_of_key(&text, field),
+                _ => None,
+            };
+            let message = match line {
+                Some(line) => format!("line {line}: {e}"),
+                None => e.to_string(),
+            };
+            return Err(ConfigError::File { path: path.display().to_string(), message });
+        }
     }
     if let Some(seed) = src.seed {
         table.insert("seed".into(), toml::Value::Integer(seed as i64));
@@ -274,17 +306,26 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
     if let Some(steps) = src.total_steps {
         table.insert("total_steps".into(), toml::Value::Integer(steps as i64));
     }
-    table.insert("task".into(), task.clone().into());
-    table.insert("algorithm".into(), algorithm.clone().into());
+    pin(&mut table);
+    checked(&table)?;
     for (arg, o) in src.overrides.iter().zip(overrides) {
-        let mut probe = table.clone();
-        merge(&mut probe, o);
-        from_table(&probe, &algorithm).map_err(|message| ConfigError::Override { arg: arg.clone(), message })?;
-        table = probe;
+        merge(&mut table, o);
+        pin(&mut table);
+        checked(&table).map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
     }
-    let config = from_table(&table, &algorithm).map_err(ConfigError::Invalid)?;
-    config.validate()?;
-    Ok(config)
+    checked(&table)
+}
+
+/// 1-based line on which the dotted `key` (e.g. `algo.learning_rate`) is assigned in `text`.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if key_at(text, offset).as_deref() == Some(key) {
+            return Some(i + 1);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// Deserializes a merged table with the algorithm's schema.
@@ -326,7 +367,7 @@ impl TrainConfig {
     /// Checks ranges of the run settings and the algorithm's hyperparameters.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field: &str, value: &dyn std::fmt::Display, allowed: &str| {
-            Err(ConfigError::Invalid(format!("invalid value for `{field}`: {value} (allowed: {allowed})")))
+            Err(ConfigError::OutOfRange { field: field.into(), value: value.to_string(), allowed: allowed.into() })
         };
         if self.total_steps == 0 {
             return bad("total_steps", &self.total_steps, "≥ 1");
@@ -341,7 +382,12 @@ impl TrainConfig {
             AlgoConfig::Sac(c) => c.validate(),
             AlgoConfig::Ppo(c) => c.validate(),
         }
-        .map_err(|e| ConfigError::Invalid(e.to_string()))
+        .map_err(|e| match e {
+            embodia_algos::AlgoError::Config { field, value, allowed } => {
+                ConfigError::OutOfRange { field, value, allowed }
+            }
+            other => ConfigError::Invalid(other.to_string()),
+        })
     }
 
     /// The configuration as TOML text.

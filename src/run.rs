@@ -99,6 +99,12 @@ impl Run {
                     .into(),
             });
         }
+        if let Some(name) = [METRICS_FILE, CHECKPOINT_DIR, EVAL_FILE].into_iter().find(|f| dir.join(f).exists()) {
+            return Err(RunError::Io {
+                path: dir.join(name).display().to_string(),
+                message: "exists and would be overwritten; choose another --run-dir".into(),
+            });
+        }
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let config_path = dir.join(CONFIG_FILE);
         fs::write(&config_path, config.to_toml()).map_err(io_err(&config_path))?;

@@ -344,7 +344,7 @@ fn bad_overrides_name_key_and_range() {
     // Out-of-range values in a file are caught too.
     fs::write(d.join("neg.toml"), "[algo]\nlearning_rate = -0.5\n").unwrap();
     let e = fail_at_once(d, &["train", "--config", "neg.toml"]);
-    assert_mentions(&e, &["algo.learning_rate", "-0.5", "allowed: > 0"]);
+    assert_mentions(&e, &["neg.toml: line 2", "algo.learning_rate", "-0.5", "allowed: > 0"]);
     assert!(!d.join("runs").exists(), "a failed train created runs/");
 }
 
@@ -436,6 +436,13 @@ fn existing_run_dir_is_refused_untouched() {
         assert_mentions(&e, &["runs/taken", "already holds a run", "--resume"]);
         assert_unchanged(&before, &run, "train into an existing run");
     }
+
+    // A directory that is not a run but holds files a run would write is refused too.
+    fs::create_dir_all(d.join("elsewhere")).unwrap();
+    fs::write(d.join("elsewhere/metrics.csv"), "precious\n").unwrap();
+    let e = fail_at_once(d, &["train", "--steps", "1000", "--run-dir", "elsewhere", "--quiet"]);
+    assert_mentions(&e, &["elsewhere/metrics.csv", "would be overwritten"]);
+    assert_eq!(fs::read_to_string(d.join("elsewhere/metrics.csv")).unwrap(), "precious\n");
 
     // Without --run-dir a fresh name is chosen beside the existing one.
     ok(d, &["train", "--steps", "1000", "--set", "eval_episodes=1", "--quiet"]);
