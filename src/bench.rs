@@ -39,7 +39,7 @@ pub fn solve(config: &TrainConfig) -> Result<SolveResult, RunError> {
     let mut last = f64::NEG_INFINITY;
     while learner.env_steps() < config.total_steps {
         learner.iterate(env.as_mut())?;
-        last = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES)?.mean_return;
+        last = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES, false)?.mean_return;
         if last >= info.solve_threshold as f64 {
             return Ok(SolveResult {
                 seed: config.seed,

@@ -54,6 +54,9 @@ enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// Sample actions from the policy instead of taking its mode.
+        #[arg(long)]
+        stochastic: bool,
     },
     /// Benchmarks that print figures.
     Bench {
@@ -133,7 +136,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Train { settings, run_dir, resume, quiet } => train(&settings, run_dir, resume, quiet),
-        Command::Eval { run, episodes, json } => eval(&run, episodes, json),
+        Command::Eval { run, episodes, json, stochastic } => eval(&run, episodes, json, stochastic),
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
     }
 }
@@ -205,10 +208,10 @@ fn describe_eval(e: &EvalResult) -> String {
     format!("mean return {:.1} ± {:.1}, mean length {:.0}{success}", e.mean_return, e.std_return, e.mean_length)
 }
 
-fn eval(run: &Path, episodes: usize, json: bool) -> anyhow::Result<()> {
+fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let (config, learner) = load_learner(run)?;
-    let result = evaluate_learner(learner.as_ref(), &config, episodes)?;
+    let result = evaluate_learner(learner.as_ref(), &config, episodes, stochastic)?;
     if json {
         println!("{}", serde_json::to_string(&result)?);
     } else {

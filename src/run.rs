@@ -191,7 +191,7 @@ impl Run {
 
     /// Deterministic evaluation over `episodes` episodes; writes `eval.json`.
     pub fn final_eval(&self, episodes: usize) -> Result<EvalResult, RunError> {
-        let result = evaluate_learner(self.learner.as_ref(), &self.config, episodes)?;
+        let result = evaluate_learner(self.learner.as_ref(), &self.config, episodes, false)?;
         let path = self.dir.join(EVAL_FILE);
         let json = serde_json::to_string_pretty(&result).expect("eval result serializes");
         fs::write(&path, json + "\n").map_err(io_err(&path))?;
@@ -199,10 +199,16 @@ impl Run {
     }
 }
 
-/// Runs `episodes` deterministic evaluation episodes of `learner` on fresh environments.
-pub fn evaluate_learner(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -> Result<EvalResult, RunError> {
+/// Runs `episodes` evaluation episodes of `learner` on fresh environments, with deterministic
+/// actions unless `stochastic`.
+pub fn evaluate_learner(
+    learner: &dyn Learner,
+    config: &TrainConfig,
+    episodes: usize,
+    stochastic: bool,
+) -> Result<EvalResult, RunError> {
     let mut env = embodia_sim::make(&config.task, episodes)?;
-    Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET)?)
+    Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic)?)
 }
 
 /// Loads the learner of a finished or interrupted run, for evaluation.

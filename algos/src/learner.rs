@@ -26,9 +26,10 @@ pub trait Learner {
     /// `wall_seconds` and `fps`. The environment must have been reset before the first call.
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError>;
 
-    /// Deterministic actions in the environment's units for raw observations.
+    /// Actions in the environment's units for raw observations: the policy's mode when
+    /// `sampling` is `None`, otherwise a sample drawn with that generator.
     /// `obs`: `[n, obs_dim]`; `actions`: `[n, action_dim]`, overwritten.
-    fn act(&self, obs: &[f32], actions: &mut [f32]) -> Result<(), AlgoError>;
+    fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError>;
 
     /// Everything needed to continue training exactly: networks, optimizers, buffers, RNG.
     fn checkpoint(&self) -> Result<Checkpoint, AlgoError>;
@@ -54,9 +55,17 @@ pub struct EvalResult {
     pub mean_length: f64,
 }
 
-/// Runs one episode in each environment of `env` (so `env.num_envs()` episodes) with the
-/// learner's deterministic actions, starting from `reset(seed)`.
-pub fn evaluate(learner: &dyn Learner, env: &mut dyn VecEnv, seed: u64) -> Result<EvalResult, AlgoError> {
+/// Runs one episode in each environment of `env` (so `env.num_envs()` episodes), starting from
+/// `reset(seed)`, with the learner's deterministic actions, or with sampled actions if
+/// `stochastic` (drawn from a generator seeded by `seed`).
+pub fn evaluate(
+    learner: &dyn Learner,
+    env: &mut dyn VecEnv,
+    seed: u64,
+    stochastic: bool,
+) -> Result<EvalResult, AlgoError> {
+    use rand::SeedableRng;
+    let mut rng = stochastic.then(|| ChaCha8Rng::seed_from_u64(seed));
     let n = env.num_envs();
     let action_dim = env.action_spec().bounds.dim();
     let mut actions = vec![0.0f32; n * action_dim];
@@ -66,7 +75,7 @@ pub fn evaluate(learner: &dyn Learner, env: &mut dyn VecEnv, seed: u64) -> Resul
     let mut finished = vec![false; n];
     env.reset(seed);
     while finished.iter().any(|f| !f) {
-        learner.act(&env.buffers().obs, &mut actions)?;
+        learner.act(&env.buffers().obs, &mut actions, rng.as_mut())?;
         env.step(&actions)?;
         let b = env.buffers();
         for i in 0..n {

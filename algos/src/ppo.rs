@@ -14,9 +14,10 @@ use embodia_policies::{
     named_params, seeded_init,
 };
 use embodia_sim::VecEnv;
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
@@ -429,17 +430,19 @@ impl Learner for Ppo {
         Ok(row)
     }
 
-    fn act(&self, obs: &[f32], actions: &mut [f32]) -> Result<(), AlgoError> {
+    fn act(&self, obs: &[f32], actions: &mut [f32], mut sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
         let n = obs.len() / self.obs_dim;
         let mut x = obs.to_vec();
         if self.config.normalize_obs {
             self.normalizer.normalize(&mut x);
         }
         let model = self.model.valid();
-        let (mean, _) = model.actor.forward(to_tensor(&x, n, self.obs_dim, &self.device.clone().inner()));
+        let (mean, log_std) = model.actor.forward(to_tensor(&x, n, self.obs_dim, &self.device.clone().inner()));
+        let log_std = to_host(log_std)?;
         for (i, (a, m)) in actions.iter_mut().zip(to_host(mean)?).enumerate() {
             let j = i % self.action_dim;
-            *a = m.clamp(self.action_low[j], self.action_high[j]);
+            let noise = sampling.as_deref_mut().map_or(0.0, |rng| rng.sample::<f32, _>(StandardNormal));
+            *a = (m + log_std[i].exp() * noise).clamp(self.action_low[j], self.action_high[j]);
         }
         Ok(())
     }

@@ -323,10 +323,19 @@ impl Learner for Sac {
         Ok(row)
     }
 
-    fn act(&self, obs: &[f32], actions: &mut [f32]) -> Result<(), AlgoError> {
+    fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
         let n = obs.len() / self.obs_dim;
         let plain = self.device.clone().inner();
-        let a = self.actor.valid().deterministic(to_tensor(obs, n, self.obs_dim, &plain));
+        let obs = to_tensor(obs, n, self.obs_dim, &plain);
+        let actor = self.actor.valid();
+        let a = match sampling {
+            None => actor.deterministic(obs),
+            Some(rng) => {
+                let mut noise = vec![0.0; n * self.action_dim];
+                fill_normal(rng, &mut noise);
+                actor.sample(obs, to_tensor(&noise, n, self.action_dim, &plain)).0
+            }
+        };
         self.scale_actions(&to_host(a)?, actions);
         Ok(())
     }

@@ -12,7 +12,7 @@ fn steps_to_solve(learner: &mut dyn Learner, env: &mut dyn embodia_sim::VecEnv, 
     while learner.env_steps() < budget {
         let row = learner.iterate(env).unwrap();
         assert!(row.value_loss.is_none_or(f64::is_finite));
-        let result = evaluate(learner, eval_env.as_mut(), 12345).unwrap();
+        let result = evaluate(learner, eval_env.as_mut(), 12345, false).unwrap();
         if result.mean_return >= threshold {
             return Some(learner.env_steps());
         }
