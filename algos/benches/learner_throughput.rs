@@ -14,7 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let device = Device::flex().autodiff();
-    for batch_size in [64, 128, 256] {
+    for batch_size in [64, 100, 256] {
         let config =
             SacConfig { batch_size, learning_starts: 1_000, steps_per_iteration: 1_000, ..SacConfig::default() };
         let mut env = embodia_sim::make("pendulum", 1).unwrap();

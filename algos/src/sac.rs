@@ -22,7 +22,9 @@ use crate::{
     Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, ReplayBuffer, TransitionBatch, check_range,
 };
 
-/// SAC hyperparameters. Defaults solve `pendulum` in a few thousand steps.
+/// SAC hyperparameters. Defaults are the common ones for continuous control (CleanRL and
+/// Stable-Baselines3 agree on them); the pendulum preset in `assets/configs/` shrinks the
+/// networks and batch, which solves that task in a few thousand steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SacConfig {
@@ -30,15 +32,15 @@ pub struct SacConfig {
     pub num_envs: usize,
     /// Replay capacity in transitions. Default 1,000,000.
     pub buffer_size: usize,
-    /// Transitions per gradient step. Default 128.
+    /// Transitions per gradient step. Default 256.
     pub batch_size: usize,
-    /// Environment steps of uniformly random actions before learning starts. Default 1,000.
+    /// Environment steps of uniformly random actions before learning starts. Default 5,000.
     pub learning_starts: u64,
     /// Discount factor γ. Default 0.99.
     pub gamma: f64,
     /// Polyak coefficient τ for the target critics. Default 0.005.
     pub tau: f64,
-    /// Adam learning rate of the actor and the critics. Default 1e-3.
+    /// Adam learning rate of the actor and the critics. Default 3e-4.
     pub learning_rate: f64,
     /// Adam learning rate of log α. Default 1e-3.
     pub alpha_learning_rate: f64,
@@ -50,7 +52,7 @@ pub struct SacConfig {
     pub target_entropy: Option<f64>,
     /// Gradient steps per environment step (update-to-data ratio). Default 1.
     pub updates_per_step: usize,
-    /// Hidden widths of actor and critics. Default [64, 64].
+    /// Hidden widths of actor and critics. Default [256, 256].
     pub hidden: Vec<usize>,
     /// Hidden activation. Default relu.
     pub activation: Activation,
@@ -65,17 +67,17 @@ impl Default for SacConfig {
         Self {
             num_envs: 1,
             buffer_size: 1_000_000,
-            batch_size: 128,
-            learning_starts: 1_000,
+            batch_size: 256,
+            learning_starts: 5_000,
             gamma: 0.99,
             tau: 0.005,
-            learning_rate: 1e-3,
+            learning_rate: 3e-4,
             alpha_learning_rate: 1e-3,
             init_alpha: 1.0,
             autotune_alpha: true,
             target_entropy: None,
             updates_per_step: 1,
-            hidden: vec![64, 64],
+            hidden: vec![256, 256],
             activation: Activation::Relu,
             log_std_bounds: [-5.0, 2.0],
             steps_per_iteration: 1_000,

@@ -22,7 +22,14 @@ fn steps_to_solve(learner: &mut dyn Learner, env: &mut dyn embodia_sim::VecEnv, 
 
 #[test]
 fn sac_solves_pendulum() {
-    let config = SacConfig::default();
+    // The pendulum preset of assets/configs/pendulum-sac.toml.
+    let config = SacConfig {
+        batch_size: 100,
+        learning_starts: 1_000,
+        learning_rate: 1e-3,
+        hidden: vec![64, 64],
+        ..SacConfig::default()
+    };
     let mut env = embodia_sim::make("pendulum", config.num_envs).unwrap();
     env.reset(1);
     let mut sac = Sac::new(config, env.as_ref(), Device::flex().autodiff(), 1).unwrap();
