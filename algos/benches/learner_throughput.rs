@@ -15,11 +15,18 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let device = Device::flex().autodiff();
     for batch_size in [64, 100, 256] {
-        let config =
-            SacConfig { batch_size, learning_starts: 1_000, steps_per_iteration: 1_000, ..SacConfig::default() };
+        // The pendulum preset (assets/configs/pendulum-sac.toml) at several batch sizes.
+        let config = SacConfig {
+            batch_size,
+            hidden: vec![64, 64],
+            learning_rate: 1e-3,
+            learning_starts: 1_000,
+            steps_per_iteration: 1_000,
+            ..SacConfig::default()
+        };
         let mut env = embodia_sim::make("pendulum", 1).unwrap();
-        env.reset(0);
-        let mut sac = Sac::new(config, env.as_ref(), device.clone(), 0).unwrap();
+        env.reset(1);
+        let mut sac = Sac::new(config, env.as_ref(), device.clone(), 1).unwrap();
         sac.iterate(env.as_mut()).unwrap(); // random warm-up, fills the replay buffer
         let start = Instant::now();
         for _ in 0..3 {
@@ -34,7 +41,7 @@ fn main() {
 
     let config = PpoConfig { num_envs: 16, steps_per_env: 128, epochs: 10, gamma: 0.95, ..PpoConfig::default() };
     let mut env = embodia_sim::make("pendulum", config.num_envs).unwrap();
-    env.reset(0);
+    env.reset(1);
     let mut ppo = Ppo::new(config, env.as_ref(), device, 0).unwrap();
     let start = Instant::now();
     for _ in 0..10 {

@@ -77,13 +77,17 @@ impl Adam {
         (self.steps, out)
     }
 
-    /// Restores a state written by [`Adam::state`]; moments go to `device`.
-    pub fn load_state(
+    /// Restores a state written by [`Adam::state`] for the parameters of `module`; moments go to
+    /// `device`. Every moment must match a parameter of `module` in size.
+    pub fn load_state<M: Module>(
         &mut self,
         steps: u64,
         state: &NamedParams,
+        module: &M,
         device: &burn::tensor::Device,
     ) -> Result<(), AlgoError> {
+        let sizes: HashMap<String, usize> =
+            embodia_policies::named_params(module).into_iter().map(|(k, (_, v))| (k, v.len())).collect();
         self.steps = steps;
         self.moments.clear();
         for (key, (_, m)) in state.iter().filter(|(k, _)| k.starts_with("m.")) {
@@ -92,8 +96,13 @@ impl Adam {
                 .get(&format!("v.{path}"))
                 .ok_or_else(|| AlgoError::Checkpoint(format!("optimizer state lacks `v.{path}`")))?
                 .1;
-            if v.len() != m.len() {
-                return Err(AlgoError::Checkpoint(format!("optimizer moments of `{path}` differ in size")));
+            if v.len() != m.len() || sizes.get(path) != Some(&m.len()) {
+                return Err(AlgoError::Checkpoint(format!(
+                    "optimizer moments of `{path}` ({} and {} values) do not fit the parameter ({:?} values)",
+                    m.len(),
+                    v.len(),
+                    sizes.get(path)
+                )));
             }
             let to_tensor = |x: &Vec<f32>| Tensor::from_data(TensorData::new(x.clone(), [x.len()]), device);
             self.moments.insert(path.to_string(), (to_tensor(m), to_tensor(v)));
@@ -172,5 +181,71 @@ impl ModuleMapper for AdamMapper<'_> {
             x = x.require_grad();
         }
         Param::from_mapped_value(id, x, mapper)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Param;
+    use burn::tensor::Device;
+    use embodia_policies::named_params;
+
+    use super::*;
+
+    #[derive(Module, Debug)]
+    struct Point {
+        w: Param<Tensor<1>>,
+    }
+
+    fn point(values: &[f32]) -> Point {
+        let device = Device::flex().autodiff();
+        Point { w: Param::from_tensor(Tensor::from_floats(values, &device).require_grad()) }
+    }
+
+    /// Gradients of `Σ (w − target)²`.
+    fn grads(p: &Point, target: &[f32]) -> GradientsParams {
+        let t = Tensor::<1>::from_floats(target, &p.w.val().device());
+        GradientsParams::from_grads((p.w.val() - t).square().sum().backward(), p)
+    }
+
+    #[test]
+    fn first_step_moves_each_coordinate_by_lr_and_converges() {
+        let mut adam = Adam::default();
+        let target = [3.0, -1.0];
+        let mut p = point(&[0.0, 0.0]);
+        let g = grads(&p, &target);
+        p = adam.step(0.1, p, &g, None).0;
+        // Adam's first step is lr·sign(g) (up to ε).
+        let w = named_params(&p)["w"].1.clone();
+        assert!((w[0] - 0.1).abs() < 1e-5 && (w[1] + 0.1).abs() < 1e-5, "{w:?}");
+        for _ in 0..500 {
+            let g = grads(&p, &target);
+            p = adam.step(0.05, p, &g, None).0;
+        }
+        let w = named_params(&p)["w"].1.clone();
+        assert!((w[0] - 3.0).abs() < 1e-2 && (w[1] + 1.0).abs() < 1e-2, "{w:?}");
+    }
+
+    #[test]
+    fn clipping_reports_the_norm_and_state_round_trips() {
+        let mut adam = Adam::default();
+        let p = point(&[0.0, 0.0]);
+        let g = grads(&p, &[3.0, 4.0]); // gradient (−6, −8), norm 10
+        let (p, norm) = adam.step(0.1, p, &g, Some(1.0));
+        assert!((norm.unwrap() - 10.0).abs() < 1e-4);
+
+        let (steps, state) = adam.state();
+        let mut restored = Adam::default();
+        restored.load_state(steps, &state, &p, &Device::flex()).unwrap();
+        let g = grads(&p, &[3.0, 4.0]);
+        let a = named_params(&adam.step(0.1, p.clone(), &g, None).0);
+        let b = named_params(&restored.step(0.1, p.clone(), &g, None).0);
+        assert_eq!(a, b);
+
+        let mut bad = state.clone();
+        bad.insert("m.w".into(), (vec![3], vec![0.0; 3]));
+        bad.insert("v.w".into(), (vec![3], vec![0.0; 3]));
+        let err = restored.load_state(steps, &bad, &p, &Device::flex()).unwrap_err().to_string();
+        assert!(err.contains("`w`"), "{err}");
     }
 }

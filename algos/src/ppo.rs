@@ -468,7 +468,7 @@ impl Learner for Ppo {
         }
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         let plain = self.device.clone().inner();
-        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &plain)?;
+        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
         self.env_steps = ckpt.get("env_steps")?;
         self.learning_rate = ckpt.get("learning_rate")?;
         let normalizer: RunningNormalizer = ckpt.get("normalizer")?;

@@ -370,8 +370,18 @@ impl Learner for Sac {
         self.critic = load_params(self.critic.clone(), &ckpt.params("critic"))?;
         self.critic_target = load_params(self.critic_target.clone(), &ckpt.params("critic_target"))?;
         let plain = self.device.clone().inner();
-        self.actor_optim.load_state(ckpt.get("optim_actor_steps")?, &ckpt.params("optim.actor"), &plain)?;
-        self.critic_optim.load_state(ckpt.get("optim_critic_steps")?, &ckpt.params("optim.critic"), &plain)?;
+        self.actor_optim.load_state(
+            ckpt.get("optim_actor_steps")?,
+            &ckpt.params("optim.actor"),
+            &self.actor,
+            &plain,
+        )?;
+        self.critic_optim.load_state(
+            ckpt.get("optim_critic_steps")?,
+            &ckpt.params("optim.critic"),
+            &self.critic,
+            &plain,
+        )?;
         self.replay.load(ckpt)?;
         self.env_steps = ckpt.get("env_steps")?;
         self.log_alpha = ckpt.get("log_alpha")?;
