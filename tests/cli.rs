@@ -218,8 +218,8 @@ fn config_prints_toml_that_trains() {
     assert!(out.stdout.contains("[algo]"));
 
     // The printed config is a valid --config file; edit one value and train with it.
-    let text = out.stdout.replace("batch_size = 128", "batch_size = 64");
-    assert_ne!(text, out.stdout, "expected `batch_size = 128` in:\n{}", out.stdout);
+    let text = out.stdout.replace("batch_size = 100", "batch_size = 64");
+    assert_ne!(text, out.stdout, "expected `batch_size = 100` (the pendulum preset) in:\n{}", out.stdout);
     fs::write(dir.path().join("my.toml"), &text).unwrap();
     ok(
         dir.path(),
