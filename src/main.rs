@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use embodia::algos::{EvalResult, Learner, MetricRow};
+use embodia::algos::{EvalResult, MetricRow, MetricSink};
 use embodia::bench::{SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
@@ -175,32 +175,49 @@ fn train(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<PathBuf>,
         config.total_steps,
         run.dir.display()
     );
-    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(config.total_steps) };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {per_sec}  ETA {eta}  {msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_position(run.learner().env_steps());
-    bar.reset_eta();
-    let mut last_return = None;
-    let mut hook = |row: &MetricRow, _: &dyn Learner, _: &mut dyn embodia::sim::VecEnv| {
-        bar.set_position(row.env_steps);
-        last_return = row.return_mean.or(last_return);
-        if let Some(r) = last_return {
-            bar.set_message(format!("return {r:.1}"));
-        }
-        Ok(false)
-    };
-    let result = run.train(&mut [], &mut hook);
-    bar.finish_and_clear();
+    let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);
+    let result = run.train(&mut [&mut progress]);
+    progress.bar.finish_and_clear();
     result?;
     let eval = run.final_eval(config.eval_episodes)?;
     eprintln!("evaluation ({} episodes, deterministic): {}", eval.episodes, describe_eval(&eval));
     eprintln!("run saved in {}", run.dir.display());
     Ok(())
+}
+
+/// The training progress bar: env steps, steps/s, ETA and the latest mean episode return.
+struct Progress {
+    bar: ProgressBar,
+    last_return: Option<f64>,
+}
+
+impl Progress {
+    fn new(total_steps: u64, done_steps: u64, quiet: bool) -> Self {
+        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(total_steps) };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {rate}  ETA {eta}  {msg}",
+            )
+            .expect("valid template")
+            .with_key("rate", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} steps/s", state.per_sec());
+            })
+            .progress_chars("=> "),
+        );
+        bar.set_position(done_steps);
+        bar.reset_eta();
+        Self { bar, last_return: None }
+    }
+}
+
+impl MetricSink for Progress {
+    fn record(&mut self, row: &MetricRow) {
+        self.bar.set_position(row.env_steps);
+        self.last_return = row.return_mean.or(self.last_return);
+        if let Some(r) = self.last_return {
+            self.bar.set_message(format!("return {r:.1}"));
+        }
+    }
 }
 
 fn describe_eval(e: &EvalResult) -> String {

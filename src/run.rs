@@ -72,10 +72,6 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
     })
 }
 
-/// Called after every iteration with the metrics row and the learner, e.g. for progress bars
-/// or evaluation; returning `true` stops training early.
-pub type IterationHook<'a> = dyn FnMut(&MetricRow, &dyn Learner, &mut dyn VecEnv) -> Result<bool, RunError> + 'a;
-
 /// A training run in a directory.
 pub struct Run {
     /// The run directory.
@@ -141,10 +137,10 @@ impl Run {
         self.learner.as_ref()
     }
 
-    /// Trains until the step budget is spent or `hook` asks to stop; appends to
-    /// `metrics.csv`, checkpoints every `checkpoint_every` iterations and at the end. On error
-    /// (e.g. a NaN) the last good checkpoint is left in place.
-    pub fn train(&mut self, sinks: &mut [&mut dyn MetricSink], hook: &mut IterationHook) -> Result<(), RunError> {
+    /// Trains until the step budget is spent; appends every iteration's row to `metrics.csv`
+    /// and sends it to `sinks` (progress bars, viewers), checkpoints every `checkpoint_every`
+    /// iterations and at the end. On error (e.g. a NaN) the last good checkpoint is left in place.
+    pub fn train(&mut self, sinks: &mut [&mut dyn MetricSink]) -> Result<(), RunError> {
         let start = Instant::now();
         let metrics_path = self.dir.join(METRICS_FILE);
         let mut csv = fs::OpenOptions::new().append(true).open(&metrics_path).map_err(io_err(&metrics_path))?;
@@ -160,14 +156,10 @@ impl Run {
                 sink.record(&row);
             }
             self.iterations += 1;
-            let stop = hook(&row, self.learner.as_ref(), self.env.as_mut())?;
-            let done = stop || self.learner.env_steps() >= self.config.total_steps;
+            let done = self.learner.env_steps() >= self.config.total_steps;
             if done || self.iterations.is_multiple_of(self.config.checkpoint_every) {
                 csv.flush().map_err(io_err(&metrics_path))?;
                 self.save_checkpoint(row.wall_seconds)?;
-            }
-            if stop {
-                break;
             }
         }
         Ok(())
