@@ -10,8 +10,8 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use embodia_policies::{
-    Activation, GaussianActor, GaussianActorConfig, LOG_SQRT_2PI, ValueCritic, ValueCriticConfig, load_params,
-    named_params, seeded_init,
+    Activation, GaussianActor, GaussianActorConfig, LOG_SQRT_2PI, ValueCritic, ValueCriticConfig, gaussian_entropy,
+    gaussian_kl, gaussian_log_prob, load_params, named_params, seeded_init,
 };
 use embodia_sim::VecEnv;
 use rand::seq::SliceRandom;
@@ -351,15 +351,10 @@ impl Ppo {
                 let old_values = to_tensor(&g_val, b, 1, &plain);
 
                 let (mean, log_std) = self.model.actor.forward(obs.clone());
-                // KL(old ‖ new) of diagonal Gaussians, for the adaptive learning rate.
+                // KL(old ‖ new), for the adaptive learning rate.
                 let old_mean = to_tensor(&g_mean, b, ad, &plain);
-                let old_ls = Tensor::<1>::from_floats(old_log_std.as_slice(), &plain).unsqueeze_dim::<2>(0);
-                let kl = (log_std.clone().inner() - old_ls.clone()
-                    + ((old_ls.clone().mul_scalar(2.0).exp() + (old_mean - mean.clone().inner()).square())
-                        / log_std.clone().inner().mul_scalar(2.0).exp().mul_scalar(2.0))
-                    .sub_scalar(0.5))
-                .sum_dim(1)
-                .mean();
+                let old_log_std = Tensor::<1>::from_floats(old_log_std.as_slice(), &plain).unsqueeze_dim::<2>(0);
+                let kl = gaussian_kl(old_mean, old_log_std, mean.clone().inner(), log_std.clone().inner()).mean();
                 let kl = to_host(kl)?[0] as f64;
                 if self.config.schedule == LrSchedule::Adaptive {
                     if kl > 2.0 * self.config.desired_kl {
@@ -369,11 +364,8 @@ impl Ppo {
                     }
                 }
 
-                let dim = ad as f64;
-                let z = (actions - mean) * log_std.clone().neg().exp();
-                let log_prob =
-                    (z.square().mul_scalar(-0.5) - log_std.clone()).sum_dim(1).sub_scalar(LOG_SQRT_2PI * dim);
-                let entropy = log_std.sum_dim(1).add_scalar(dim * (0.5 + LOG_SQRT_2PI)).mean();
+                let entropy = gaussian_entropy(log_std.clone()).mean();
+                let log_prob = gaussian_log_prob(actions, mean, log_std);
                 // The clamp only bites when a policy has moved absurdly far within one update;
                 // it keeps exp finite so such a step is clipped instead of producing inf·0.
                 let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();

@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::distributions::{LOG_SQRT_2PI, gaussian_log_prob};
+use crate::distributions::{gaussian_entropy, gaussian_log_prob};
 use crate::mlp::{Activation, Mlp, MlpConfig};
 
 /// Layout of a [`GaussianActor`].
@@ -53,8 +53,7 @@ impl GaussianActor {
     /// (`[batch, obs_dim]`), `[batch, 1]`, and the policy entropy, `[batch, 1]`.
     pub fn log_prob_entropy(&self, obs: Tensor<2>, actions: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
         let (mean, log_std) = self.forward(obs);
-        let dim = mean.dims()[1] as f64;
-        let entropy = log_std.clone().sum_dim(1).add_scalar(dim * (0.5 + LOG_SQRT_2PI));
+        let entropy = gaussian_entropy(log_std.clone());
         (gaussian_log_prob(actions, mean, log_std), entropy)
     }
 

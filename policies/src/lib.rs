@@ -13,7 +13,7 @@ mod params;
 mod squashed;
 
 pub use critic::{QCritic, QCriticConfig, TwinQ, ValueCritic, ValueCriticConfig};
-pub use distributions::{LOG_SQRT_2PI, gaussian_log_prob, log_one_minus_tanh_sq};
+pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};

@@ -2,7 +2,9 @@
 //! Log-densities of the actors against closed forms computed in f64.
 
 use burn::tensor::{Device, Tensor, TensorData};
-use embodia_policies::{Activation, GaussianActorConfig, SquashedGaussianActorConfig, gaussian_log_prob};
+use embodia_policies::{
+    Activation, GaussianActorConfig, SquashedGaussianActorConfig, gaussian_entropy, gaussian_kl, gaussian_log_prob,
+};
 
 fn t2(data: &[f32], rows: usize, cols: usize) -> Tensor<2> {
     Tensor::from_data(TensorData::new(data.to_vec(), [rows, cols]), &Device::flex())
@@ -88,4 +90,23 @@ fn squashed_log_prob_matches_change_of_variables() {
         assert!(got.is_finite(), "row {row} not finite");
         assert!((got - want).abs() < 1e-3 * want.abs().max(1.0), "row {row}: {got} vs {want}");
     }
+}
+
+#[test]
+fn gaussian_kl_and_entropy_match_closed_forms() {
+    let (pm, pl, qm, ql) = ([0.0f32, 1.0], [0.0f32, -0.5], [0.5f32, 1.0], [0.3f32, -0.5]);
+    let kl = host(gaussian_kl(t2(&pm, 1, 2), t2(&pl, 1, 2), t2(&qm, 1, 2), t2(&ql, 1, 2)))[0] as f64;
+    let want: f64 = (0..2)
+        .map(|j| {
+            let (sp, sq) = ((pl[j] as f64).exp(), (ql[j] as f64).exp());
+            (sq / sp).ln() + (sp * sp + (pm[j] as f64 - qm[j] as f64).powi(2)) / (2.0 * sq * sq) - 0.5
+        })
+        .sum();
+    assert!((kl - want).abs() < 1e-5, "{kl} vs {want}");
+    let same = host(gaussian_kl(t2(&pm, 1, 2), t2(&pl, 1, 2), t2(&pm, 1, 2), t2(&pl, 1, 2)))[0];
+    assert!(same.abs() < 1e-7);
+
+    let entropy = host(gaussian_entropy(t2(&pl, 1, 2)))[0] as f64;
+    let want: f64 = pl.iter().map(|&l| l as f64 + 0.5 * (2.0 * std::f64::consts::PI * std::f64::consts::E).ln()).sum();
+    assert!((entropy - want).abs() < 1e-5);
 }
