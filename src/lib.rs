@@ -3,6 +3,7 @@
 //! This crate is the `embodia` command line and the glue around the member crates, which it
 //! re-exports: [`robots`] (robot models), [`sim`] (vectorized environments), [`policies`]
 //! (burn networks) and [`algos`] (PPO, SAC and their machinery).
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod config;

@@ -3,6 +3,7 @@
 //!
 //! Algorithms implement [`Learner`]; they take a [`VecEnv`](embodia_sim::VecEnv), report
 //! through [`MetricRow`]s and never print.
+#![warn(missing_docs)]
 
 mod checkpoint;
 mod gae;

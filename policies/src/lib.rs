@@ -4,6 +4,7 @@
 //! default, a GPU backend when the root crate enables one. Shapes are documented as
 //! `[batch, dim]`; actions of the squashed actor are in `[-1, 1]` and scaled to the task's
 //! bounds by the caller.
+#![warn(missing_docs)]
 
 mod critic;
 mod distributions;

@@ -3,6 +3,7 @@
 //! Today this crate holds the physical parameters of the built-in classic-control robots and
 //! a [`catalog`] of the built-in robot descriptions (what `embodia list` prints). URDF parsing
 //! into a full `RobotModel` and hardware maps are added here as they are written.
+#![warn(missing_docs)]
 
 /// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.
 ///
