@@ -9,7 +9,7 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
 use embodia_policies::{
-    Activation, QCriticConfig, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, load_params, named_params,
+    Activation, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, TwinQConfig, load_params, named_params,
     polyak_update, seeded_init,
 };
 use embodia_sim::VecEnv;
@@ -150,9 +150,8 @@ impl Sac {
             log_std_max: config.log_std_bounds[1],
         };
         let critic_config =
-            QCriticConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
-        let (actor, critic) =
-            seeded_init(&device, seed, || (actor_config.init(&device), critic_config.init_twin(&device)));
+            TwinQConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
+        let (actor, critic) = seeded_init(&device, seed, || (actor_config.init(&device), critic_config.init(&device)));
         let critic_target = critic.valid();
         let n = env.num_envs();
         Ok(Self {

@@ -1,7 +1,7 @@
 //! State-value and action-value critics.
 
-use burn::module::Module;
-use burn::tensor::{Device, Tensor};
+use burn::module::{Module, Param};
+use burn::tensor::{Device, Distribution, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::mlp::{Activation, Mlp, MlpConfig};
@@ -37,9 +37,9 @@ impl ValueCritic {
     }
 }
 
-/// Layout of a [`QCritic`] (and of each half of a [`TwinQ`]).
+/// Layout of a [`TwinQ`] (each of its two networks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QCriticConfig {
+pub struct TwinQConfig {
     /// Observation features.
     pub obs_dim: usize,
     /// Action dimensions.
@@ -50,51 +50,77 @@ pub struct QCriticConfig {
     pub activation: Activation,
 }
 
-impl QCriticConfig {
-    /// Builds one Q network on `device`.
-    pub fn init(&self, device: &Device) -> QCritic {
-        let net = MlpConfig::new(self.obs_dim + self.action_dim, &self.hidden, 1, self.activation).init(device);
-        QCritic { net }
-    }
-
-    /// Builds two independently initialized Q networks on `device`.
-    pub fn init_twin(&self, device: &Device) -> TwinQ {
-        TwinQ { q1: self.init(device), q2: self.init(device) }
+impl TwinQConfig {
+    /// Builds two independently initialized Q networks on `device`, stored as one ensemble so
+    /// both are evaluated by the same batched matrix products.
+    pub fn init(&self, device: &Device) -> TwinQ {
+        let mut widths = vec![self.obs_dim + self.action_dim];
+        widths.extend(&self.hidden);
+        widths.push(1);
+        let layers = widths.windows(2).map(|w| EnsembleLinear::new(2, w[0], w[1], device)).collect();
+        TwinQ { layers, activation: self.activation }
     }
 }
 
-/// `Q(s, a)`: `([batch, obs_dim], [batch, action_dim]) → [batch, 1]`.
+/// `members` independent linear layers applied to `[members, batch, in]` at once.
 #[derive(Module, Debug)]
-pub struct QCritic {
-    net: Mlp,
+struct EnsembleLinear {
+    /// `[members, in, out]`.
+    weight: Param<Tensor<3>>,
+    /// `[members, 1, out]`.
+    bias: Param<Tensor<3>>,
 }
 
-impl QCritic {
-    /// Action values of `obs_action = [s, a]`, `[batch, obs_dim + action_dim] → [batch, 1]`.
-    pub fn forward(&self, obs_action: Tensor<2>) -> Tensor<2> {
-        self.net.forward(obs_action)
+impl EnsembleLinear {
+    /// burn's `Linear` initialization per member: U(±1/√in) for weights and biases.
+    fn new(members: usize, d_in: usize, d_out: usize, device: &Device) -> Self {
+        let bound = 1.0 / (d_in as f64).sqrt();
+        let uniform = Distribution::Uniform(-bound, bound);
+        Self {
+            weight: Param::from_tensor(Tensor::random([members, d_in, d_out], uniform, device)),
+            bias: Param::from_tensor(Tensor::random([members, 1, d_out], uniform, device)),
+        }
+    }
+
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        x.matmul(self.weight.val()) + self.bias.val()
     }
 }
 
 /// Two Q networks trained on the same targets; the minimum counters overestimation (TD3/SAC).
+/// Both live in one ensemble (`[2, …]` weights), so each layer is one batched matrix product.
 #[derive(Module, Debug)]
 pub struct TwinQ {
-    /// First critic.
-    pub q1: QCritic,
-    /// Second critic.
-    pub q2: QCritic,
+    layers: Vec<EnsembleLinear>,
+    #[module(skip)]
+    activation: Activation,
 }
 
 impl TwinQ {
+    /// Both critics' values of `[s, a]`, `[2, batch, 1]`.
+    fn values(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<3> {
+        let x = Tensor::cat(vec![obs, actions], 1);
+        let [batch, width] = x.dims();
+        let x = x.unsqueeze_dim::<3>(0).expand([2, batch, width]);
+        let last = self.layers.len() - 1;
+        self.layers.iter().enumerate().fold(x, |h, (i, layer)| {
+            let h = layer.forward(h);
+            if i < last { self.activation.apply(h) } else { h }
+        })
+    }
+
     /// Both critics' values of `[s, a]`, each `[batch, 1]`.
     pub fn forward(&self, obs: Tensor<2>, actions: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
-        let x = Tensor::cat(vec![obs, actions], 1);
-        (self.q1.forward(x.clone()), self.q2.forward(x))
+        let q = self.values(obs, actions);
+        let [_, batch, _] = q.dims();
+        let [q1, q2] = q.chunk(2, 0).try_into().expect("two members");
+        (q1.reshape([batch, 1]), q2.reshape([batch, 1]))
     }
 
     /// Elementwise minimum of the two critics, `[batch, 1]`.
     pub fn min(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<2> {
-        let (q1, q2) = self.forward(obs, actions);
-        q1.min_pair(q2)
+        let q = self.values(obs, actions);
+        let [_, batch, _] = q.dims();
+        q.min_dim(0).reshape([batch, 1])
     }
 }

@@ -13,7 +13,7 @@ mod mlp;
 mod params;
 mod squashed;
 
-pub use critic::{QCritic, QCriticConfig, TwinQ, ValueCritic, ValueCriticConfig};
+pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
 pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};

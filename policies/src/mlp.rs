@@ -20,7 +20,7 @@ pub enum Activation {
 }
 
 impl Activation {
-    fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+    pub(crate) fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
             Self::Tanh => tanh(x),
             Self::Relu => relu(x),

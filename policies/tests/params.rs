@@ -1,39 +1,39 @@
 //! Parameter export/import and Polyak averaging.
 
 use burn::tensor::Device;
-use embodia_policies::{Activation, ParamError, QCriticConfig, load_params, named_params, polyak_update, seeded_init};
+use embodia_policies::{Activation, ParamError, TwinQConfig, load_params, named_params, polyak_update, seeded_init};
 
-fn critic_config(hidden: usize) -> QCriticConfig {
-    QCriticConfig { obs_dim: 3, action_dim: 1, hidden: vec![hidden, hidden], activation: Activation::Relu }
+fn critic_config(hidden: usize) -> TwinQConfig {
+    TwinQConfig { obs_dim: 3, action_dim: 1, hidden: vec![hidden, hidden], activation: Activation::Relu }
 }
 
 #[test]
 fn round_trip_and_errors_name_the_parameter() {
     let device = Device::flex();
-    let a = seeded_init(&device, 1, || critic_config(8).init_twin(&device));
-    let b = seeded_init(&device, 2, || critic_config(8).init_twin(&device));
+    let a = seeded_init(&device, 1, || critic_config(8).init(&device));
+    let b = seeded_init(&device, 2, || critic_config(8).init(&device));
     let pa = named_params(&a);
     assert_ne!(pa, named_params(&b), "different seeds give different parameters");
     assert_eq!(
         pa,
-        named_params(&seeded_init(&device, 1, || critic_config(8).init_twin(&device))),
+        named_params(&seeded_init(&device, 1, || critic_config(8).init(&device))),
         "same seed, same parameters"
     );
-    assert!(pa.contains_key("q1.net.layers.0.weight"), "{:?}", pa.keys().collect::<Vec<_>>());
+    assert_eq!(pa["layers.0.weight"].0, vec![2, 4, 8], "{:?}", pa.keys().collect::<Vec<_>>());
     let loaded = load_params(b, &pa).unwrap();
     assert_eq!(named_params(&loaded), pa);
 
     let mut missing = pa.clone();
-    missing.remove("q2.net.layers.2.bias");
+    missing.remove("layers.2.bias");
     let err = load_params(loaded.clone(), &missing).unwrap_err();
-    assert_eq!(err, ParamError::Missing("q2.net.layers.2.bias".into()));
+    assert_eq!(err, ParamError::Missing("layers.2.bias".into()));
 
-    let wider = named_params(&seeded_init(&device, 5, || critic_config(16).init_twin(&device)));
+    let wider = named_params(&seeded_init(&device, 5, || critic_config(16).init(&device)));
     assert!(matches!(load_params(loaded.clone(), &wider).unwrap_err(), ParamError::Shape { .. }));
 
     let mut nan = pa.clone();
-    nan.get_mut("q1.net.layers.1.weight").unwrap().1[3] = f32::NAN;
-    assert_eq!(load_params(loaded, &nan).unwrap_err(), ParamError::NonFinite("q1.net.layers.1.weight".into()));
+    nan.get_mut("layers.1.weight").unwrap().1[3] = f32::NAN;
+    assert_eq!(load_params(loaded, &nan).unwrap_err(), ParamError::NonFinite("layers.1.weight".into()));
 }
 
 #[test]
@@ -41,8 +41,8 @@ fn polyak_mixes_each_parameter() {
     let device = Device::flex();
     // Every construction goes through seeded_init: its lock keeps this test's draws from
     // interleaving with the other test's seeded ones.
-    let target = seeded_init(&device, 3, || critic_config(4).init_twin(&device));
-    let online = seeded_init(&device, 4, || critic_config(4).init_twin(&device));
+    let target = seeded_init(&device, 3, || critic_config(4).init(&device));
+    let online = seeded_init(&device, 4, || critic_config(4).init(&device));
     let (pt, po) = (named_params(&target), named_params(&online));
     let mixed = named_params(&polyak_update(target, &online, 0.25));
     for (name, (_, m)) in &mixed {
