@@ -113,6 +113,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
     Some(match (task, algorithm) {
         ("pendulum", "sac") => include_str!("../assets/configs/pendulum-sac.toml"),
         ("pendulum", "ppo") => include_str!("../assets/configs/pendulum-ppo.toml"),
+        ("mountain-car-continuous", "sac") => include_str!("../assets/configs/mountain-car-continuous-sac.toml"),
         ("mountain-car-continuous", "ppo") => include_str!("../assets/configs/mountain-car-continuous-ppo.toml"),
         _ => return None,
     })

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::{
-    Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, ReplayBuffer, TransitionBatch, check_range,
+    Adam, AlgoError, Checkpoint, EpisodeStats, ExplorationNoise, Learner, MetricRow, PinkNoise, ReplayBuffer,
+    TransitionBatch, check_range,
 };
 
 /// SAC hyperparameters. Defaults are the common ones for continuous control (CleanRL and
@@ -60,6 +61,9 @@ pub struct SacConfig {
     pub log_std_bounds: [f64; 2],
     /// Environment steps per iteration (one metrics row, one checkpoint opportunity). Default 1,000.
     pub steps_per_iteration: u64,
+    /// Noise that drives exploration when acting: `white` or `pink` (temporally correlated;
+    /// also shapes the random actions before `learning_starts`). Default white.
+    pub exploration_noise: ExplorationNoise,
 }
 
 impl Default for SacConfig {
@@ -81,6 +85,7 @@ impl Default for SacConfig {
             activation: Activation::Relu,
             log_std_bounds: [-5.0, 2.0],
             steps_per_iteration: 1_000,
+            exploration_noise: ExplorationNoise::White,
         }
     }
 }
@@ -124,6 +129,8 @@ pub struct Sac {
     alpha_optim: (f64, f64, u64),
     replay: ReplayBuffer,
     rng: ChaCha8Rng,
+    /// Exploration noise state when `exploration_noise` is pink, `[num_envs · action_dim]` streams.
+    pink: Option<PinkNoise>,
     env_steps: u64,
     episodes: EpisodeStats,
     // Reused host scratch buffers.
@@ -154,12 +161,16 @@ impl Sac {
         let (actor, critic) = seeded_init(&device, seed, || (actor_config.init(&device), critic_config.init(&device)));
         let critic_target = critic.valid();
         let n = env.num_envs();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5AC0_5AC0);
+        let pink =
+            (config.exploration_noise == ExplorationNoise::Pink).then(|| PinkNoise::new(n * action_dim, &mut rng));
         Ok(Self {
             target_entropy: config.target_entropy.unwrap_or(-(action_dim as f64)),
             log_alpha: config.init_alpha.ln(),
             alpha_optim: (0.0, 0.0, 0),
             replay: ReplayBuffer::new(obs_dim, action_dim, config.buffer_size),
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5AC0_5AC0),
+            rng,
+            pink,
             env_steps: 0,
             episodes: EpisodeStats::default(),
             batch: TransitionBatch::default(),
@@ -266,14 +277,18 @@ impl Learner for Sac {
         while self.env_steps < target {
             // Act: uniform random before learning starts, otherwise a sample from the policy.
             self.prev_obs.copy_from_slice(&env.buffers().obs);
+            self.noise.resize(self.actions.len(), 0.0);
+            match self.pink.as_mut() {
+                Some(pink) => pink.sample(&mut self.rng, &mut self.noise),
+                None if self.env_steps >= self.config.learning_starts => fill_normal(&mut self.rng, &mut self.noise),
+                None => {}
+            }
             if self.env_steps < self.config.learning_starts {
-                for a in self.actions.iter_mut() {
-                    *a = self.rng.random_range(-1.0..=1.0);
+                for (a, eps) in self.actions.iter_mut().zip(&self.noise) {
+                    *a = if self.pink.is_some() { eps.tanh() } else { self.rng.random_range(-1.0..=1.0) };
                 }
             } else {
                 let plain = self.device.clone().inner();
-                self.noise.resize(self.actions.len(), 0.0);
-                fill_normal(&mut self.rng, &mut self.noise);
                 let obs = to_tensor(&self.prev_obs, n as usize, od, &plain);
                 let noise = to_tensor(&self.noise, n as usize, ad, &plain);
                 let (a, _) = self.actor.valid().sample(obs, noise);
@@ -357,6 +372,7 @@ impl Learner for Sac {
         ckpt.put("log_alpha", &self.log_alpha)?;
         ckpt.put("alpha_optim", &self.alpha_optim)?;
         ckpt.put("rng", &rng_state(&self.rng))?;
+        ckpt.put("pink_noise", &self.pink)?;
         Ok(ckpt)
     }
 
@@ -386,6 +402,11 @@ impl Learner for Sac {
         self.log_alpha = ckpt.get("log_alpha")?;
         self.alpha_optim = ckpt.get("alpha_optim")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);
+        let pink: Option<PinkNoise> = ckpt.get("pink_noise")?;
+        if pink.as_ref().map(PinkNoise::streams) != self.pink.as_ref().map(PinkNoise::streams) {
+            return Err(AlgoError::Checkpoint("exploration noise state does not match the config".into()));
+        }
+        self.pink = pink;
         Ok(())
     }
 }
