@@ -25,7 +25,7 @@ pub use normalizer::RunningNormalizer;
 pub use optim::Adam;
 pub use ppo::{Ppo, PpoConfig};
 pub use replay::{ReplayBuffer, TransitionBatch};
-pub use sac::{Sac, SacConfig};
+pub use sac::{Sac, SacConfig, TargetEntropy};
 
 /// Errors of the learners.
 #[derive(Debug, thiserror::Error)]

@@ -49,8 +49,8 @@ pub struct SacConfig {
     pub init_alpha: f64,
     /// Adapt α toward `target_entropy`; if false α stays at `init_alpha`. Default true.
     pub autotune_alpha: bool,
-    /// Target policy entropy in nats; `None` means `−action_dim`. Default None.
-    pub target_entropy: Option<f64>,
+    /// Target policy entropy: `"auto"` (−action_dim nats) or a number of nats. Default "auto".
+    pub target_entropy: TargetEntropy,
     /// Gradient steps per environment step (update-to-data ratio). Default 1.
     pub updates_per_step: usize,
     /// Hidden widths of actor and critics. Default [256, 256].
@@ -79,7 +79,7 @@ impl Default for SacConfig {
             alpha_learning_rate: 1e-3,
             init_alpha: 1.0,
             autotune_alpha: true,
-            target_entropy: None,
+            target_entropy: TargetEntropy::Auto,
             updates_per_step: 1,
             hidden: vec![256, 256],
             activation: Activation::Relu,
@@ -87,6 +87,52 @@ impl Default for SacConfig {
             steps_per_iteration: 1_000,
             exploration_noise: ExplorationNoise::White,
         }
+    }
+}
+
+/// Entropy SAC's temperature steers the policy toward; in TOML `"auto"` or a number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TargetEntropy {
+    /// `−action_dim` nats, the usual heuristic.
+    Auto,
+    /// A fixed target in nats.
+    Nats(f64),
+}
+
+impl Serialize for TargetEntropy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Auto => s.serialize_str("auto"),
+            Self::Nats(h) => s.serialize_f64(*h),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TargetEntropy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = TargetEntropy;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\" or a number of nats")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                match v {
+                    "auto" => Ok(TargetEntropy::Auto),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(TargetEntropy::Nats(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(TargetEntropy::Nats(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(TargetEntropy::Nats(v as f64))
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }
 
@@ -165,7 +211,10 @@ impl Sac {
         let pink =
             (config.exploration_noise == ExplorationNoise::Pink).then(|| PinkNoise::new(n * action_dim, &mut rng));
         Ok(Self {
-            target_entropy: config.target_entropy.unwrap_or(-(action_dim as f64)),
+            target_entropy: match config.target_entropy {
+                TargetEntropy::Auto => -(action_dim as f64),
+                TargetEntropy::Nats(h) => h,
+            },
             log_alpha: config.init_alpha.ln(),
             alpha_optim: (0.0, 0.0, 0),
             replay: ReplayBuffer::new(obs_dim, action_dim, config.buffer_size),
