@@ -11,7 +11,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tempfile::TempDir;
 
 /// The columns `metrics.csv` documents (issue 2, `MetricRow::CSV_HEADER`).
 const METRIC_COLUMNS: [&str; 14] = [
@@ -112,8 +111,30 @@ fn assert_mentions(message: &str, parts: &[&str]) {
     }
 }
 
+/// A fresh directory under the system temp dir, removed on drop. (Written here rather than
+/// taken from the `tempfile` crate, whose dependencies would change feature flags of crates the
+/// binary shares and make `cargo run` after `cargo test` rebuild burn.)
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 fn tmp() -> TempDir {
-    tempfile::Builder::new().prefix("embodia-cli-").tempdir().expect("temp dir")
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("embodia-cli-{}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("temp dir");
+    TempDir(dir)
 }
 
 /// Every file and directory under `dir`, with file contents, for before/after comparisons.
