@@ -69,9 +69,8 @@ fn ok(dir: &Path, args: &[&str]) -> Out {
     out
 }
 
-/// Runs `embodia args`, asserts it failed with exit code 1 and one `error: …` line at the end
-/// of stderr, and returns that line.
-fn fail(dir: &Path, args: &[&str]) -> String {
+/// Runs `embodia args` and asserts it failed with exit code 1.
+fn failed(dir: &Path, args: &[&str]) -> Out {
     let out = embodia(dir, args);
     assert_eq!(
         out.code,
@@ -80,6 +79,13 @@ fn fail(dir: &Path, args: &[&str]) -> String {
         out.stdout,
         out.stderr
     );
+    out
+}
+
+/// Runs `embodia args`, asserts it failed with exit code 1 and one `error: …` line at the end
+/// of stderr, and returns that line.
+fn fail(dir: &Path, args: &[&str]) -> String {
+    let out = failed(dir, args);
     let last = out.stderr.lines().last().unwrap_or_default().to_string();
     assert!(last.starts_with("error: "), "embodia {args:?}: last stderr line is not an error message:\n{}", out.stderr);
     last
@@ -87,14 +93,7 @@ fn fail(dir: &Path, args: &[&str]) -> String {
 
 /// Like [`fail`], for errors found before any work starts: stderr is exactly that one line.
 fn fail_at_once(dir: &Path, args: &[&str]) -> String {
-    let out = embodia(dir, args);
-    assert_eq!(
-        out.code,
-        Some(1),
-        "embodia {args:?} should fail with exit code 1:\nstdout:\n{}\nstderr:\n{}",
-        out.stdout,
-        out.stderr
-    );
+    let out = failed(dir, args);
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert!(
         lines.len() == 1 && lines[0].starts_with("error: "),
