@@ -78,9 +78,14 @@ impl Checkpoint {
                 (k.clone(), values.iter().flat_map(|v| v.to_le_bytes()).collect(), shape.clone())
             })
             .collect();
-        let views = bytes.iter().map(|(k, b, shape)| {
-            (k.as_str(), TensorView::new(Dtype::F32, shape.clone(), b).expect("shape matches data"))
-        });
+        let views = bytes
+            .iter()
+            .map(|(k, b, shape)| {
+                let view = TensorView::new(Dtype::F32, shape.clone(), b)
+                    .map_err(|e| AlgoError::Checkpoint(format!("tensor `{k}` has shape {shape:?}: {e}")))?;
+                Ok((k.as_str(), view))
+            })
+            .collect::<Result<Vec<_>, AlgoError>>()?;
         let data = safetensors::serialize(views, None)
             .map_err(|e| AlgoError::Checkpoint(format!("cannot encode tensors: {e}")))?;
         fs::write(tmp.join(TENSORS_FILE), data).map_err(|e| io("write", &tmp.join(TENSORS_FILE), e))?;
