@@ -5,6 +5,15 @@
 //! into a full `RobotModel` and hardware maps are added here as they are written.
 #![warn(missing_docs)]
 
+pub mod actuator;
+pub mod model;
+
+pub use actuator::{ActuatorConfig, ControlMode};
+pub use model::{
+    Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
+    RobotModel, Shape,
+};
+
 /// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.
 ///
 /// A uniform rod of mass `m` and length `l` hangs from a fixed, actuated revolute joint; the
