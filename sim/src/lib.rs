@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod classic;
+pub mod rapier;
 mod vec_env;
 
 pub use vec_env::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, StepBuffers, TaskInfo, VecEnv};
@@ -58,6 +59,9 @@ pub enum SimError {
     /// [`VecEnv::restore`] was given a snapshot of another task, size or layout.
     #[error("snapshot does not match this environment: {0}")]
     SnapshotMismatch(String),
+    /// A robot description cannot be simulated (massless moving link, loop, bad actuator).
+    #[error("invalid robot: {0}")]
+    InvalidRobot(String),
     /// A physical state passed to a `set_state` hook is malformed (wrong length, non-finite,
     /// or environment index out of range).
     #[error("invalid state: {0}")]
