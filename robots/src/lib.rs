@@ -1,18 +1,24 @@
 //! Robot models for embodia.
 //!
-//! Today this crate holds the physical parameters of the built-in classic-control robots and
-//! a [`catalog`] of the built-in robot descriptions (what `embodia list` prints). URDF parsing
-//! into a full `RobotModel` and hardware maps are added here as they are written.
+//! This crate holds the [`RobotModel`] of a robot (links, joints, limits, inertias, shapes),
+//! imported from URDF by [`load_urdf`] / [`parse_urdf`], actuator configuration, the physical
+//! parameters of the built-in classic-control robots and a [`catalog`] of the built-in robot
+//! descriptions (what `embodia list` prints). Hardware maps are added here as they are written.
 #![warn(missing_docs)]
 
 pub mod actuator;
+pub mod builtin;
 pub mod model;
+mod summary;
+pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
+pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,
 };
+pub use urdf::{UrdfError, UrdfErrorKind, load_urdf, parse_urdf};
 
 /// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.
 ///
@@ -48,38 +54,9 @@ impl Default for PendulumParams {
     }
 }
 
-/// A built-in robot description, as listed by `embodia list`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RobotInfo {
-    /// Name used on the command line and in configs, e.g. `"pendulum"`.
-    pub name: &'static str,
-    /// One-line description.
-    pub description: &'static str,
-}
-
-static CATALOG: [RobotInfo; 1] = [RobotInfo {
-    name: "pendulum",
-    description: "single rod on one torque-limited revolute joint (gymnasium Pendulum-v1 constants)",
-}];
-
-/// The built-in robot descriptions, in a stable order.
-pub fn catalog() -> &'static [RobotInfo] {
-    &CATALOG
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn catalog_names_are_unique_and_described() {
-        let cat = catalog();
-        assert!(!cat.is_empty());
-        for (i, r) in cat.iter().enumerate() {
-            assert!(!r.description.is_empty());
-            assert!(cat[i + 1..].iter().all(|o| o.name != r.name));
-        }
-    }
 
     #[test]
     fn default_is_gymnasium() {

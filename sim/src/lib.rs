@@ -24,6 +24,8 @@ pub mod classic;
 pub mod rapier;
 mod vec_env;
 
+pub use rapier::TaskConfig;
+use std::sync::LazyLock;
 pub use vec_env::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, StepBuffers, TaskInfo, VecEnv};
 
 /// Errors of the simulator crate. None of them leaves an environment half-updated.
@@ -59,6 +61,9 @@ pub enum SimError {
     /// [`VecEnv::restore`] was given a snapshot of another task, size or layout.
     #[error("snapshot does not match this environment: {0}")]
     SnapshotMismatch(String),
+    /// A task configuration is inconsistent with itself or its robot (names the `env.` field).
+    #[error("invalid task configuration: {0}")]
+    InvalidTask(String),
     /// A robot description cannot be simulated (massless moving link, loop, bad actuator).
     #[error("invalid robot: {0}")]
     InvalidRobot(String),
@@ -68,26 +73,54 @@ pub enum SimError {
     InvalidState(String),
 }
 
-static TASKS: [TaskInfo; 2] = [classic::pendulum::INFO, classic::mountain_car::INFO];
+static TASKS: LazyLock<Vec<TaskInfo>> = LazyLock::new(|| {
+    let mut tasks = vec![classic::pendulum::INFO, classic::mountain_car::INFO];
+    tasks.extend(rapier::rapier_tasks().into_iter().map(|t| {
+        let config = (t.config)();
+        TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..t.info }
+    }));
+    tasks
+});
 
 /// The registered tasks, in a stable order (what `embodia list` prints).
 pub fn tasks() -> &'static [TaskInfo] {
     &TASKS
 }
 
+/// The default configuration of a rapier task; `None` for classic tasks and unknown names.
+pub fn task_config(name: &str) -> Option<TaskConfig> {
+    rapier::rapier_tasks().into_iter().find(|t| t.info.name == name).map(|t| (t.config)())
+}
+
 /// Makes a batch of `num_envs` environments of the task called `name`, already reset with
-/// seed 0.
+/// seed 0, with the task's default configuration.
 ///
 /// Errors with [`SimError::UnknownTask`] (listing the valid names) or [`SimError::ZeroEnvs`].
 pub fn make(name: &str, num_envs: usize) -> Result<Box<dyn VecEnv>, SimError> {
-    match name {
-        "pendulum" => Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
-        "mountain-car-continuous" => Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),
-        _ => Err(SimError::UnknownTask {
+    make_with(name, num_envs, None)
+}
+
+/// Like [`make`], with `config` replacing the default configuration of a rapier task (it is an
+/// error to pass one for a classic task).
+pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Result<Box<dyn VecEnv>, SimError> {
+    match (name, config) {
+        ("pendulum", None) => return Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
+        ("mountain-car-continuous", None) => return Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),
+        ("pendulum" | "mountain-car-continuous", Some(_)) => {
+            return Err(SimError::InvalidTask(format!("task `{name}` is classic-control and takes no `env` config")));
+        }
+        _ => {}
+    }
+    let Some(task) = rapier::rapier_tasks().into_iter().find(|t| t.info.name == name) else {
+        return Err(SimError::UnknownTask {
             name: name.to_string(),
             valid: tasks().iter().map(|t| t.name.to_string()).collect(),
-        }),
-    }
+        });
+    };
+    let config = config.cloned().unwrap_or_else(task.config);
+    let model = embodia_robots::builtin::builtin(&config.scene.robot)
+        .map_err(|e| SimError::InvalidTask(format!("`env.scene.robot`: {e}")))?;
+    Ok(Box::new(rapier::RapierEnv::new(task.info, config, model, num_envs)?))
 }
 
 #[cfg(test)]
@@ -97,11 +130,11 @@ mod tests {
     #[test]
     fn unknown_task_lists_valid_names() {
         let err = make("foo", 1).err().expect("must fail");
-        assert_eq!(err.to_string(), "unknown task `foo`; valid tasks: pendulum, mountain-car-continuous");
+        assert!(err.to_string().starts_with("unknown task `foo`; valid tasks: pendulum, mountain-car-continuous, cartpole"));
         match err {
             SimError::UnknownTask { name, valid } => {
                 assert_eq!(name, "foo");
-                assert_eq!(valid, vec!["pendulum", "mountain-car-continuous"]);
+                assert_eq!(valid[..3], ["pendulum", "mountain-car-continuous", "cartpole"]);
             }
             other => panic!("unexpected {other:?}"),
         }

@@ -1,8 +1,20 @@
 //! Robots and scenes simulated with rapier3d, many worlds stepped in parallel.
+//!
+//! - [`articulation`]: a [`RobotModel`](embodia_robots::RobotModel) as a multibody with drives.
+//! - [`task`]: a task as a typed configuration of observation, reward, termination and event
+//!   terms; [`tasks`]: the registered ones.
+//! - [`scene`]: one environment (world, robot, task state); [`env`]: the batch behind `VecEnv`.
 
 pub mod articulation;
+pub mod env;
+pub mod scene;
+pub mod task;
+pub mod tasks;
 
 pub use articulation::{Articulation, SpawnOptions};
+pub use env::RapierEnv;
+pub use task::TaskConfig;
+pub use tasks::rapier_tasks;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,212 @@
+//! [`RapierEnv`]: a batch of independent rapier worlds behind the [`VecEnv`] contract.
+
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rayon::prelude::*;
+
+use super::scene::{Scene, SceneSpec};
+use super::task::TaskConfig;
+use crate::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, SimError, StepBuffers, TaskInfo, VecEnv};
+use embodia_robots::RobotModel;
+
+/// Per-environment scalar results of a step, gathered into [`StepBuffers`] after the parallel
+/// part.
+#[derive(Debug, Clone, Copy, Default)]
+struct Outcome {
+    reward: f32,
+    terminated: bool,
+    truncated: bool,
+    success: bool,
+    episode_return: f32,
+    episode_length: u32,
+}
+
+fn env_rng(seed: u64, env: usize) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(env as u64);
+    rng
+}
+
+/// `num_envs` rapier worlds of one task, stepped in parallel with rayon (one world per task;
+/// rapier's own `parallel` feature stays off). Each world draws only from its own generator,
+/// so results are identical whatever the thread count.
+pub struct RapierEnv {
+    info: TaskInfo,
+    spec: SceneSpec,
+    scenes: Vec<Scene>,
+    outcomes: Vec<Outcome>,
+    obs_spec: ObsSpec,
+    action_spec: ActionSpec,
+    buffers: StepBuffers,
+}
+
+impl RapierEnv {
+    /// Builds `num_envs` worlds of `config` with `model`, reset with seed 0. `info` names the
+    /// task; its time limit and threshold are taken from `config`.
+    pub fn new(info: TaskInfo, config: TaskConfig, model: RobotModel, num_envs: usize) -> Result<Self, SimError> {
+        if num_envs == 0 {
+            return Err(SimError::ZeroEnvs);
+        }
+        let info = TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
+        let spec = SceneSpec::new(config, model)?;
+        let scenes = (0..num_envs).map(|i| Scene::new(&spec, env_rng(0, i))).collect::<Result<Vec<_>, _>>()?;
+        let clip = spec.config.action.clip;
+        let mut env = Self {
+            info,
+            obs_spec: ObsSpec { vector: BoxSpace::uniform(spec.obs_dim, f32::NEG_INFINITY, f32::INFINITY) },
+            action_spec: ActionSpec { bounds: BoxSpace::uniform(spec.num_actions(), -clip, clip) },
+            buffers: StepBuffers::new(num_envs, spec.obs_dim),
+            outcomes: vec![Outcome::default(); num_envs],
+            scenes,
+            spec,
+        };
+        env.reset(0);
+        Ok(env)
+    }
+
+    /// The environments' worlds and robots (read-only), for viewers and tests.
+    pub fn scenes(&self) -> &[Scene] {
+        &self.scenes
+    }
+
+    /// The shared task description.
+    pub fn spec(&self) -> &SceneSpec {
+        &self.spec
+    }
+}
+
+impl VecEnv for RapierEnv {
+    fn info(&self) -> &TaskInfo {
+        &self.info
+    }
+
+    fn num_envs(&self) -> usize {
+        self.scenes.len()
+    }
+
+    fn obs_spec(&self) -> &ObsSpec {
+        &self.obs_spec
+    }
+
+    fn action_spec(&self) -> &ActionSpec {
+        &self.action_spec
+    }
+
+    fn reset(&mut self, seed: u64) {
+        let (spec, od) = (&self.spec, self.spec.obs_dim);
+        let terms = &spec.config.observations.policy;
+        self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
+            |(i, (scene, obs))| {
+                scene.rng = env_rng(seed, i);
+                scene.reset(spec);
+                scene.observe(spec, terms, true, obs);
+            },
+        );
+        let b = &mut self.buffers;
+        for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
+            v.fill(0.0);
+        }
+        b.episode_return.fill(0.0);
+        b.episode_length.fill(0);
+    }
+
+    fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {
+        let (n, ad, od) = (self.scenes.len(), self.spec.num_actions(), self.spec.obs_dim);
+        if actions.len() != n * ad {
+            return Err(SimError::ActionLength { expected: n * ad, got: actions.len() });
+        }
+        if let Some(k) = actions.iter().position(|a| !a.is_finite()) {
+            return Err(SimError::NonFiniteAction { env: k / ad, index: k % ad });
+        }
+        let spec = &self.spec;
+        let terms = &spec.config.observations.policy;
+        let max_steps = self.info.max_episode_steps;
+        let b = &mut self.buffers;
+        self.scenes
+            .par_iter_mut()
+            .zip(self.outcomes.par_iter_mut())
+            .zip(b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)))
+            .zip(actions.par_chunks(ad.max(1)))
+            .for_each(|(((scene, out), (obs, final_obs)), action)| {
+                let (reward, terminated, success) = scene.step(spec, action);
+                scene.running_return += reward;
+                let truncated = scene.elapsed >= max_steps;
+                scene.observe(spec, terms, true, final_obs);
+                *out = Outcome { reward: reward as f32, terminated, truncated, success, ..Outcome::default() };
+                if terminated || truncated {
+                    out.episode_return = scene.running_return as f32;
+                    out.episode_length = scene.elapsed;
+                    scene.reset(spec);
+                    scene.observe(spec, terms, true, obs);
+                } else {
+                    obs.copy_from_slice(final_obs);
+                }
+            });
+        let flag = |x: bool| f32::from(u8::from(x));
+        for (i, o) in self.outcomes.iter().enumerate() {
+            b.reward[i] = o.reward;
+            b.terminated[i] = flag(o.terminated);
+            b.truncated[i] = flag(o.truncated);
+            b.success[i] = flag(o.success);
+            b.episode_return[i] = o.episode_return;
+            b.episode_length[i] = o.episode_length;
+        }
+        Ok(())
+    }
+
+    fn buffers(&self) -> &StepBuffers {
+        &self.buffers
+    }
+
+    /// Episode counters, generators and observations. The rapier worlds themselves (contact
+    /// caches, solver warm starts) are not serialized: [`VecEnv::restore`] resets every
+    /// environment to a fresh episode from the restored generators instead of continuing the
+    /// interrupted ones, so a resumed run continues statistically, not bit-exactly.
+    fn snapshot(&self) -> EnvSnapshot {
+        EnvSnapshot {
+            task: self.info.name.to_string(),
+            state: Vec::new(),
+            elapsed: vec![0; self.scenes.len()],
+            running_return: vec![0.0; self.scenes.len()],
+            rng: self
+                .scenes
+                .iter()
+                .map(|s| RngState { seed: s.rng.get_seed(), stream: s.rng.get_stream(), word_pos: s.rng.get_word_pos() })
+                .collect(),
+            obs: Vec::new(),
+        }
+    }
+
+    fn restore(&mut self, snap: &EnvSnapshot) -> Result<(), SimError> {
+        if snap.task != self.info.name {
+            return Err(SimError::SnapshotMismatch(format!(
+                "snapshot of task `{}`, environment is `{}`",
+                snap.task, self.info.name
+            )));
+        }
+        if snap.rng.len() != self.scenes.len() {
+            return Err(SimError::SnapshotMismatch(format!(
+                "rng has {} values; expected {}",
+                snap.rng.len(),
+                self.scenes.len()
+            )));
+        }
+        let (spec, od) = (&self.spec, self.spec.obs_dim);
+        let terms = &spec.config.observations.policy;
+        for ((scene, st), obs) in self.scenes.iter_mut().zip(&snap.rng).zip(self.buffers.obs.chunks_mut(od)) {
+            let mut r = ChaCha8Rng::from_seed(st.seed);
+            r.set_stream(st.stream);
+            r.set_word_pos(st.word_pos);
+            scene.rng = r;
+            scene.reset(spec);
+            scene.observe(spec, terms, true, obs);
+        }
+        let b = &mut self.buffers;
+        for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
+            v.fill(0.0);
+        }
+        b.episode_return.fill(0.0);
+        b.episode_length.fill(0);
+        Ok(())
+    }
+}

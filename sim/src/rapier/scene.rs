@@ -1,0 +1,557 @@
+//! One environment of a rapier task: its world, its robot, and the task state around them
+//! (commands, last actions, randomized parameters). [`super::RapierEnv`] holds a batch.
+
+use embodia_robots::{ControlMode, RobotModel};
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::RngCore;
+use rapier3d::prelude::*;
+
+use super::articulation::{Articulation, SpawnOptions};
+use super::task::{ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
+use crate::SimError;
+
+/// What every environment of a batch shares: the task and everything derived from it once.
+#[derive(Debug)]
+pub struct SceneSpec {
+    /// The task.
+    pub config: TaskConfig,
+    /// The robot.
+    pub model: RobotModel,
+    /// For each action component, the index of its joint among the actuated joints.
+    pub driven: Vec<usize>,
+    /// Default position per actuated joint, rad or m, `[num_actuated]`.
+    pub default_q: Vec<f32>,
+    /// Reward terms with the actuated joints each sums over.
+    pub rewards: Vec<(RewardTerm, Vec<usize>)>,
+    /// Terminations, with the actuated joint of `joint_out` terms.
+    pub terminations: Vec<(TerminationTerm, usize)>,
+    /// Index of the end-effector link, if the task has one.
+    pub end_effector: Option<usize>,
+    /// Actor observation length.
+    pub obs_dim: usize,
+    /// Critic observation length.
+    pub critic_dim: usize,
+}
+
+impl SceneSpec {
+    /// Resolves joint and link names of `config` against `model`.
+    pub fn new(config: TaskConfig, model: RobotModel) -> Result<Self, SimError> {
+        let bad = SimError::InvalidTask;
+        config.validate().map_err(bad)?;
+        let actuated = model.actuated_joints();
+        let find = |field: &str, name: &str| {
+            (0..actuated.len()).find(|&i| model.joints[actuated[i]].name == name).ok_or_else(|| {
+                bad(format!("`env.{field}`: robot \"{}\" has no actuated joint \"{name}\"", model.name))
+            })
+        };
+        let find_all = |field: &str, names: &[String]| -> Result<Vec<usize>, SimError> {
+            if names.is_empty() {
+                return Ok((0..actuated.len()).collect());
+            }
+            names.iter().map(|name| find(field, name)).collect()
+        };
+        let driven = find_all("action.joints", &config.action.joints)?;
+        let mut default_q = vec![0.0; actuated.len()];
+        for (name, &value) in &config.scene.default_joint_positions {
+            default_q[find("scene.default_joint_positions", name)?] = value;
+        }
+        let rewards = config
+            .rewards
+            .iter()
+            .map(|(key, term)| Ok((term.clone(), find_all(&format!("rewards.{key}.joints"), &term.joints)?)))
+            .collect::<Result<Vec<_>, SimError>>()?;
+        let terminations = config
+            .terminations
+            .iter()
+            .map(|t| match t {
+                TerminationTerm::JointOut { joint, .. } => Ok((t.clone(), find("terminations.joint", joint)?)),
+                _ => Ok((t.clone(), 0)),
+            })
+            .collect::<Result<Vec<_>, SimError>>()?;
+        for (i, q) in default_q.iter_mut().enumerate() {
+            if let Some(limit) = model.joints[actuated[i]].limit.filter(|_| model.joints[actuated[i]].kind.dof() == 1) {
+                if model.joints[actuated[i]].kind != embodia_robots::JointKind::Continuous {
+                    *q = q.clamp(limit.lower as f32, limit.upper as f32);
+                }
+            }
+        }
+        let end_effector = match &config.scene.end_effector {
+            Some(name) => Some(model.link_index(name).ok_or_else(|| {
+                bad(format!("`env.scene.end_effector`: robot \"{}\" has no link \"{name}\"", model.name))
+            })?),
+            None => None,
+        };
+        let needs_ee = |terms: &[ObsTerm]| terms.iter().any(|t| matches!(t.term, ObsKind::EePos | ObsKind::EeToTarget));
+        let uses_ee = needs_ee(&config.observations.policy)
+            || config.observations.critic.as_deref().is_some_and(needs_ee)
+            || config.rewards.values().any(|r| matches!(r.term, RewardKind::EeDistance | RewardKind::EeDistanceTanh))
+            || matches!(config.success, SuccessTerm::EeNearTarget { .. });
+        if uses_ee && end_effector.is_none() {
+            return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
+        }
+        let (na, n) = (actuated.len(), driven.len());
+        let dim = |terms: &[ObsTerm]| terms.iter().map(|t| obs_dim(t.term, na, n)).sum();
+        let obs_dim = dim(&config.observations.policy);
+        let critic_dim = config.observations.critic.as_deref().map_or(obs_dim, dim);
+        Ok(Self { config, model, driven, default_q, rewards, terminations, end_effector, obs_dim, critic_dim })
+    }
+
+    /// Number of action components.
+    pub fn num_actions(&self) -> usize {
+        self.driven.len()
+    }
+}
+
+/// Length of an observation term for `na` actuated joints and `n` actions.
+fn obs_dim(kind: ObsKind, na: usize, n: usize) -> usize {
+    match kind {
+        ObsKind::JointPos | ObsKind::JointVel => na,
+        ObsKind::LastAction => n,
+        ObsKind::JointPosCosSin => 2 * na,
+        ObsKind::BaseHeight => 1,
+        _ => 3,
+    }
+}
+
+/// Uniform draw in `[r[0], r[1]]`.
+pub(crate) fn uniform(rng: &mut ChaCha8Rng, r: Range) -> f32 {
+    let u = (rng.next_u32() >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
+    r[0] + (r[1] - r[0]) * u
+}
+
+/// One environment.
+pub struct Scene {
+    world: PhysicsWorld,
+    robot: Articulation,
+    /// Nominal mass properties of the root body (before randomization).
+    base_mass: MassProperties,
+    /// Nominal control step, s.
+    dt: f32,
+    // Per-step state, `[num_actuated]` or `[num_actions]`.
+    q: Vec<f32>,
+    qd: Vec<f32>,
+    prev_qd: Vec<f32>,
+    action: Vec<f32>,
+    prev_action: Vec<f32>,
+    /// Commands of every actuated joint, in the actuator's units.
+    command: Vec<f32>,
+    /// Delay line of issued commands, `[max_latency + 1, num_actuated]`, and its write head.
+    delay: Vec<f32>,
+    delay_head: usize,
+    latency: usize,
+    /// Command actually applied this step, `[num_actuated]`.
+    applied: Vec<f32>,
+    // Task state.
+    target: Vector,
+    velocity_command: [f32; 3],
+    command_timer: f32,
+    push_timer: f32,
+    gain_scale: f32,
+    start_x: f32,
+    /// Generator of this environment.
+    pub rng: ChaCha8Rng,
+    /// Control steps taken in the current episode.
+    pub elapsed: u32,
+    /// Return accumulated in the current episode.
+    pub running_return: f64,
+}
+
+impl Scene {
+    /// Builds the world of one environment.
+    pub fn new(spec: &SceneSpec, rng: ChaCha8Rng) -> Result<Self, SimError> {
+        let s = &spec.config.scene;
+        let mut world = PhysicsWorld::new();
+        world.gravity = Vector::new(0.0, 0.0, -9.81);
+        world.integration_parameters.dt = s.physics_dt;
+        world.integration_parameters.num_solver_iterations = s.solver_iterations as usize;
+        if s.ground {
+            let ground = world.insert_body(RigidBodyBuilder::fixed());
+            world.insert_collider(
+                ColliderBuilder::cuboid(100.0, 100.0, 0.5)
+                    .translation(Vector::new(0.0, 0.0, -0.5))
+                    .friction(s.friction),
+                Some(ground),
+            );
+        }
+        let options = SpawnOptions {
+            base_pose: Pose::from_translation(Vector::from_array(s.base_position)),
+            fixed_base: s.fixed_base,
+            self_collisions: s.self_collisions,
+            friction: s.friction,
+            groups: InteractionGroups::all(),
+        };
+        let robot = Articulation::spawn(&mut world, &spec.model, s.actuator, &options)?;
+        let base_mass = world.bodies[robot.root()].mass_properties().local_mprops;
+        let na = robot.num_actuated();
+        let n = spec.num_actions();
+        let slots = spec.config.events.max_latency_steps as usize + s.actuator.latency_steps as usize + 1;
+        Ok(Self {
+            world,
+            robot,
+            base_mass,
+            dt: s.control_dt(),
+            q: vec![0.0; na],
+            qd: vec![0.0; na],
+            prev_qd: vec![0.0; na],
+            action: vec![0.0; n],
+            prev_action: vec![0.0; n],
+            command: vec![0.0; na],
+            delay: vec![0.0; slots * na],
+            delay_head: 0,
+            latency: 0,
+            applied: vec![0.0; na],
+            target: Vector::ZERO,
+            velocity_command: [0.0; 3],
+            command_timer: 0.0,
+            push_timer: 0.0,
+            gain_scale: 1.0,
+            start_x: 0.0,
+            rng,
+            elapsed: 0,
+            running_return: 0.0,
+        })
+    }
+
+    /// The physics world (read-only; for viewers and tests).
+    pub fn world(&self) -> &PhysicsWorld {
+        &self.world
+    }
+
+    /// The robot.
+    pub fn robot(&self) -> &Articulation {
+        &self.robot
+    }
+
+    /// The current target position in the base frame, m.
+    pub fn target(&self) -> Vector {
+        self.target
+    }
+
+    /// The current velocity command `(vx, vy, yaw rate)`.
+    pub fn velocity_command(&self) -> [f32; 3] {
+        self.velocity_command
+    }
+
+    /// Actuator gain multiplier drawn at the last reset.
+    pub fn gain_scale(&self) -> f32 {
+        self.gain_scale
+    }
+
+    /// Friction coefficient of the robot's first collider (after randomization).
+    pub fn robot_friction(&self) -> f32 {
+        let root = &self.world.bodies[self.robot.root()];
+        root.colliders().first().map_or(0.0, |&c| self.world.colliders[c].friction())
+    }
+
+    /// Mass of the root body, kg (after randomization).
+    pub fn base_mass(&self) -> f32 {
+        self.world.bodies[self.robot.root()].mass()
+    }
+
+    /// Current actuated joint positions, rad or m.
+    pub fn joint_positions(&self) -> &[f32] {
+        &self.q
+    }
+
+    /// Draws a new episode: randomized parameters, initial state, commands.
+    pub fn reset(&mut self, spec: &SceneSpec) {
+        let c = &spec.config;
+        let e = &c.events;
+        self.elapsed = 0;
+        self.running_return = 0.0;
+
+        // Domain randomization drawn per episode.
+        let friction = c.scene.friction * uniform(&mut self.rng, e.friction_scale);
+        for (_, collider) in self.world.colliders.iter_mut() {
+            collider.set_friction(friction);
+        }
+        let added = uniform(&mut self.rng, e.added_base_mass);
+        if !c.scene.fixed_base {
+            let mut mass = self.base_mass;
+            mass.set_mass(self.base_mass.mass() + added, true);
+            self.world.bodies[self.robot.root()].set_additional_mass_properties(mass, true);
+        }
+        self.gain_scale = uniform(&mut self.rng, e.actuator_gain_scale);
+        let extra = (self.rng.next_u32() as u64 * (e.max_latency_steps as u64 + 1) >> 32) as usize;
+        self.latency = c.scene.actuator.latency_steps as usize + extra;
+
+        // Initial state.
+        let na = self.robot.num_actuated();
+        self.q.copy_from_slice(&spec.default_q);
+        self.qd.fill(0.0);
+        for j in 0..na {
+            self.q[j] += uniform(&mut self.rng, e.joint_position_noise);
+            self.qd[j] = uniform(&mut self.rng, e.joint_velocity_noise);
+            let (lo, hi) = self.robot.limits(j);
+            self.q[j] = self.q[j].clamp(lo, hi);
+        }
+        let mut base = Pose::from_translation(Vector::from_array(c.scene.base_position));
+        if !c.scene.fixed_base {
+            base.translation.x += uniform(&mut self.rng, [-e.base_xy, e.base_xy]);
+            base.translation.y += uniform(&mut self.rng, [-e.base_xy, e.base_xy]);
+            base.rotation = Rotation::from_rotation_z(uniform(&mut self.rng, e.base_yaw));
+        }
+        self.start_x = base.translation.x;
+        self.robot.set_state(&mut self.world, base, Vector::ZERO, Vector::ZERO, &self.q, &self.qd);
+        self.prev_qd.copy_from_slice(&self.qd);
+        self.action.fill(0.0);
+        self.prev_action.fill(0.0);
+        self.command.fill(0.0);
+        if c.scene.actuator.mode == ControlMode::Position {
+            self.command.copy_from_slice(&self.q);
+        }
+        for slot in self.delay.chunks_mut(na) {
+            slot.copy_from_slice(&self.command);
+        }
+        self.applied.copy_from_slice(&self.command);
+        self.robot.command(&mut self.world, &self.command, self.gain_scale);
+        self.sample_commands(spec);
+        self.command_timer = 0.0;
+        self.push_timer = 0.0;
+    }
+
+    fn sample_commands(&mut self, spec: &SceneSpec) {
+        let c = &spec.config.command;
+        if let Some(r) = c.target {
+            self.target = Vector::new(
+                uniform(&mut self.rng, r[0]),
+                uniform(&mut self.rng, r[1]),
+                uniform(&mut self.rng, r[2]),
+            );
+        }
+        if let Some(r) = c.velocity {
+            for (k, range) in r.iter().enumerate() {
+                self.velocity_command[k] = uniform(&mut self.rng, *range);
+            }
+        }
+    }
+
+    /// Applies `action` (`[num_actions]`, finite), advances one control step, and returns the
+    /// reward, whether a terminal state was reached, and whether the task succeeded.
+    pub fn step(&mut self, spec: &SceneSpec, action: &[f32]) -> (f64, bool, bool) {
+        let c = &spec.config;
+        let na = self.robot.num_actuated();
+        self.prev_action.copy_from_slice(&self.action);
+        for (a, &x) in self.action.iter_mut().zip(action) {
+            *a = x.clamp(-c.action.clip, c.action.clip);
+        }
+        let scale = c.action.scale;
+        for (k, &j) in spec.driven.iter().enumerate() {
+            let a = self.action[k] * scale;
+            self.command[j] = match c.action.kind {
+                ActionKind::JointPosition => spec.default_q[j] + a,
+                ActionKind::JointPositionDelta => {
+                    let (lo, hi) = self.robot.limits(j);
+                    (self.command[j] + a).clamp(lo, hi)
+                }
+                ActionKind::JointVelocity | ActionKind::JointEffort => a,
+            };
+        }
+        // Latency: write this step's command, apply the one issued `latency` steps ago.
+        let slots = self.delay.len() / na.max(1);
+        if na > 0 {
+            self.delay_head = (self.delay_head + 1) % slots;
+            self.delay[self.delay_head * na..][..na].copy_from_slice(&self.command);
+            let read = (self.delay_head + slots - self.latency.min(slots - 1)) % slots;
+            self.applied.copy_from_slice(&self.delay[read * na..][..na]);
+        }
+        let noise = c.scene.actuator.noise_std as f32;
+        if noise > 0.0 {
+            for x in &mut self.applied {
+                *x += noise * gaussian(&mut self.rng);
+            }
+        }
+        self.robot.command(&mut self.world, &self.applied, self.gain_scale);
+        for _ in 0..c.scene.decimation {
+            self.robot.apply_efforts(&mut self.world);
+            self.world.step();
+        }
+        self.elapsed += 1;
+        self.prev_qd.copy_from_slice(&self.qd);
+        self.robot.joint_state(&self.world, &mut self.q, &mut self.qd);
+
+        // Interval events.
+        if c.events.push_interval_s > 0.0 {
+            self.push_timer += self.dt;
+            if self.push_timer >= c.events.push_interval_s {
+                self.push_timer = 0.0;
+                let v = c.events.push_velocity;
+                let dv = Vector::new(uniform(&mut self.rng, [-v, v]), uniform(&mut self.rng, [-v, v]), 0.0);
+                self.robot.push_root(&mut self.world, dv);
+            }
+        }
+        if c.command.resample_s > 0.0 {
+            self.command_timer += self.dt;
+            if self.command_timer >= c.command.resample_s {
+                self.command_timer = 0.0;
+                self.sample_commands(spec);
+            }
+        }
+
+        let terminated = self.terminated(spec);
+        let mut reward = 0.0f64;
+        for (term, joints) in &spec.rewards {
+            reward += (term.weight * self.reward_term(spec, term, joints, terminated)) as f64;
+        }
+        (reward, terminated, self.success(spec))
+    }
+
+    fn base_pose(&self) -> Pose {
+        *self.world.bodies[self.robot.root()].position()
+    }
+
+    fn base_velocity(&self) -> (Vector, Vector) {
+        let rb = &self.world.bodies[self.robot.root()];
+        let rot = rb.position().rotation;
+        (rot.inverse() * rb.linvel(), rot.inverse() * rb.angvel())
+    }
+
+    fn projected_gravity(&self) -> Vector {
+        self.base_pose().rotation.inverse() * Vector::NEG_Z
+    }
+
+    fn ee_position(&self, spec: &SceneSpec) -> Vector {
+        let Some(ee) = spec.end_effector else { return Vector::ZERO };
+        let world = self.robot.link_pose(&self.world, ee).translation;
+        self.base_pose().inverse_transform_point(world)
+    }
+
+    fn ee_distance(&self, spec: &SceneSpec) -> f32 {
+        (self.ee_position(spec) - self.target).length()
+    }
+
+    fn terminated(&self, spec: &SceneSpec) -> bool {
+        let pose = self.base_pose();
+        spec.terminations.iter().any(|(t, j)| match *t {
+            TerminationTerm::BaseHeightOut { min, max } => !(min..=max).contains(&pose.translation.z),
+            TerminationTerm::BaseTilt { max_angle } => (pose.rotation * Vector::Z).z < max_angle.cos(),
+            TerminationTerm::JointOut { min, max, .. } => !(min..=max).contains(&self.q[*j]),
+        })
+    }
+
+    fn success(&self, spec: &SceneSpec) -> bool {
+        match spec.config.success {
+            SuccessTerm::None => false,
+            SuccessTerm::EeNearTarget { distance } => self.ee_distance(spec) < distance,
+            SuccessTerm::ForwardSpeed { speed } => {
+                let travelled = self.base_pose().translation.x - self.start_x;
+                travelled >= speed * self.dt * self.elapsed.max(1) as f32
+            }
+        }
+    }
+
+    /// Effort of actuated joint `j` this step, N·m or N (estimated from the PD law in position
+    /// and velocity modes).
+    fn effort(&self, spec: &SceneSpec, j: usize) -> f32 {
+        let a = &spec.config.scene.actuator;
+        let (kp, kd) = (a.stiffness as f32 * self.gain_scale, a.damping as f32 * self.gain_scale);
+        let tau = match a.mode {
+            ControlMode::Torque => self.applied[j],
+            ControlMode::Position => kp * (self.applied[j] - self.q[j]) - kd * self.qd[j],
+            ControlMode::Velocity => kd * (self.applied[j] - self.qd[j]),
+        };
+        let limit = self.robot.effort_limit(j);
+        tau.clamp(-limit, limit)
+    }
+
+    fn reward_term(&self, spec: &SceneSpec, term: &RewardTerm, joints: &[usize], terminated: bool) -> f32 {
+        let std = term.std;
+        let joints = || joints.iter().copied();
+        let sum_sq = |f: &dyn Fn(usize) -> f32| joints().map(|j| f(j).powi(2)).sum::<f32>();
+        match term.term {
+            RewardKind::Alive => (!terminated) as u8 as f32,
+            RewardKind::Terminated => terminated as u8 as f32,
+            RewardKind::ForwardVelocity => self.world.bodies[self.robot.root()].linvel().x,
+            RewardKind::TrackLinVelXyExp => {
+                let (v, _) = self.base_velocity();
+                let c = self.velocity_command;
+                let err = (v.x - c[0]).powi(2) + (v.y - c[1]).powi(2);
+                (-err / (std * std)).exp()
+            }
+            RewardKind::TrackAngVelZExp => {
+                let (_, w) = self.base_velocity();
+                (-(w.z - self.velocity_command[2]).powi(2) / (std * std)).exp()
+            }
+            RewardKind::LinVelZL2 => self.base_velocity().0.z.powi(2),
+            RewardKind::AngVelXyL2 => {
+                let (_, w) = self.base_velocity();
+                w.x * w.x + w.y * w.y
+            }
+            RewardKind::FlatOrientationL2 => {
+                let g = self.projected_gravity();
+                g.x * g.x + g.y * g.y
+            }
+            RewardKind::JointPosL2 => sum_sq(&|j| self.q[j] - spec.default_q[j]),
+            RewardKind::JointCos => joints().map(|j| self.q[j].cos()).sum(),
+            RewardKind::JointVelL2 => sum_sq(&|j| self.qd[j]),
+            RewardKind::JointAccL2 => sum_sq(&|j| (self.qd[j] - self.prev_qd[j]) / self.dt),
+            RewardKind::JointTorqueL2 => sum_sq(&|j| self.effort(spec, j)),
+            RewardKind::ActionRateL2 => {
+                self.action.iter().zip(&self.prev_action).map(|(a, b)| (a - b).powi(2)).sum()
+            }
+            RewardKind::ActionL2 => self.action.iter().map(|a| a * a).sum(),
+            RewardKind::JointPosLimits => joints()
+                .map(|j| {
+                    let (lo, hi) = self.robot.limits(j);
+                    if !(lo.is_finite() && hi.is_finite()) {
+                        return 0.0;
+                    }
+                    let (mid, half) = ((lo + hi) / 2.0, 0.95 * (hi - lo) / 2.0);
+                    ((self.q[j] - mid).abs() - half).max(0.0)
+                })
+                .sum(),
+            RewardKind::EeDistance => self.ee_distance(spec),
+            RewardKind::EeDistanceTanh => 1.0 - (self.ee_distance(spec) / std).tanh(),
+        }
+    }
+
+    /// Writes the observation of `terms` into `out` (`[dim]`); noise is added when `noisy`.
+    pub fn observe(&mut self, spec: &SceneSpec, terms: &[ObsTerm], noisy: bool, out: &mut [f32]) {
+        let mut at = 0;
+        for term in terms {
+            let n = obs_dim(term.term, self.q.len(), spec.num_actions());
+            let slot = &mut out[at..at + n];
+            self.write_term(spec, term.term, slot);
+            for x in slot.iter_mut() {
+                *x *= term.scale;
+                if noisy && term.noise > 0.0 {
+                    *x += uniform(&mut self.rng, [-term.noise, term.noise]);
+                }
+            }
+            at += n;
+        }
+    }
+
+    fn write_term(&self, spec: &SceneSpec, kind: ObsKind, out: &mut [f32]) {
+        let put3 = |out: &mut [f32], v: Vector| out.copy_from_slice(&v.to_array());
+        match kind {
+            ObsKind::JointPos => {
+                for ((o, q), q0) in out.iter_mut().zip(&self.q).zip(&spec.default_q) {
+                    *o = q - q0;
+                }
+            }
+            ObsKind::JointPosCosSin => {
+                for (o, q) in out.chunks_mut(2).zip(&self.q) {
+                    (o[1], o[0]) = q.sin_cos();
+                }
+            }
+            ObsKind::JointVel => out.copy_from_slice(&self.qd),
+            ObsKind::LastAction => out.copy_from_slice(&self.action),
+            ObsKind::BaseHeight => out[0] = self.base_pose().translation.z,
+            ObsKind::BaseLinVel => put3(out, self.base_velocity().0),
+            ObsKind::BaseAngVel => put3(out, self.base_velocity().1),
+            ObsKind::ProjectedGravity => put3(out, self.projected_gravity()),
+            ObsKind::VelocityCommand => out.copy_from_slice(&self.velocity_command),
+            ObsKind::EePos => put3(out, self.ee_position(spec)),
+            ObsKind::TargetPos => put3(out, self.target),
+            ObsKind::EeToTarget => put3(out, self.target - self.ee_position(spec)),
+        }
+    }
+}
+
+/// Standard normal draw (Box–Muller).
+fn gaussian(rng: &mut ChaCha8Rng) -> f32 {
+    let u1 = uniform(rng, [f32::EPSILON, 1.0]);
+    let u2 = uniform(rng, [0.0, 1.0]);
+    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+}

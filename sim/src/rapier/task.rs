@@ -1,0 +1,426 @@
+//! A task as a typed configuration listing its terms, Isaac-Lab style.
+//!
+//! A [`TaskConfig`] says which robot stands in which scene, how actions become actuator
+//! commands, which observation terms make the actor's and the critic's observations, which
+//! weighted reward terms are summed, what ends an episode, what counts as success, and which
+//! events reset and randomize the world. `embodia config` prints it as TOML and `--set
+//! env.…` overrides any field, so a task variant is a config, not new code.
+
+use std::collections::BTreeMap;
+
+use embodia_robots::ActuatorConfig;
+use serde::{Deserialize, Serialize};
+
+/// A closed interval `[low, high]`.
+pub type Range = [f32; 2];
+
+/// A complete task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskConfig {
+    /// The world and the robot in it.
+    pub scene: SceneConfig,
+    /// How a policy action becomes actuator commands.
+    pub action: ActionConfig,
+    /// Observation terms, in order, of the policy (actor) and the critic.
+    pub observations: ObservationGroups,
+    /// Weighted reward terms by name; the reward of a step is the sum of `weight × value`.
+    pub rewards: BTreeMap<String, RewardTerm>,
+    /// Terminal conditions (the time limit is `episode_steps`).
+    pub terminations: Vec<TerminationTerm>,
+    /// What counts as success.
+    pub success: SuccessTerm,
+    /// What the robot is asked to do: a target position or a velocity command.
+    pub command: CommandConfig,
+    /// Resets and domain randomization.
+    pub events: EventConfig,
+    /// Time limit, control steps.
+    pub episode_steps: u32,
+    /// Mean evaluation return at which the task counts as solved (for tasks without success).
+    pub solve_threshold: f32,
+}
+
+/// The simulated world of one environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneConfig {
+    /// Built-in robot name (`embodia list`).
+    pub robot: String,
+    /// Whether the robot's root is welded to the world.
+    pub fixed_base: bool,
+    /// Root position at reset, m (world, z up).
+    pub base_position: [f32; 3],
+    /// Joint positions at reset by joint name, rad or m; joints not listed start at 0 (clipped
+    /// into their limits).
+    pub default_joint_positions: BTreeMap<String, f32>,
+    /// Link whose pose is the end effector (`ee_*` terms).
+    pub end_effector: Option<String>,
+    /// How the robot's joints are driven.
+    pub actuator: ActuatorConfig,
+    /// Physics step, s.
+    pub physics_dt: f32,
+    /// Physics steps per control step.
+    pub decimation: u32,
+    /// Whether there is a ground plane at z = 0.
+    pub ground: bool,
+    /// Friction coefficient of the ground and the robot.
+    pub friction: f32,
+    /// Whether links of the robot collide with each other.
+    pub self_collisions: bool,
+    /// Solver iterations of rapier (more: stiffer contacts, slower).
+    pub solver_iterations: u32,
+}
+
+impl SceneConfig {
+    /// Control step, s.
+    pub fn control_dt(&self) -> f32 {
+        self.physics_dt * self.decimation as f32
+    }
+}
+
+/// How actions map to commands. Actions are `[num_actions]` values nominally in `[-1, 1]`
+/// (the action space the policy sees); the environment clips them to `[-clip, clip]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionConfig {
+    /// What the action sets.
+    pub kind: ActionKind,
+    /// Driven joints by name, in action order; empty means every actuated joint.
+    pub joints: Vec<String>,
+    /// Command = offset + scale × action, in the command's units.
+    pub scale: f32,
+    /// Actions are clipped to `[-clip, clip]` before scaling.
+    pub clip: f32,
+}
+
+/// What an action component sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// Joint position target = default position + scale × action (rad or m).
+    JointPosition,
+    /// Joint position target = current target + scale × action: incremental control.
+    JointPositionDelta,
+    /// Joint velocity target = scale × action (rad/s or m/s).
+    JointVelocity,
+    /// Joint effort = scale × action (N·m or N).
+    JointEffort,
+}
+
+/// Observation groups: the policy sees `policy`; the critic sees `critic` if given (privileged
+/// information the robot does not have), else `policy`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationGroups {
+    /// Actor observation terms, concatenated in order.
+    pub policy: Vec<ObsTerm>,
+    /// Critic observation terms; `None` means the same as `policy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic: Option<Vec<ObsTerm>>,
+}
+
+/// One observation term. Each is multiplied by `scale` and perturbed by uniform noise in
+/// `[-noise, noise]` (per component, per step; not in the critic's copy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObsTerm {
+    /// What is observed.
+    pub term: ObsKind,
+    /// Multiplier.
+    #[serde(default = "one")]
+    pub scale: f32,
+    /// Half-width of additive uniform noise, after scaling.
+    #[serde(default)]
+    pub noise: f32,
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+impl ObsTerm {
+    /// A noiseless, unscaled term.
+    pub fn of(term: ObsKind) -> Self {
+        Self { term, scale: 1.0, noise: 0.0 }
+    }
+
+    /// With multiplier `scale`.
+    pub fn scaled(mut self, scale: f32) -> Self {
+        self.scale = scale;
+        self
+    }
+
+    /// With noise half-width `noise`.
+    pub fn noisy(mut self, noise: f32) -> Self {
+        self.noise = noise;
+        self
+    }
+}
+
+/// Observable quantities. Joint quantities cover every actuated joint of the robot (driven by
+/// the action or not), in URDF order; base quantities are in the root link's frame; positions
+/// of the end effector and the target are in the base frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObsKind {
+    /// Joint positions relative to their defaults, `[num_joints]`, rad or m.
+    JointPos,
+    /// Joint positions as `cos, sin` pairs, `[2 × num_joints]` (for unbounded joints).
+    JointPosCosSin,
+    /// Joint velocities, `[num_joints]`, rad/s or m/s.
+    JointVel,
+    /// The previous action, `[num_actions]`.
+    LastAction,
+    /// Root height above the ground, `[1]`, m.
+    BaseHeight,
+    /// Root linear velocity in the root frame, `[3]`, m/s.
+    BaseLinVel,
+    /// Root angular velocity in the root frame, `[3]`, rad/s.
+    BaseAngVel,
+    /// Gravity direction in the root frame (unit), `[3]`.
+    ProjectedGravity,
+    /// Velocity command `(vx, vy, yaw rate)`, `[3]`, m/s and rad/s.
+    VelocityCommand,
+    /// End-effector position, `[3]`, m.
+    EePos,
+    /// Target position, `[3]`, m.
+    TargetPos,
+    /// Target minus end-effector position, `[3]`, m.
+    EeToTarget,
+}
+
+/// A weighted reward term.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewardTerm {
+    /// What is rewarded.
+    pub term: RewardKind,
+    /// Multiplier of the term's value (negative for penalties).
+    pub weight: f32,
+    /// Shape parameter of `*_exp` and `*_tanh` kernels (their length or velocity scale).
+    #[serde(default = "one")]
+    pub std: f32,
+    /// Joints a `joint_*` term sums over, by name; empty means every actuated joint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub joints: Vec<String>,
+}
+
+impl RewardTerm {
+    /// `weight × term` with the default kernel width, over every joint.
+    pub fn new(term: RewardKind, weight: f32) -> Self {
+        Self { term, weight, std: 1.0, joints: Vec::new() }
+    }
+
+    /// With kernel width `std`.
+    pub fn std(mut self, std: f32) -> Self {
+        self.std = std;
+        self
+    }
+
+    /// Restricted to the joint called `name`.
+    pub fn joint(mut self, name: &str) -> Self {
+        self.joints = vec![name.to_string()];
+        self
+    }
+}
+
+/// Reward quantities (before weighting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewardKind {
+    /// 1 every step the episode goes on.
+    Alive,
+    /// 1 on the step that reaches a terminal state.
+    Terminated,
+    /// Root forward (world x) velocity, m/s.
+    ForwardVelocity,
+    /// `exp(-|v_xy − cmd_xy|² / std²)` in the root frame.
+    TrackLinVelXyExp,
+    /// `exp(-(ω_z − cmd_yaw)² / std²)`.
+    TrackAngVelZExp,
+    /// Root vertical velocity squared.
+    LinVelZL2,
+    /// Root roll and pitch rates squared.
+    AngVelXyL2,
+    /// Squared horizontal components of projected gravity (0 when level).
+    FlatOrientationL2,
+    /// Squared joint positions relative to their defaults.
+    JointPosL2,
+    /// Cosine of joint positions (1 at zero: a pole upright).
+    JointCos,
+    /// Squared joint velocities.
+    JointVelL2,
+    /// Squared joint accelerations (finite differences over a control step).
+    JointAccL2,
+    /// Squared commanded efforts (torque mode) or PD efforts (position mode), N·m².
+    JointTorqueL2,
+    /// Squared change of the action between steps.
+    ActionRateL2,
+    /// Squared action.
+    ActionL2,
+    /// Amount by which joints are beyond 95% of their position range.
+    JointPosLimits,
+    /// End-effector distance to the target, m.
+    EeDistance,
+    /// `1 − tanh(distance / std)`: dense, saturating near the target.
+    EeDistanceTanh,
+}
+
+/// Terminal conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "term", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TerminationTerm {
+    /// The root fell below `min` or rose above `max`, m.
+    BaseHeightOut {
+        /// Lowest healthy height, m.
+        min: f32,
+        /// Highest healthy height, m.
+        max: f32,
+    },
+    /// The root tilted more than `max_angle` from upright, rad.
+    BaseTilt {
+        /// Largest healthy tilt, rad.
+        max_angle: f32,
+    },
+    /// The joint called `joint` left `[min, max]`.
+    JointOut {
+        /// Joint name.
+        joint: String,
+        /// Lower bound, rad or m.
+        min: f32,
+        /// Upper bound, rad or m.
+        max: f32,
+    },
+}
+
+/// What counts as success.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "term", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SuccessTerm {
+    /// The task has no success notion (it is judged by return).
+    None,
+    /// The end effector is within `distance` of the target, m.
+    EeNearTarget {
+        /// Radius, m.
+        distance: f32,
+    },
+    /// The root moved forward (world x) faster than `speed` on average over the episode, m/s.
+    ForwardSpeed {
+        /// Mean forward speed, m/s.
+        speed: f32,
+    },
+}
+
+/// What the robot is asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandConfig {
+    /// Target positions are drawn uniformly in this box (base frame, m), `[x, y, z]` ranges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<[Range; 3]>,
+    /// Velocity commands are drawn uniformly: `[vx (m/s), vy (m/s), yaw rate (rad/s)]` ranges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub velocity: Option<[Range; 3]>,
+    /// Commands are redrawn every this many seconds (and at reset); 0 means only at reset.
+    #[serde(default)]
+    pub resample_s: f32,
+}
+
+/// Reset and domain-randomization events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventConfig {
+    /// At reset, joint positions are default + uniform offset in this range, rad or m.
+    pub joint_position_noise: Range,
+    /// At reset, joint velocities are uniform in this range, rad/s or m/s.
+    pub joint_velocity_noise: Range,
+    /// At reset, the root's yaw is uniform in this range, rad (floating bases).
+    pub base_yaw: Range,
+    /// At reset, the root's x and y are offset uniformly within ± this, m (floating bases).
+    pub base_xy: f32,
+    /// At reset, friction of robot and ground is scaled uniformly in this range.
+    pub friction_scale: Range,
+    /// At reset, the root's mass gets an extra uniform amount in this range, kg.
+    pub added_base_mass: Range,
+    /// At reset, actuator stiffness and damping are scaled uniformly in this range.
+    pub actuator_gain_scale: Range,
+    /// At reset, the command latency is drawn uniformly from `0..=max_latency_steps` control
+    /// steps (on top of the actuator's fixed latency).
+    pub max_latency_steps: u32,
+    /// Every `push_interval_s` seconds (0: never) the root's horizontal velocity is changed by
+    /// a uniform amount in `[-push_velocity, push_velocity]` per axis, m/s.
+    pub push_interval_s: f32,
+    /// Largest push, m/s.
+    pub push_velocity: f32,
+}
+
+impl Default for EventConfig {
+    /// No randomization: exact default joint positions, nominal friction, mass and gains.
+    fn default() -> Self {
+        Self {
+            joint_position_noise: [0.0, 0.0],
+            joint_velocity_noise: [0.0, 0.0],
+            base_yaw: [0.0, 0.0],
+            base_xy: 0.0,
+            friction_scale: [1.0, 1.0],
+            added_base_mass: [0.0, 0.0],
+            actuator_gain_scale: [1.0, 1.0],
+            max_latency_steps: 0,
+            push_interval_s: 0.0,
+            push_velocity: 0.0,
+        }
+    }
+}
+
+impl TaskConfig {
+    /// Checks values that the types allow but the simulator cannot use, naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let s = &self.scene;
+        let positive = [
+            ("env.scene.physics_dt", s.physics_dt),
+            ("env.scene.friction", s.friction + f32::MIN_POSITIVE),
+            ("env.action.clip", self.action.clip),
+        ];
+        for (field, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("`{field}` must be a positive number, got {v}"));
+            }
+        }
+        if s.decimation == 0 {
+            return Err("`env.scene.decimation` must be at least 1".into());
+        }
+        if s.solver_iterations == 0 {
+            return Err("`env.scene.solver_iterations` must be at least 1".into());
+        }
+        if self.episode_steps == 0 {
+            return Err("`env.episode_steps` must be at least 1".into());
+        }
+        if !self.action.scale.is_finite() {
+            return Err("`env.action.scale` must be finite".into());
+        }
+        s.actuator.validate().map_err(|e| format!("`env.scene.actuator`: {e}"))?;
+        let e = &self.events;
+        let ranges = [
+            ("joint_position_noise", e.joint_position_noise),
+            ("joint_velocity_noise", e.joint_velocity_noise),
+            ("base_yaw", e.base_yaw),
+            ("friction_scale", e.friction_scale),
+            ("added_base_mass", e.added_base_mass),
+            ("actuator_gain_scale", e.actuator_gain_scale),
+        ];
+        for (field, [lo, hi]) in ranges {
+            if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+                return Err(format!("`env.events.{field}` must be [low, high] with low <= high, got [{lo}, {hi}]"));
+            }
+        }
+        if e.friction_scale[0] < 0.0 || e.actuator_gain_scale[0] < 0.0 {
+            return Err("`env.events` friction and gain scales must be >= 0".into());
+        }
+        for (name, r) in &self.rewards {
+            if !r.weight.is_finite() || !(r.std.is_finite() && r.std > 0.0) {
+                return Err(format!("`env.rewards.{name}`: weight must be finite and std > 0"));
+            }
+        }
+        Ok(())
+    }
+}
