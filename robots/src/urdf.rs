@@ -67,12 +67,8 @@ const INERTIA_TOLERANCE: f64 = 1e-3;
 /// Reads the URDF file at `path` and parses it with [`parse_urdf`], resolving meshes relative
 /// to the file's directory. Errors name `path` as given.
 pub fn load_urdf(path: &Path) -> Result<RobotModel, UrdfError> {
-    let in_file = |mut e: UrdfError| {
-        e.0.file = Some(path.to_path_buf());
-        e
-    };
-    let xml = std::fs::read_to_string(path).map_err(|e| in_file(UrdfError::new(None, UrdfErrorKind::Read(e))))?;
-    parse_urdf(&xml, Some(path.parent().unwrap_or(Path::new("")))).map_err(in_file)
+    let xml = std::fs::read_to_string(path).map_err(|e| UrdfError::new(None, UrdfErrorKind::Read(e)).in_file(path))?;
+    parse_urdf(&xml, Some(path.parent().unwrap_or(Path::new("")))).map_err(|e| e.in_file(path))
 }
 
 /// Parses the URDF text `xml` into a validated [`RobotModel`] (see the [module docs](self) for
@@ -110,7 +106,7 @@ impl UrdfError {
         self
     }
 
-    /// The URDF file, when read with [`load_urdf`].
+    /// The URDF file, when read with [`load_urdf`] or named with [`in_file`](Self::in_file).
     pub fn file(&self) -> Option<&Path> {
         self.0.file.as_deref()
     }
