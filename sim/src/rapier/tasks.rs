@@ -187,7 +187,8 @@ pub fn ant_run() -> TaskConfig {
             base_position: [0.0, 0.0, 0.75],
             default_joint_positions: BTreeMap::new(),
             end_effector: None,
-            actuator: ActuatorConfig::torque(),
+            // MuJoCo's ant.xml gives every joint armature 1 and damping 1 (set in the URDF).
+            actuator: ActuatorConfig { armature: 1.0, ..ActuatorConfig::torque() },
             physics_dt: 0.01,
             decimation: 5,
             ground: true,
