@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# MuJoCo peer for embodia's simulation throughput: gymnasium Ant-v5 env-steps/s with random
+# actions, single process, one thread, plus the raw mujoco.mj_step rate of the same model.
+# Creates bench/.venv-mujoco (git-ignored) on first use, then runs bench/mujoco_ant.py.
+# Usage: bash bench/mujoco_peer.sh [--env Ant-v5] [--steps 100000] [--raw-steps 200000]
+#                                  [--seed 0] [--pin CPU] [--json]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="$here/.venv-mujoco"
+req="$here/requirements-mujoco.txt"
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.requirements"; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet -r "$req"
+  cp "$req" "$venv/.requirements"
+fi
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+exec "$venv/bin/python" "$here/mujoco_ant.py" "$@"
