@@ -68,6 +68,8 @@ struct Dof {
 #[derive(Debug, Clone)]
 pub struct Articulation {
     root: RigidBodyHandle,
+    /// Mass properties given to the root body (its merged links), in its frame.
+    root_mass: MassProperties,
     /// For every URDF link: the rigid body it belongs to and its frame in that body.
     link_frames: Vec<(RigidBodyHandle, Pose)>,
     /// Every one-DoF joint, parents first.
@@ -163,6 +165,7 @@ impl Articulation {
 
         // One rigid body per body link, with the summed mass properties of its merged links.
         let mut handles: Vec<Option<RigidBodyHandle>> = vec![None; n];
+        let mut root_mass = MassProperties::default();
         for body in std::iter::once(model.root).chain(order.iter().map(|&j| model.joints[j].child)) {
             if body_of[body] != body {
                 continue;
@@ -174,6 +177,9 @@ impl Articulation {
                 }
             }
             let is_root = body == model.root;
+            if is_root {
+                root_mass = mprops;
+            }
             if mprops.mass() <= 0.0 && !(is_root && options.fixed_base) {
                 return Err(bad(format!("link \"{}\" moves but has no mass", model.links[body].name)));
             }
@@ -236,6 +242,7 @@ impl Articulation {
         let actuated: Vec<usize> = model.actuated_joints().iter().map(|&j| dof_slot[j].expect("one-DoF joint")).collect();
         let mut articulation = Self {
             root,
+            root_mass,
             link_frames: (0..n).map(|l| (handle_of(l), frame_in_body[l])).collect(),
             torque: vec![0.0; actuated.len()],
             actuated,
@@ -317,6 +324,12 @@ impl Articulation {
     /// The root link's rigid body.
     pub fn root(&self) -> RigidBodyHandle {
         self.root
+    }
+
+    /// Mass properties of the root body as built from the description (rapier computes the
+    /// body's own copy only at the next step), kg and kg·m².
+    pub fn root_mass_properties(&self) -> MassProperties {
+        self.root_mass
     }
 
     /// Whether the root is welded to the world.

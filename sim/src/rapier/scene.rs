@@ -125,6 +125,8 @@ pub struct Scene {
     robot: Articulation,
     /// Nominal mass properties of the root body (before randomization).
     base_mass: MassProperties,
+    /// Root mass after randomization, kg.
+    mass: f32,
     /// Nominal control step, s.
     dt: f32,
     // Per-step state, `[num_actuated]` or `[num_actions]`.
@@ -181,7 +183,7 @@ impl Scene {
             groups: InteractionGroups::all(),
         };
         let robot = Articulation::spawn(&mut world, &spec.model, s.actuator, &options)?;
-        let base_mass = world.bodies[robot.root()].mass_properties().local_mprops;
+        let base_mass = robot.root_mass_properties();
         let na = robot.num_actuated();
         let n = spec.num_actions();
         let slots = spec.config.events.max_latency_steps as usize + s.actuator.latency_steps as usize + 1;
@@ -189,6 +191,7 @@ impl Scene {
             world,
             robot,
             base_mass,
+            mass: base_mass.mass(),
             dt: s.control_dt(),
             q: vec![0.0; na],
             qd: vec![0.0; na],
@@ -245,7 +248,7 @@ impl Scene {
 
     /// Mass of the root body, kg (after randomization).
     pub fn base_mass(&self) -> f32 {
-        self.world.bodies[self.robot.root()].mass()
+        self.mass
     }
 
     /// Current actuated joint positions, rad or m.
@@ -266,9 +269,11 @@ impl Scene {
             collider.set_friction(friction);
         }
         let added = uniform(&mut self.rng, e.added_base_mass);
-        if !c.scene.fixed_base {
+        if !c.scene.fixed_base && e.added_base_mass != [0.0, 0.0] {
+            // Never below a tenth of the nominal mass, whatever the configured range.
             let mut mass = self.base_mass;
-            mass.set_mass(self.base_mass.mass() + added, true);
+            mass.set_mass((self.base_mass.mass() + added).max(0.1 * self.base_mass.mass()), true);
+            self.mass = mass.mass();
             self.world.bodies[self.robot.root()].set_additional_mass_properties(mass, true);
         }
         self.gain_scale = uniform(&mut self.rng, e.actuator_gain_scale);
