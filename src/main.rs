@@ -63,6 +63,11 @@ enum Command {
         #[command(subcommand)]
         bench: BenchCommand,
     },
+    /// Robot descriptions.
+    Robot {
+        #[command(subcommand)]
+        robot: RobotCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -78,6 +83,19 @@ enum BenchCommand {
         /// Also print one JSON object with all results.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum RobotCommand {
+    /// Validate a URDF file and print a summary of its links and joints.
+    ///
+    /// The summary lists each link's mass, each joint's type, parent -> child, limits and mimic,
+    /// the total mass and the actuated degrees of freedom. An invalid file is reported as
+    /// `error: FILE:LINE: ELEMENT: MESSAGE` with exit code 1.
+    Check {
+        /// The URDF file (meshes are resolved relative to its directory).
+        file: PathBuf,
     },
 }
 
@@ -138,6 +156,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train { settings, run_dir, resume, quiet } => train(&settings, run_dir, resume, quiet),
         Command::Eval { run, episodes, json, stochastic } => eval(&run, episodes, json, stochastic),
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
+        Command::Robot { robot: RobotCommand::Check { file } } => {
+            print!("{}", embodia::robots::load_urdf(&file)?.summary());
+            Ok(())
+        }
     }
 }
 

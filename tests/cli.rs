@@ -753,3 +753,68 @@ fn eval_json_episodes(dir: &Path, run: &str, episodes: usize) -> Value {
     let out = ok(dir, &["eval", "--run", run, "--episodes", &episodes.to_string(), "--json"]);
     serde_json::from_str(out.stdout.trim()).unwrap()
 }
+
+// ---------------------------------------------------------------------------------------------
+// 12. robot check
+
+#[test]
+fn robot_check_prints_a_summary() {
+    let dir = tmp();
+    let d = dir.path();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("robots/tests/fixtures/arm"), &d.join("arm"));
+    // Meshes resolve relative to the URDF's directory, not the working directory.
+    let out = ok(d, &["robot", "check", "arm/urdf/arm.urdf"]);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines[0], "robot \"test_arm\": 7 links, 6 joints, 4 actuated DoF, total mass 3.85 kg");
+    let row = |name: &str| {
+        let found = lines.iter().rev().find(|l| l.split_whitespace().next() == Some(name));
+        found
+            .unwrap_or_else(|| panic!("no row {name}:\n{}", out.stdout))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("shoulder"),
+        "shoulder revolute base_link -> upper_arm [-2.5, 2.5] rad effort 20 N·m velocity 2 rad/s"
+    );
+    assert!(row("finger_right").ends_with("mimics finger_left (multiplier 1, offset 0.001 m)"), "{}", out.stdout);
+    assert_eq!(row("tool_frame"), "tool_frame massless");
+
+    // Every robot description shipped in assets/ passes.
+    let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/robots");
+    for entry in fs::read_dir(&assets).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "urdf") {
+            let out = ok(d, &["robot", "check", path.to_str().unwrap()]);
+            assert!(out.stdout.starts_with("robot \""), "{}:\n{}", path.display(), out.stdout);
+        }
+    }
+}
+
+#[test]
+fn robot_check_reports_file_line_and_element() {
+    let dir = tmp();
+    let d = dir.path();
+    let urdf = r#"<robot name="r">
+  <link name="base"/>
+  <link name="arm"/>
+  <joint name="elbow" type="revolute">
+    <parent link="upper_arm"/>
+    <child link="arm"/>
+    <limit lower="-1" upper="1" effort="5" velocity="2"/>
+  </joint>
+</robot>
+"#;
+    fs::write(d.join("robot.urdf"), urdf).unwrap();
+    let e = fail_at_once(d, &["robot", "check", "robot.urdf"]);
+    assert_eq!(e, "error: robot.urdf:5: joint \"elbow\": parent link \"upper_arm\" does not exist");
+
+    fs::write(d.join("syntax.urdf"), urdf.replace("</joint>", "</joint")).unwrap();
+    let e = fail_at_once(d, &["robot", "check", "syntax.urdf"]);
+    assert_mentions(&e, &["error: syntax.urdf:9: XML syntax error"]);
+
+    let e = fail_at_once(d, &["robot", "check", "missing.urdf"]);
+    assert_mentions(&e, &["error: missing.urdf: cannot read the file"]);
+}
