@@ -2,7 +2,8 @@
 //!
 //! Protocol: train; after every iteration (SAC: every `steps_per_iteration` = 1,000 env steps by
 //! default; PPO: every rollout) run a deterministic evaluation of 10 episodes; the task is solved
-//! the first time the mean return reaches the task's threshold. Wall time includes evaluation.
+//! the first time the mean return (the success rate, for tasks with a success criterion) reaches
+//! the task's threshold. Wall time includes evaluation.
 
 use std::time::Instant;
 
@@ -32,15 +33,17 @@ pub struct SolveResult {
 /// Trains `config` (with its seed) until solved or `config.total_steps` is spent.
 pub fn solve(config: &TrainConfig) -> Result<SolveResult, RunError> {
     let info = embodia_sim::tasks().iter().find(|t| t.name == config.task).expect("config tasks are validated");
-    let mut env = embodia_sim::make(&config.task, config.algo.num_envs())?;
+    let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
     env.reset(config.seed);
     let mut learner = build_learner(config, env.as_ref(), &default_device())?;
     let start = Instant::now();
     let mut last = f64::NEG_INFINITY;
     while learner.env_steps() < config.total_steps {
         learner.iterate(env.as_mut())?;
-        last = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES, false)?.mean_return;
-        if last >= info.solve_threshold as f64 {
+        let eval = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES, false)?;
+        last = eval.mean_return;
+        let score = if info.has_success { eval.success_rate.unwrap_or(0.0) } else { last };
+        if score >= info.solve_threshold as f64 {
             return Ok(SolveResult {
                 seed: config.seed,
                 solved: true,

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use embodia_algos::{PpoConfig, SacConfig};
+use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// Algorithms `embodia train` can run, with one-line descriptions.
@@ -30,6 +31,9 @@ pub struct TrainConfig {
     pub checkpoint_every: u64,
     /// Hyperparameters of the algorithm.
     pub algo: AlgoConfig,
+    /// The task's terms, scene and events (rapier tasks; classic tasks have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<TaskConfig>,
 }
 
 /// Hyperparameters of one algorithm (the `[algo]` table).
@@ -105,6 +109,10 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
     t.insert("eval_episodes".into(), toml::Value::Integer(10));
     t.insert("checkpoint_every".into(), toml::Value::Integer(1));
     t.insert("algo".into(), toml::Value::Table(algo));
+    if let Some(env) = embodia_sim::task_config(task) {
+        let env = toml::Table::try_from(env).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        t.insert("env".into(), toml::Value::Table(env));
+    }
     Ok(t)
 }
 
@@ -340,6 +348,8 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         eval_episodes: usize,
         checkpoint_every: u64,
         algo: A,
+        #[serde(default)]
+        env: Option<TaskConfig>,
     }
     fn build<A: serde::de::DeserializeOwned>(
         t: &toml::Table,
@@ -354,6 +364,7 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
             eval_episodes: c.eval_episodes,
             checkpoint_every: c.checkpoint_every,
             algo: wrap(c.algo),
+            env: c.env,
         })
     }
     match algorithm {
@@ -377,6 +388,14 @@ impl TrainConfig {
         }
         if self.checkpoint_every == 0 {
             return bad("checkpoint_every", &self.checkpoint_every, "≥ 1");
+        }
+        match (&self.env, embodia_sim::task_config(&self.task)) {
+            (Some(env), Some(_)) => env.validate().map_err(ConfigError::Invalid)?,
+            (Some(_), None) => {
+                return Err(ConfigError::Invalid(format!("task `{}` takes no [env] table", self.task)));
+            }
+            (None, Some(_)) => return Err(ConfigError::Invalid(format!("task `{}` needs its [env] table", self.task))),
+            (None, None) => {}
         }
         match &self.algo {
             AlgoConfig::Sac(c) => c.validate(),

@@ -166,7 +166,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn list() -> anyhow::Result<()> {
     println!("tasks:");
     for t in embodia::sim::tasks() {
-        println!("  {:<26} {} (solved at return ≥ {})", t.name, t.description, t.solve_threshold);
+        let solved = if t.has_success {
+            format!("solved at success ≥ {}%", t.solve_threshold * 100.0)
+        } else {
+            format!("solved at return ≥ {}", t.solve_threshold)
+        };
+        println!("  {:<26} {} ({solved})", t.name, t.description);
     }
     println!("algorithms:");
     for (name, description) in ALGORITHMS {

@@ -106,7 +106,7 @@ impl Run {
         fs::write(&config_path, config.to_toml()).map_err(io_err(&config_path))?;
         let metrics_path = dir.join(METRICS_FILE);
         fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
-        let mut env = embodia_sim::make(&config.task, config.algo.num_envs())?;
+        let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
         env.reset(config.seed);
         let learner = build_learner(&config, env.as_ref(), &default_device())?;
         Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0 })
@@ -121,7 +121,7 @@ impl Run {
             config.total_steps = steps;
         }
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-        let mut env = embodia_sim::make(&config.task, config.algo.num_envs())?;
+        let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
         let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
         learner.restore(&ckpt)?;
         let snapshot: EnvSnapshot = ckpt.get("env")?;
@@ -199,7 +199,7 @@ pub fn evaluate_learner(
     episodes: usize,
     stochastic: bool,
 ) -> Result<EvalResult, RunError> {
-    let mut env = embodia_sim::make(&config.task, episodes)?;
+    let mut env = embodia_sim::make_with(&config.task, episodes, config.env.as_ref())?;
     Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic)?)
 }
 
@@ -208,7 +208,7 @@ pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunEr
     check_run_dir(dir)?;
     let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
     let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-    let env = embodia_sim::make(&config.task, 1)?;
+    let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref())?;
     let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
     learner.restore(&ckpt)?;
     Ok((config, learner))

@@ -108,7 +108,8 @@ pub struct TaskInfo {
     pub description: &'static str,
     /// Time limit in control steps; the step that reaches it sets `truncated`.
     pub max_episode_steps: u32,
-    /// Mean deterministic evaluation return at which the task counts as solved.
+    /// Where the task counts as solved: the mean deterministic evaluation return, or for tasks
+    /// with a success criterion ([`TaskInfo::has_success`]) the success rate in `[0, 1]`.
     pub solve_threshold: f32,
     /// Whether the task reports a success criterion in [`StepBuffers::success`].
     pub has_success: bool,
