@@ -71,3 +71,61 @@ pub fn median(mut xs: Vec<f64>) -> Option<f64> {
     let n = xs.len();
     Some(if n % 2 == 1 { xs[n / 2] } else { 0.5 * (xs[n / 2 - 1] + xs[n / 2]) })
 }
+
+/// Throughput of one environment batch with uniformly random actions.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimThroughput {
+    /// Environments in the batch.
+    pub envs: usize,
+    /// rayon worker threads.
+    pub threads: usize,
+    /// Environment steps taken (summed over the batch).
+    pub env_steps: u64,
+    /// Episodes that ended (and were reset) during the measurement.
+    pub resets: u64,
+    /// Environment steps per wall second, resets and observation/reward computation included.
+    pub steps_per_s: f64,
+}
+
+/// Steps `envs` environments of `config`'s task with uniform random actions in their bounds on
+/// `threads` rayon threads until at least `env_steps` steps are taken (after a warm-up of one
+/// step per environment).
+pub fn sim_throughput(
+    config: &TrainConfig,
+    envs: usize,
+    threads: usize,
+    env_steps: u64,
+) -> Result<SimThroughput, RunError> {
+    use rand::{Rng, SeedableRng};
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| RunError::Io { path: "rayon thread pool".into(), message: e.to_string() })?;
+    pool.install(|| {
+        let mut env = embodia_sim::make_with(&config.task, envs, config.env.as_ref())?;
+        env.reset(config.seed);
+        let bounds = env.action_spec().bounds.clone();
+        let dim = bounds.dim();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(config.seed);
+        let mut actions = vec![0.0f32; envs * dim];
+        let mut draw = |actions: &mut [f32]| {
+            for (i, a) in actions.iter_mut().enumerate() {
+                let (lo, hi) = (bounds.low[i % dim], bounds.high[i % dim]);
+                *a = rng.random_range(lo.max(-1e3)..=hi.min(1e3));
+            }
+        };
+        draw(&mut actions);
+        env.step(&actions)?;
+        let (mut steps, mut resets) = (0u64, 0u64);
+        let start = Instant::now();
+        while steps < env_steps {
+            draw(&mut actions);
+            env.step(&actions)?;
+            steps += envs as u64;
+            let b = env.buffers();
+            resets += (0..envs).filter(|&i| b.done(i)).count() as u64;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(SimThroughput { envs, threads, env_steps: steps, resets, steps_per_s: steps as f64 / seconds })
+    })
+}

@@ -84,6 +84,24 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Environment steps per second with uniformly random actions, resets and observation and
+    /// reward computation included, for each combination of batch size and thread count.
+    Sim {
+        #[command(flatten)]
+        settings: Settings,
+        /// Batch sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "64")]
+        envs: Vec<usize>,
+        /// rayon thread counts, comma-separated (default: all cores).
+        #[arg(long, value_delimiter = ',')]
+        threads: Vec<usize>,
+        /// Environment steps per measurement.
+        #[arg(long = "measure-steps", default_value_t = 20_000)]
+        measure_steps: u64,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -156,6 +174,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train { settings, run_dir, resume, quiet } => train(&settings, run_dir, resume, quiet),
         Command::Eval { run, episodes, json, stochastic } => eval(&run, episodes, json, stochastic),
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
+        Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
+            bench_sim(&settings, &envs, &threads, measure_steps, json)
+        }
         Command::Robot { robot: RobotCommand::Check { file } } => {
             print!("{}", embodia::robots::load_urdf(&file)?.summary());
             Ok(())
@@ -306,6 +327,34 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
             "solved": solved.len(), "median_env_steps": med_steps, "median_wall_s": med_wall,
         });
         println!("{out}");
+    }
+    Ok(())
+}
+
+fn bench_sim(settings: &Settings, envs: &[usize], threads: &[usize], steps: u64, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(envs.iter().all(|&n| n > 0), "invalid value for `--envs`: batch sizes must be ≥ 1");
+    anyhow::ensure!(threads.iter().all(|&n| n > 0), "invalid value for `--threads`: thread counts must be ≥ 1");
+    let config = settings.resolve()?;
+    let all = [std::thread::available_parallelism().map_or(1, |n| n.get())];
+    let threads = if threads.is_empty() { &all[..] } else { threads };
+    println!("bench sim: {} with uniform random actions, {steps} env steps per measurement", config.task);
+    let mut results = Vec::new();
+    for &n in envs {
+        for &t in threads {
+            let r = embodia::bench::sim_throughput(&config, n, t, steps)?;
+            println!(
+                "envs={:<5} threads={} env_steps/s={:>10.0} per_thread={:>10.0} resets={}",
+                r.envs,
+                r.threads,
+                r.steps_per_s,
+                r.steps_per_s / t as f64,
+                r.resets
+            );
+            results.push(r);
+        }
+    }
+    if json {
+        println!("{}", serde_json::json!({ "task": config.task, "results": results }));
     }
     Ok(())
 }
