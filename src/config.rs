@@ -174,6 +174,8 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         eval_episodes: Option<usize>,
         checkpoint_every: Option<u64>,
         algo: Option<A>,
+        // Partial [env] tables are merged over the task's defaults and checked whole afterwards.
+        env: Option<toml::Table>,
     }
     let result = match algorithm {
         "sac" => toml::from_str::<File<SacConfig>>(text).map(|_| ()),
