@@ -123,6 +123,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("pendulum", "ppo") => include_str!("../assets/configs/pendulum-ppo.toml"),
         ("mountain-car-continuous", "sac") => include_str!("../assets/configs/mountain-car-continuous-sac.toml"),
         ("mountain-car-continuous", "ppo") => include_str!("../assets/configs/mountain-car-continuous-ppo.toml"),
+        ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
         _ => return None,
     })
 }
