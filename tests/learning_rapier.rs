@@ -1,0 +1,31 @@
+//! Learning check on a rapier task: PPO with the `reach` preset learns to put the SO-101-like
+//! arm's gripper within 2 cm of random targets. (`embodia bench solve --task reach --algo ppo`
+//! reports the full figure.)
+
+use embodia::config::{ConfigSources, resolve};
+use embodia::run::{build_learner, default_device, evaluate_learner};
+
+#[test]
+fn ppo_learns_reach() {
+    let config = resolve(&ConfigSources {
+        task: Some("reach"),
+        algorithm: Some("ppo"),
+        file: None,
+        seed: Some(1),
+        total_steps: Some(300_000),
+        overrides: &[],
+    })
+    .unwrap();
+    let mut env = embodia::sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref()).unwrap();
+    env.reset(config.seed);
+    let mut learner = build_learner(&config, env.as_ref(), &default_device()).unwrap();
+    let before = evaluate_learner(learner.as_ref(), &config, 20, false).unwrap().success_rate.unwrap();
+    while learner.env_steps() < config.total_steps {
+        learner.iterate(env.as_mut()).unwrap();
+    }
+    let after = evaluate_learner(learner.as_ref(), &config, 20, false).unwrap().success_rate.unwrap();
+    // An untrained policy almost never ends within 2 cm of a random target; with this seed,
+    // 300k steps reach ~90% (the training success rate passes 70% at ~180k steps).
+    assert!(before <= 0.1, "untrained success rate {before}");
+    assert!(after >= 0.6, "success rate after 300k steps: {after}");
+}
