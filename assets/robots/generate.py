@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate the primitive-only URDF robot descriptions in this folder.
 
-    python3 assets/robots/generate.py          # rewrites the five .urdf files
+    python3 assets/robots/generate.py          # rewrites the .urdf files
     python3 assets/robots/generate.py --check  # exits 1 if a file differs from what it would write
 
 Standard library only. Every link's <inertial> is computed here from its collision primitives
@@ -869,12 +869,64 @@ z = 0.75 m (plus noise). Root link `torso` is free-floating in the simulator.
     return robot
 
 
+# =============================================================================================
+# 6. planar pusher (Push-T)
+
+
+def pusher2d() -> Robot:
+    workspace, height = 0.35, 0.2  # travel +-0.35 m per axis; gantry 0.2 m above the table
+    puck_r, puck_h, puck_z = 0.025, 0.04, 0.025  # puck bottom 5 mm above the table
+    rod_r = 0.008
+    robot = Robot(
+        "pusher2d",
+        "",
+        [
+            Link("base", [box((0.02, 0.02, 0.02), (0, 0, 0.01), collide=False)], frame_only=True,
+                 color=(0.3, 0.3, 0.3, 1.0), material="dark"),
+            Link("carriage_x", [box((0.04, 2 * workspace + 0.1, 0.02))], mass=0.5, color=(0.5, 0.5, 0.5, 1.0),
+                 material="grey"),
+            Link("pusher", [
+                cylinder_between([0, 0, puck_z + puck_h / 2 - height], [0, 0, 0], rod_r),
+                cylinder(puck_r, puck_h, (0, 0, puck_z - height)),
+            ], mass=0.2, color=(0.25, 0.4, 0.9, 1.0), material="blue"),
+            Link("tip", [sphere(0.004, collide=False)], frame_only=True, color=(1, 0, 0, 1), material="tcp",
+                 note="centre of the puck (end-effector frame), no collision"),
+        ],
+        [
+            Joint("slide_x", "prismatic", "base", "carriage_x", [0, 0, height], axis=[1, 0, 0], lower=-workspace,
+                  upper=workspace, effort=50.0, velocity=1.0, damping=0.0),
+            Joint("slide_y", "prismatic", "carriage_x", "pusher", [0, 0, 0], axis=[0, 1, 0], lower=-workspace,
+                  upper=workspace, effort=50.0, velocity=1.0, damping=0.0),
+            Joint("tip_joint", "fixed", "pusher", "tip", [0, 0, puck_z - height]),
+        ],
+    )
+    robot.header = f"""
+pusher2d: a planar pusher for Push-T: a cylindrical puck moved in the table plane by two
+prismatic joints (an x-y gantry), like the disc agent of diffusion policy's Push-T
+(Chi et al. 2023, pymunk: agent radius 15 px; at 600 px/m, the scale at which the T block's
+bar is 0.2 m, that is 0.025 m).
+
+Geometry: slide_x moves the gantry beam (carriage_x, 0.5 kg, {height} m above the table) along x,
+slide_y moves the pusher (0.2 kg) along the beam in y; each travels +-{workspace} m from the
+base origin, which sits on the table top. The pusher is a rod (r {rod_r} m) down to a puck
+(r {puck_r} m, {puck_h} m tall, its bottom 5 mm above the table so that it never rubs the table);
+only the puck reaches down to objects on the table (a T block 0.03 m tall). The end-effector
+frame `tip` is the puck's centre, at z = {puck_z} m.
+Actuation: effort 50 N and velocity 1 m/s per axis (the agent of Push-T is PD-driven towards the
+commanded point: k_p 100, k_v 20 in pymunk units); no joint damping or friction.
+
+Zero pose: the puck above the base origin. The base is fixed to the world by the simulator.
+"""
+    return robot
+
+
 ROBOTS = {
     "reacher2.urdf": reacher2,
     "so101.urdf": so101,
     "arm7.urdf": arm7,
     "quadruped12.urdf": quadruped12,
     "ant.urdf": ant,
+    "pusher2d.urdf": pusher2d,
 }
 
 

@@ -34,7 +34,7 @@ macro_rules! urdf {
     };
 }
 
-static BUILTIN: [Entry; 7] = [
+static BUILTIN: [Entry; 8] = [
     Entry {
         info: RobotInfo {
             name: "pendulum",
@@ -77,6 +77,13 @@ static BUILTIN: [Entry; 7] = [
     Entry {
         info: RobotInfo { name: "ant", description: "8-DoF ant with the geometry of gymnasium/MuJoCo Ant-v5" },
         source: urdf!("ant.urdf"),
+    },
+    Entry {
+        info: RobotInfo {
+            name: "pusher2d",
+            description: "planar x-y pusher: a puck on two prismatic joints over the table (Push-T agent)",
+        },
+        source: urdf!("pusher2d.urdf"),
     },
 ];
 
@@ -199,7 +206,8 @@ mod tests {
 
     #[test]
     fn every_urdf_robot_parses_with_its_declared_dof() {
-        let expected = [("reacher2", 2), ("so101", 6), ("arm7", 8), ("quadruped12", 12), ("ant", 8), ("cartpole", 2)];
+        let expected =
+            [("reacher2", 2), ("so101", 6), ("arm7", 8), ("quadruped12", 12), ("ant", 8), ("cartpole", 2), ("pusher2d", 2)];
         for (name, dof) in expected {
             let model = builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(model.actuated_joints().len(), dof, "{name}");

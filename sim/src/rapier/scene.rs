@@ -7,6 +7,7 @@ use rand_chacha::rand_core::RngCore;
 use rapier3d::prelude::*;
 
 use super::articulation::{Articulation, SpawnOptions};
+use super::objects::{Objects, ObjectsSpec, coverage, planar};
 use super::task::{ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
 use crate::SimError;
 
@@ -31,6 +32,10 @@ pub struct SceneSpec {
     pub obs_dim: usize,
     /// Critic observation length.
     pub critic_dim: usize,
+    /// Index among the actuated joints of the gripper driven by the last action component.
+    pub gripper: Option<usize>,
+    /// What the scenes share about their objects.
+    pub objects: ObjectsSpec,
 }
 
 impl SceneSpec {
@@ -50,7 +55,14 @@ impl SceneSpec {
             }
             names.iter().map(|name| find(field, name)).collect()
         };
-        let driven = find_all("action.joints", &config.action.joints)?;
+        let gripper = match &config.action.gripper {
+            Some(g) => Some(find("action.gripper.joint", &g.joint)?),
+            None => None,
+        };
+        let mut driven = find_all("action.joints", &config.action.joints)?;
+        if config.action.joints.is_empty() {
+            driven.retain(|&j| Some(j) != gripper);
+        }
         let mut default_q = vec![0.0; actuated.len()];
         for (name, &value) in &config.scene.default_joint_positions {
             default_q[find("scene.default_joint_positions", name)?] = value;
@@ -81,24 +93,63 @@ impl SceneSpec {
             })?),
             None => None,
         };
-        let needs_ee = |terms: &[ObsTerm]| terms.iter().any(|t| matches!(t.term, ObsKind::EePos | ObsKind::EeToTarget));
+        let needs_ee = |terms: &[ObsTerm]| {
+            terms.iter().any(|t| matches!(t.term, ObsKind::EePos | ObsKind::EeToTarget | ObsKind::EeToObject))
+        };
         let uses_ee = needs_ee(&config.observations.policy)
             || config.observations.critic.as_deref().is_some_and(needs_ee)
-            || config.rewards.values().any(|r| matches!(r.term, RewardKind::EeDistance | RewardKind::EeDistanceTanh))
+            || config.rewards.values().any(|r| {
+                matches!(r.term, RewardKind::EeDistance | RewardKind::EeDistanceTanh | RewardKind::EeObjectDistanceTanh)
+            })
             || matches!(config.success, SuccessTerm::EeNearTarget { .. });
+        let needs_object = |terms: &[ObsTerm]| terms.iter().any(|t| is_object_obs(t.term));
+        let uses_object = needs_object(&config.observations.policy)
+            || config.observations.critic.as_deref().is_some_and(needs_object)
+            || config.rewards.values().any(|r| {
+                matches!(
+                    r.term,
+                    RewardKind::EeObjectDistanceTanh
+                        | RewardKind::ObjectLifted
+                        | RewardKind::ObjectGoalDistanceTanh
+                        | RewardKind::TCoverage
+                )
+            })
+            || matches!(config.success, SuccessTerm::ObjectAtGoal { .. } | SuccessTerm::TCoverage { .. });
+        if uses_object && config.scene.objects.is_empty() {
+            return Err(bad("the task uses object terms but `env.scene.objects` is empty".into()));
+        }
+        let uses_opening = |terms: &[ObsTerm]| terms.iter().any(|t| t.term == ObsKind::GripperOpening);
+        let opening = uses_opening(&config.observations.policy)
+            || config.observations.critic.as_deref().is_some_and(uses_opening);
+        if opening && gripper.is_none() {
+            return Err(bad("the `gripper_opening` observation needs `env.action.gripper`".into()));
+        }
         if uses_ee && end_effector.is_none() {
             return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
         }
-        let (na, n) = (actuated.len(), driven.len());
+        let (na, n) = (actuated.len(), driven.len() + gripper.is_some() as usize);
         let dim = |terms: &[ObsTerm]| terms.iter().map(|t| obs_dim(t.term, na, n)).sum();
         let obs_dim = dim(&config.observations.policy);
         let critic_dim = config.observations.critic.as_deref().map_or(obs_dim, dim);
-        Ok(Self { config, model, driven, default_q, rewards, terminations, end_effector, obs_dim, critic_dim })
+        let objects = ObjectsSpec::new(&config.scene.objects, config.scene.table.as_ref());
+        Ok(Self {
+            config,
+            model,
+            driven,
+            default_q,
+            rewards,
+            terminations,
+            end_effector,
+            obs_dim,
+            critic_dim,
+            gripper,
+            objects,
+        })
     }
 
-    /// Number of action components.
+    /// Number of action components (the driven joints, then the gripper if any).
     pub fn num_actions(&self) -> usize {
-        self.driven.len()
+        self.driven.len() + self.gripper.is_some() as usize
     }
 }
 
@@ -108,9 +159,17 @@ fn obs_dim(kind: ObsKind, na: usize, n: usize) -> usize {
         ObsKind::JointPos | ObsKind::JointVel => na,
         ObsKind::LastAction => n,
         ObsKind::JointPosCosSin => 2 * na,
-        ObsKind::BaseHeight => 1,
+        ObsKind::BaseHeight | ObsKind::GripperOpening => 1,
+        ObsKind::ObjectYawCosSin => 2,
+        ObsKind::ObjectQuat => 4,
         _ => 3,
     }
+}
+
+/// Whether an observation term is about the object.
+fn is_object_obs(kind: ObsKind) -> bool {
+    use ObsKind::*;
+    matches!(kind, ObjectPos | ObjectQuat | ObjectYawCosSin | ObjectToGoal | EeToObject)
 }
 
 /// Uniform draw in `[r[0], r[1]]`.
@@ -143,8 +202,11 @@ pub struct Scene {
     latency: usize,
     /// Command actually applied this step, `[num_actuated]`.
     applied: Vec<f32>,
+    /// Objects and table.
+    objects: Objects,
     // Task state.
     target: Vector,
+    target_yaw: f32,
     velocity_command: [f32; 3],
     command_timer: f32,
     push_timer: f32,
@@ -183,6 +245,7 @@ impl Scene {
             groups: InteractionGroups::all(),
         };
         let robot = Articulation::spawn(&mut world, &spec.model, s.actuator, &options)?;
+        let objects = Objects::build(&mut world, &s.objects, s.table.as_ref());
         let base_mass = robot.root_mass_properties();
         let na = robot.num_actuated();
         let n = spec.num_actions();
@@ -203,7 +266,9 @@ impl Scene {
             delay_head: 0,
             latency: 0,
             applied: vec![0.0; na],
+            objects,
             target: Vector::ZERO,
+            target_yaw: 0.0,
             velocity_command: [0.0; 3],
             command_timer: 0.0,
             push_timer: 0.0,
@@ -228,6 +293,37 @@ impl Scene {
     /// The current target position in the base frame, m.
     pub fn target(&self) -> Vector {
         self.target
+    }
+
+    /// The current target yaw (of the object, planar goals), rad.
+    pub fn target_yaw(&self) -> f32 {
+        self.target_yaw
+    }
+
+    /// Number of objects.
+    pub fn num_objects(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// World pose of object `i` (as listed in `scene.objects`).
+    pub fn object_pose(&self, i: usize) -> Pose {
+        self.objects.pose(&self.world, i)
+    }
+
+    /// World poses of the objects, in `scene.objects` order (for viewers).
+    pub fn object_poses(&self) -> impl Iterator<Item = Pose> + '_ {
+        (0..self.objects.len()).map(|i| self.objects.pose(&self.world, i))
+    }
+
+    /// The latest command of every actuated joint, in the actuator's units (position targets
+    /// in position mode).
+    pub fn commands(&self) -> &[f32] {
+        &self.command
+    }
+
+    /// Current actuated joint velocities, rad/s or m/s.
+    pub fn joint_velocities(&self) -> &[f32] {
+        &self.qd
     }
 
     /// The current velocity command `(vx, vy, yaw rate)`.
@@ -264,7 +360,8 @@ impl Scene {
         self.running_return = 0.0;
 
         // Domain randomization drawn per episode.
-        let friction = c.scene.friction * uniform(&mut self.rng, e.friction_scale);
+        let friction_scale = uniform(&mut self.rng, e.friction_scale);
+        let friction = c.scene.friction * friction_scale;
         for (_, collider) in self.world.colliders.iter_mut() {
             collider.set_friction(friction);
         }
@@ -298,6 +395,11 @@ impl Scene {
         }
         self.start_x = base.translation.x;
         self.robot.set_state(&mut self.world, base, Vector::ZERO, Vector::ZERO, &self.q, &self.qd);
+        if !self.objects.is_empty() {
+            let ee = spec.end_effector.map(|l| self.robot.link_pose(&self.world, l).translation);
+            let s = &c.scene;
+            self.objects.reset(&mut self.world, &s.objects, s.table.as_ref(), &mut self.rng, ee, friction_scale);
+        }
         self.prev_qd.copy_from_slice(&self.qd);
         self.action.fill(0.0);
         self.prev_action.fill(0.0);
@@ -323,6 +425,9 @@ impl Scene {
                 uniform(&mut self.rng, r[1]),
                 uniform(&mut self.rng, r[2]),
             );
+        }
+        if let Some(r) = c.target_yaw {
+            self.target_yaw = uniform(&mut self.rng, r);
         }
         if let Some(r) = c.velocity {
             for (k, range) in r.iter().enumerate() {
@@ -351,6 +456,10 @@ impl Scene {
                 }
                 ActionKind::JointVelocity | ActionKind::JointEffort => a,
             };
+        }
+        if let (Some(j), Some(g)) = (spec.gripper, &c.action.gripper) {
+            let a = self.action[spec.driven.len()].clamp(-1.0, 1.0);
+            self.command[j] = g.closed + 0.5 * (a + 1.0) * (g.open - g.closed);
         }
         // Latency: write this step's command, apply the one issued `latency` steps ago.
         let slots = self.delay.len() / na.max(1);
@@ -431,6 +540,7 @@ impl Scene {
             TerminationTerm::BaseHeightOut { min, max } => !(min..=max).contains(&pose.translation.z),
             TerminationTerm::BaseTilt { max_angle } => (pose.rotation * Vector::Z).z < max_angle.cos(),
             TerminationTerm::JointOut { min, max, .. } => !(min..=max).contains(&self.q[*j]),
+            TerminationTerm::Success => self.success(spec),
         })
     }
 
@@ -442,6 +552,11 @@ impl Scene {
                 let travelled = self.base_pose().translation.x - self.start_x;
                 travelled >= speed * self.dt * self.elapsed.max(1) as f32
             }
+            SuccessTerm::ObjectAtGoal { distance, max_joint_speed } => {
+                (self.object_position() - self.target).length() < distance
+                    && self.qd.iter().all(|v| v.abs() < max_joint_speed)
+            }
+            SuccessTerm::TCoverage { threshold } => self.coverage(spec) >= threshold,
         }
     }
 
@@ -507,6 +622,15 @@ impl Scene {
                 .sum(),
             RewardKind::EeDistance => self.ee_distance(spec),
             RewardKind::EeDistanceTanh => 1.0 - (self.ee_distance(spec) / std).tanh(),
+            RewardKind::EeObjectDistanceTanh => {
+                1.0 - ((self.object_position() - self.ee_position(spec)).length() / std).tanh()
+            }
+            RewardKind::ObjectLifted => (self.object_lift(spec) > term.min_height) as u8 as f32,
+            RewardKind::ObjectGoalDistanceTanh => {
+                let lifted = self.object_lift(spec) > term.min_height;
+                lifted as u8 as f32 * (1.0 - ((self.target - self.object_position()).length() / std).tanh())
+            }
+            RewardKind::TCoverage => self.coverage(spec),
         }
     }
 
@@ -550,7 +674,44 @@ impl Scene {
             ObsKind::EePos => put3(out, self.ee_position(spec)),
             ObsKind::TargetPos => put3(out, self.target),
             ObsKind::EeToTarget => put3(out, self.target - self.ee_position(spec)),
+            ObsKind::ObjectPos => put3(out, self.object_position()),
+            ObsKind::ObjectQuat => {
+                let r = self.base_pose().rotation.inverse() * self.objects.pose(&self.world, 0).rotation;
+                let r = if r.w < 0.0 { -r } else { r };
+                out.copy_from_slice(&r.to_array());
+            }
+            ObsKind::ObjectYawCosSin => {
+                let r = self.base_pose().rotation.inverse() * self.objects.pose(&self.world, 0).rotation;
+                (out[1], out[0]) = super::objects::yaw_of(r).sin_cos();
+            }
+            ObsKind::ObjectToGoal => put3(out, self.target - self.object_position()),
+            ObsKind::EeToObject => put3(out, self.object_position() - self.ee_position(spec)),
+            ObsKind::GripperOpening => {
+                out[0] = match (spec.gripper, &spec.config.action.gripper) {
+                    (Some(j), Some(g)) => (self.q[j] - g.closed) / (g.open - g.closed),
+                    _ => 0.0,
+                }
+            }
         }
+    }
+
+    /// Position of the object (the first) in the base frame, m.
+    fn object_position(&self) -> Vector {
+        self.base_pose().inverse_transform_point(self.objects.pose(&self.world, 0).translation)
+    }
+
+    /// Height of the object above its resting height on the table, m.
+    fn object_lift(&self, spec: &SceneSpec) -> f32 {
+        let rest = spec.objects.table_top + spec.config.scene.objects[0].shape.half_height();
+        self.objects.pose(&self.world, 0).translation.z - rest
+    }
+
+    /// Fraction of the goal footprint (the object at the target and target yaw, base frame)
+    /// covered by the object.
+    pub fn coverage(&self, spec: &SceneSpec) -> f32 {
+        let Some(object) = spec.config.scene.objects.first() else { return 0.0 };
+        let goal = self.base_pose() * Pose::from_parts(self.target, Rotation::from_rotation_z(self.target_yaw));
+        coverage(&object.shape, &spec.objects.grid, planar(&goal), planar(&self.objects.pose(&self.world, 0)))
     }
 }
 

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use embodia_robots::ActuatorConfig;
 use serde::{Deserialize, Serialize};
 
+pub use super::objects::{ObjectConfig, ObjectShape, TableConfig};
+
 /// A closed interval `[low, high]`.
 pub type Range = [f32; 2];
 
@@ -69,6 +71,12 @@ pub struct SceneConfig {
     pub self_collisions: bool,
     /// Solver iterations of rapier (more: stiffer contacts, slower).
     pub solver_iterations: u32,
+    /// Dynamic objects, placed at reset; object terms refer to the first.
+    #[serde(default)]
+    pub objects: Vec<ObjectConfig>,
+    /// A static table the objects stand on (else they stand on the ground at z = 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<TableConfig>,
 }
 
 impl SceneConfig {
@@ -91,6 +99,24 @@ pub struct ActionConfig {
     pub scale: f32,
     /// Actions are clipped to `[-clip, clip]` before scaling.
     pub clip: f32,
+    /// A gripper driven by one more action component, after those of `joints`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gripper: Option<GripperAction>,
+}
+
+/// A gripper joint driven by the last action component `a ∈ [-1, 1]` (clipped): its position
+/// target is `closed + (a + 1)/2 · (open − closed)`, so −1 closes and +1 opens it. The joint
+/// must be actuated in position mode; `joints` (or, empty, every actuated joint) then leaves it
+/// out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GripperAction {
+    /// The gripper's actuated joint (a mimic joint follows it).
+    pub joint: String,
+    /// Position target when open, rad or m.
+    pub open: f32,
+    /// Position target when closed, rad or m (past the object, so that the gripper squeezes).
+    pub closed: f32,
 }
 
 /// What an action component sets.
@@ -187,6 +213,19 @@ pub enum ObsKind {
     TargetPos,
     /// Target minus end-effector position, `[3]`, m.
     EeToTarget,
+    /// Position of the object (the first of `scene.objects`), `[3]`, m.
+    ObjectPos,
+    /// Orientation of the object relative to the base as a unit quaternion `[x, y, z, w]`
+    /// (sign chosen with `w >= 0`), `[4]`.
+    ObjectQuat,
+    /// Yaw of the object relative to the base as `cos, sin`, `[2]` (planar tasks).
+    ObjectYawCosSin,
+    /// Target minus object position, `[3]`, m.
+    ObjectToGoal,
+    /// Object minus end-effector position, `[3]`, m.
+    EeToObject,
+    /// Gripper opening, 0 at the `closed` target and 1 at `open`, `[1]`.
+    GripperOpening,
 }
 
 /// A weighted reward term.
@@ -203,12 +242,26 @@ pub struct RewardTerm {
     /// Joints a `joint_*` term sums over, by name; empty means every actuated joint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub joints: Vec<String>,
+    /// Lift height above its resting height (on the table) at which the object counts as
+    /// lifted, m: the threshold of `object_lifted` and `object_goal_distance_tanh`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_height: f32,
+}
+
+fn is_zero(v: &f32) -> bool {
+    *v == 0.0
 }
 
 impl RewardTerm {
     /// `weight × term` with the default kernel width, over every joint.
     pub fn new(term: RewardKind, weight: f32) -> Self {
-        Self { term, weight, std: 1.0, joints: Vec::new() }
+        Self { term, weight, std: 1.0, joints: Vec::new(), min_height: 0.0 }
+    }
+
+    /// With lift threshold `min_height`, m.
+    pub fn min_height(mut self, min_height: f32) -> Self {
+        self.min_height = min_height;
+        self
     }
 
     /// With kernel width `std`.
@@ -264,6 +317,16 @@ pub enum RewardKind {
     EeDistance,
     /// `1 − tanh(distance / std)`: dense, saturating near the target.
     EeDistanceTanh,
+    /// `1 − tanh(|object − end effector| / std)`: reaching the object (Isaac Lab Lift).
+    EeObjectDistanceTanh,
+    /// 1 while the object is more than `min_height` above its resting height.
+    ObjectLifted,
+    /// `1 − tanh(|target − object| / std)` while the object is lifted (above `min_height`),
+    /// else 0.
+    ObjectGoalDistanceTanh,
+    /// Fraction of the goal footprint (the object at the target position and `target_yaw`)
+    /// that the object covers, in `[0, 1]` (Push-T).
+    TCoverage,
 }
 
 /// Terminal conditions.
@@ -291,6 +354,8 @@ pub enum TerminationTerm {
         /// Upper bound, rad or m.
         max: f32,
     },
+    /// The success term holds: the episode ends on success (Push-T).
+    Success,
 }
 
 /// What counts as success.
@@ -309,6 +374,20 @@ pub enum SuccessTerm {
         /// Mean forward speed, m/s.
         speed: f32,
     },
+    /// The object is within `distance` of the target and every joint is slower than
+    /// `max_joint_speed` (the robot holds it still there).
+    ObjectAtGoal {
+        /// Radius, m.
+        distance: f32,
+        /// Largest joint speed, rad/s or m/s.
+        max_joint_speed: f32,
+    },
+    /// The object covers at least `threshold` of the goal footprint (the object's footprint
+    /// at the target position and `target_yaw`), as Push-T's success.
+    TCoverage {
+        /// Coverage fraction in `[0, 1]`.
+        threshold: f32,
+    },
 }
 
 /// What the robot is asked to do.
@@ -318,6 +397,9 @@ pub struct CommandConfig {
     /// Target positions are drawn uniformly in this box (base frame, m), `[x, y, z]` ranges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<[Range; 3]>,
+    /// Target yaw (of the object, for planar goals) is drawn uniformly in this range, rad.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_yaw: Option<Range>,
     /// Velocity commands are drawn uniformly: `[vx (m/s), vy (m/s), yaw rate (rad/s)]` ranges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub velocity: Option<[Range; 3]>,
@@ -417,8 +499,24 @@ impl TaskConfig {
             return Err("`env.events` friction and gain scales must be >= 0".into());
         }
         for (name, r) in &self.rewards {
-            if !r.weight.is_finite() || !(r.std.is_finite() && r.std > 0.0) {
-                return Err(format!("`env.rewards.{name}`: weight must be finite and std > 0"));
+            if !r.weight.is_finite() || !(r.std.is_finite() && r.std > 0.0) || !r.min_height.is_finite() {
+                return Err(format!("`env.rewards.{name}`: weight and min_height must be finite and std > 0"));
+            }
+        }
+        for (i, o) in s.objects.iter().enumerate() {
+            o.validate(&format!("env.scene.objects[{i}]"))?;
+        }
+        if let Some(t) = &s.table {
+            if !(t.size.iter().all(|v| v.is_finite() && *v > 0.0) && t.height.is_finite() && t.friction >= 0.0) {
+                return Err("`env.scene.table`: size must be positive, height finite and friction >= 0".into());
+            }
+        }
+        if let Some(g) = &self.action.gripper {
+            if !(g.open.is_finite() && g.closed.is_finite() && g.open != g.closed) {
+                return Err("`env.action.gripper`: open and closed must be different finite numbers".into());
+            }
+            if s.actuator.mode != embodia_robots::ControlMode::Position {
+                return Err("`env.action.gripper` needs `env.scene.actuator.mode = \"position\"`".into());
             }
         }
         Ok(())

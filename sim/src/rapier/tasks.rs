@@ -24,7 +24,7 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 }
 
 /// The rapier tasks, in registry order.
-pub fn rapier_tasks() -> [RapierTask; 5] {
+pub fn rapier_tasks() -> [RapierTask; 8] {
     [
         RapierTask {
             info: info("cartpole", "rapier cart-pole: push the cart to keep the pole upright (Isaac Lab Cartpole)", false),
@@ -49,6 +49,30 @@ pub fn rapier_tasks() -> [RapierTask; 5] {
                 false,
             ),
             config: quadruped_velocity,
+        },
+        RapierTask {
+            info: info(
+                "pick-cube",
+                "7-DoF Panda-like arm: pick up a 5 cm cube and hold it at a random point (Isaac Lab Lift)",
+                true,
+            ),
+            config: pick_cube,
+        },
+        RapierTask {
+            info: info(
+                "pick-cube-so101",
+                "SO-101-like arm: pick up a 2.5 cm cube with the jaw and hold it at a random point",
+                true,
+            ),
+            config: pick_cube_so101,
+        },
+        RapierTask {
+            info: info(
+                "push-t",
+                "planar pusher: push a T block onto a fixed goal pose, success at 95% coverage (diffusion policy Push-T)",
+                true,
+            ),
+            config: push_t,
         },
     ]
 }
@@ -79,8 +103,16 @@ pub fn cartpole() -> TaskConfig {
             friction: 0.5,
             self_collisions: false,
             solver_iterations: 4,
+            objects: Vec::new(),
+            table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointEffort, joints: vec!["slider".into()], scale: 100.0, clip: 1.0 },
+        action: ActionConfig {
+            kind: ActionKind::JointEffort,
+            joints: vec!["slider".into()],
+            scale: 100.0,
+            clip: 1.0,
+            gripper: None,
+        },
         observations: ObservationGroups {
             policy: vec![ObsTerm::of(ObsKind::JointPos), ObsTerm::of(ObsKind::JointVel)],
             critic: None,
@@ -101,7 +133,7 @@ pub fn cartpole() -> TaskConfig {
             },
         ],
         success: SuccessTerm::None,
-        command: CommandConfig { target: None, velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0 },
         events: EventConfig {
             joint_position_noise: [-0.125 * std::f32::consts::PI, 0.125 * std::f32::consts::PI],
             joint_velocity_noise: [-0.5, 0.5],
@@ -132,8 +164,10 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
             friction: 1.0,
             self_collisions: false,
             solver_iterations: 4,
+            objects: Vec::new(),
+            table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointPosition, joints: Vec::new(), scale: 0.5, clip: 1.0 },
+        action: ActionConfig { kind: ActionKind::JointPosition, joints: Vec::new(), scale: 0.5, clip: 1.0, gripper: None },
         observations: ObservationGroups {
             policy: vec![
                 ObsTerm::of(ObsKind::JointPos),
@@ -152,7 +186,7 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
         ]),
         terminations: Vec::new(),
         success: SuccessTerm::EeNearTarget { distance: 0.02 },
-        command: CommandConfig { target: Some(target), velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0 },
         events: EventConfig { joint_position_noise: [-0.1, 0.1], ..EventConfig::default() },
         episode_steps: 200,
         solve_threshold: f32::INFINITY,
@@ -195,8 +229,10 @@ pub fn ant_run() -> TaskConfig {
             friction: 1.0,
             self_collisions: false,
             solver_iterations: 4,
+            objects: Vec::new(),
+            table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointEffort, joints: Vec::new(), scale: 150.0, clip: 1.0 },
+        action: ActionConfig { kind: ActionKind::JointEffort, joints: Vec::new(), scale: 150.0, clip: 1.0, gripper: None },
         observations: ObservationGroups {
             policy: vec![
                 ObsTerm::of(ObsKind::BaseHeight),
@@ -215,7 +251,7 @@ pub fn ant_run() -> TaskConfig {
         ]),
         terminations: vec![TerminationTerm::BaseHeightOut { min: 0.2, max: 1.0 }],
         success: SuccessTerm::None,
-        command: CommandConfig { target: None, velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0 },
         events: EventConfig { joint_position_noise: [-0.1, 0.1], joint_velocity_noise: [-0.1, 0.1], ..EventConfig::default() },
         episode_steps: 1000,
         solve_threshold: 3000.0,
@@ -249,8 +285,10 @@ pub fn quadruped_velocity() -> TaskConfig {
             friction: 1.0,
             self_collisions: false,
             solver_iterations: 4,
+            objects: Vec::new(),
+            table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointPosition, joints: Vec::new(), scale: 0.25, clip: 100.0 },
+        action: ActionConfig { kind: ActionKind::JointPosition, joints: Vec::new(), scale: 0.25, clip: 100.0, gripper: None },
         observations: ObservationGroups {
             policy: vec![
                 ObsTerm::of(ObsKind::BaseLinVel).scaled(2.0).noisy(0.1),
@@ -281,6 +319,7 @@ pub fn quadruped_velocity() -> TaskConfig {
         success: SuccessTerm::None,
         command: CommandConfig {
             target: None,
+            target_yaw: None,
             velocity: Some([[-1.0, 1.0], [-1.0, 1.0], [-1.0, 1.0]]),
             resample_s: 10.0,
         },
@@ -296,5 +335,227 @@ pub fn quadruped_velocity() -> TaskConfig {
         },
         episode_steps: 1000,
         solve_threshold: 15.0,
+    }
+}
+
+/// A cube of side `2 × half` m on the table, drawn in `x × y` (world = base frame) at reset.
+fn cube(half: f32, mass: f32, x: Range, y: Range) -> ObjectConfig {
+    ObjectConfig {
+        name: "cube".into(),
+        shape: ObjectShape::Box { half_extents: [half; 3] },
+        mass,
+        friction: 1.0,
+        color: [0.85, 0.15, 0.1, 1.0],
+        x,
+        y,
+        yaw: [0.0, 0.0],
+        min_ee_distance: 0.0,
+    }
+}
+
+/// Lift a cube and hold it at a target, after Isaac Lab's `Isaac-Lift-Cube-Franka-v0`
+/// (`manager_based/manipulation/lift`): joint-position actions for the arm (target = default +
+/// `scale` × action) and one gripper action, observations of joints, object position, target
+/// and last action, and its rewards: reaching the object (`1 − tanh(d/0.1)`, weight 1), the
+/// object lifted (weight 15), the lifted object's distance to the target (`1 − tanh(d/0.3)`,
+/// weight 16, and `1 − tanh(d/0.05)`, weight 5), action rate and joint velocity penalties
+/// (−1e-4 each). 50 Hz control (0.01 s physics × 2), 5 s episodes, target resampled only at
+/// reset (Isaac Lab: every 5 s, the episode length). Success: the cube within 2.5 cm of the
+/// target with every joint slower than 0.2 rad/s (or m/s) at the end of the episode.
+#[allow(clippy::too_many_arguments)]
+fn lift(
+    robot: &str,
+    end_effector: &str,
+    default_joints: &[(&str, f32)],
+    arm: &[&str],
+    gripper: GripperAction,
+    actuator: ActuatorConfig,
+    action_scale: f32,
+    object: ObjectConfig,
+    table: TableConfig,
+    target: [Range; 3],
+    min_height: f32,
+) -> TaskConfig {
+    use RewardKind::*;
+    TaskConfig {
+        scene: SceneConfig {
+            robot: robot.into(),
+            fixed_base: true,
+            base_position: [0.0, 0.0, table.height],
+            default_joint_positions: joints(default_joints),
+            end_effector: Some(end_effector.into()),
+            actuator,
+            physics_dt: 0.01,
+            decimation: 2,
+            ground: false,
+            friction: 1.0,
+            self_collisions: false,
+            // 4 iterations let a held cube creep in the grasp and slip out (rapier 0.36).
+            solver_iterations: 8,
+            objects: vec![object],
+            table: Some(table),
+        },
+        action: ActionConfig {
+            kind: ActionKind::JointPosition,
+            joints: arm.iter().map(|j| j.to_string()).collect(),
+            scale: action_scale,
+            clip: 1.0,
+            gripper: Some(gripper),
+        },
+        observations: ObservationGroups {
+            policy: vec![
+                ObsTerm::of(ObsKind::JointPos),
+                ObsTerm::of(ObsKind::JointVel).scaled(0.1),
+                ObsTerm::of(ObsKind::GripperOpening),
+                ObsTerm::of(ObsKind::ObjectPos),
+                ObsTerm::of(ObsKind::TargetPos),
+                ObsTerm::of(ObsKind::EeToObject),
+                ObsTerm::of(ObsKind::ObjectToGoal),
+                ObsTerm::of(ObsKind::LastAction),
+            ],
+            critic: None,
+        },
+        rewards: rewards(&[
+            ("reaching_object", RewardTerm::new(EeObjectDistanceTanh, 1.0).std(0.1)),
+            ("lifting_object", RewardTerm::new(ObjectLifted, 15.0).min_height(min_height)),
+            ("object_goal_tracking", RewardTerm::new(ObjectGoalDistanceTanh, 16.0).std(0.3).min_height(min_height)),
+            (
+                "object_goal_tracking_fine_grained",
+                RewardTerm::new(ObjectGoalDistanceTanh, 5.0).std(0.05).min_height(min_height),
+            ),
+            ("action_rate", RewardTerm::new(ActionRateL2, -1e-4)),
+            ("joint_vel", RewardTerm::new(JointVelL2, -1e-4)),
+        ]),
+        terminations: Vec::new(),
+        success: SuccessTerm::ObjectAtGoal { distance: 0.025, max_joint_speed: 0.2 },
+        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0 },
+        events: EventConfig { joint_position_noise: [-0.05, 0.05], ..EventConfig::default() },
+        episode_steps: 250,
+        solve_threshold: 0.8,
+    }
+}
+
+/// Pick-cube with the 7-DoF arm (Isaac Lab Lift with the Franka): a 5 cm, 0.1 kg cube drawn
+/// at x ∈ [0.4, 0.6], y ∈ [-0.25, 0.25] m on a table level with the base, target in
+/// x ∈ [0.4, 0.6], y ∈ [-0.25, 0.25], z ∈ [0.25, 0.5] m. The default pose puts the hand
+/// pointing down at (0.61, 0, 0.27) m, in the middle of the joint ranges that top-down grasps
+/// and holds over those boxes need, and arm targets lie within ±1 rad of it (Isaac Lab: ±0.5
+/// rad around a pose with a tilted hand); fingers (`finger_joint1`, the other mimics it) 0.04 m
+/// open, 0 closed (squeezing a 5 cm cube with 400 N/m × 1.5 cm ≈ 6 N per finger). Lifted:
+/// 2 cm above rest (Isaac Lab: cube centre above 0.04 m, 1.6 cm above its rest).
+pub fn pick_cube() -> TaskConfig {
+    lift(
+        "arm7",
+        "tcp",
+        &[
+            ("joint2", 0.24),
+            ("joint4", -1.92),
+            ("joint6", 2.16),
+            ("joint7", 0.785),
+            ("finger_joint1", 0.04),
+        ],
+        &["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7"],
+        GripperAction { joint: "finger_joint1".into(), open: 0.04, closed: 0.0 },
+        ActuatorConfig { armature: 0.1, ..ActuatorConfig::position(400.0, 40.0) },
+        1.0,
+        cube(0.025, 0.1, [0.4, 0.6], [-0.25, 0.25]),
+        TableConfig { center: [0.45, 0.0], size: [1.1, 1.0], height: 0.0, friction: 0.5 },
+        [[0.4, 0.6], [-0.25, 0.25], [0.25, 0.5]],
+        0.02,
+    )
+}
+
+/// Pick-cube with the SO-101-like arm: a 2.5 cm, 30 g cube drawn at x ∈ [0.15, 0.25],
+/// y ∈ [-0.1, 0.1] m, target x ∈ [0.15, 0.25], y ∈ [-0.1, 0.1], z ∈ [0.06, 0.14] m (the arm's
+/// reach is 0.41 m from the shoulder, but wrist_flex's 95° limit keeps a top-down grasp below
+/// about 0.1 m); a default pose with the gripper pointing down at (0.22, 0, 0.05) m and arm
+/// targets within ±1 rad of it; the jaw (`gripper`) open at 0.6 rad (a 4.5 cm gap) and
+/// closed at −0.17 rad (its lower limit, squeezing at the servo's 2.94 N·m). Lifted: 2 cm.
+pub fn pick_cube_so101() -> TaskConfig {
+    lift(
+        "so101",
+        "gripper_frame",
+        &[("shoulder_lift", 0.3), ("wrist_flex", 1.25), ("gripper", 0.6)],
+        &["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"],
+        GripperAction { joint: "gripper".into(), open: 0.6, closed: -0.174533 },
+        ActuatorConfig { armature: 0.01, ..ActuatorConfig::position(40.0, 2.0) },
+        1.0,
+        cube(0.0125, 0.03, [0.15, 0.25], [-0.1, 0.1]),
+        TableConfig { center: [0.2, 0.0], size: [0.6, 0.6], height: 0.0, friction: 0.5 },
+        [[0.15, 0.25], [-0.1, 0.1], [0.06, 0.14]],
+        0.02,
+    )
+}
+
+/// Push-T after diffusion policy (Chi et al. 2023, `PushTEnv`), in metres at 600 px/m: a T
+/// block (bar 0.2 × 0.05 m, stem 0.05 × 0.15 m, 3 cm tall, 0.1 kg) drawn at x, y ∈
+/// [-0.2, 0.2] m (the env's 100..400 px of 512), any yaw, pushed by the `pusher2d` puck
+/// (r 0.025 m = 15 px) whose start is drawn within ±0.3 m; goal pose fixed at the centre with
+/// yaw π/4 (the env's (256, 256, π/4)). 10 Hz control (0.01 s physics × 10), actions move the
+/// puck's position target by up to 5 cm per step (0.5 m/s); PD drive 300 N/m, 30 N·s/m.
+/// Reward: the goal-coverage fraction (the env's is `clip(coverage / 0.95, 0, 1)`); the episode
+/// ends at 95% coverage (success), else after 300 steps (30 s), as in the env. Unlike the
+/// 2-D pymunk env, the block slides on a table with friction 0.5 (μ averaged with the block's),
+/// which the pymunk env models without friction but with damping.
+pub fn push_t() -> TaskConfig {
+    use RewardKind::*;
+    let height = 0.03;
+    TaskConfig {
+        scene: SceneConfig {
+            robot: "pusher2d".into(),
+            fixed_base: true,
+            base_position: [0.0, 0.0, 0.0],
+            default_joint_positions: BTreeMap::new(),
+            end_effector: Some("tip".into()),
+            actuator: ActuatorConfig::position(300.0, 30.0),
+            physics_dt: 0.01,
+            decimation: 10,
+            ground: false,
+            friction: 0.5,
+            self_collisions: false,
+            solver_iterations: 4,
+            objects: vec![ObjectConfig {
+                name: "tee".into(),
+                shape: ObjectShape::TBlock { bar: [0.2, 0.05], stem: [0.05, 0.15], height },
+                mass: 0.1,
+                friction: 0.5,
+                color: [0.47, 0.53, 0.6, 1.0],
+                x: [-0.2, 0.2],
+                y: [-0.2, 0.2],
+                yaw: [-std::f32::consts::PI, std::f32::consts::PI],
+                min_ee_distance: 0.25,
+            }],
+            table: Some(TableConfig { center: [0.0, 0.0], size: [0.9, 0.9], height: 0.0, friction: 0.5 }),
+        },
+        action: ActionConfig {
+            kind: ActionKind::JointPositionDelta,
+            joints: Vec::new(),
+            scale: 0.05,
+            clip: 1.0,
+            gripper: None,
+        },
+        observations: ObservationGroups {
+            policy: vec![
+                ObsTerm::of(ObsKind::JointPos),
+                ObsTerm::of(ObsKind::JointVel).scaled(0.1),
+                ObsTerm::of(ObsKind::ObjectPos),
+                ObsTerm::of(ObsKind::ObjectYawCosSin),
+                ObsTerm::of(ObsKind::EeToObject),
+                ObsTerm::of(ObsKind::LastAction),
+            ],
+            critic: None,
+        },
+        rewards: rewards(&[("coverage", RewardTerm::new(TCoverage, 1.0))]),
+        terminations: vec![TerminationTerm::Success],
+        success: SuccessTerm::TCoverage { threshold: 0.95 },
+        command: CommandConfig {
+            target: Some([[0.0, 0.0], [0.0, 0.0], [height / 2.0, height / 2.0]]),
+            target_yaw: Some([std::f32::consts::FRAC_PI_4, std::f32::consts::FRAC_PI_4]),
+            velocity: None,
+            resample_s: 0.0,
+        },
+        events: EventConfig { joint_position_noise: [-0.3, 0.3], ..EventConfig::default() },
+        episode_steps: 300,
+        solve_threshold: 0.8,
     }
 }

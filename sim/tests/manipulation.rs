@@ -1,0 +1,204 @@
+//! Manipulation tasks: objects on a table, their terms, forward kinematics, and the scripted
+//! experts that solve reach, pick-cube and push-t.
+
+use embodia_robots::builtin;
+use embodia_sim::rapier::expert::{ExpertEval, evaluate_expert};
+use embodia_sim::rapier::kinematics::Kinematics;
+use embodia_sim::rapier::objects::{COVERAGE_CELL, ObjectShape, coverage, planar};
+use embodia_sim::rapier::task::{ObsKind, ObsTerm, SuccessTerm};
+use embodia_sim::rapier::{RapierEnv, TaskConfig, rapier_tasks};
+use embodia_sim::{SimError, VecEnv, task_config};
+use rapier3d::prelude::*;
+
+fn env(name: &str, config: TaskConfig, n: usize) -> Result<RapierEnv, SimError> {
+    let task = rapier_tasks().into_iter().find(|t| t.info.name == name).unwrap();
+    let model = builtin(&config.scene.robot).unwrap();
+    RapierEnv::new(task.info, config, model, n)
+}
+
+fn expert(name: &str, config: TaskConfig, envs: usize, episodes: usize) -> ExpertEval {
+    let mut e = env(name, config, envs).unwrap();
+    let eval = evaluate_expert(&mut e, episodes, 7).unwrap();
+    eprintln!("{name}: {eval:?}");
+    eval
+}
+
+const TEE: ObjectShape = ObjectShape::TBlock { bar: [0.2, 0.05], stem: [0.05, 0.15], height: 0.03 };
+
+#[test]
+fn coverage_is_one_at_the_goal_and_drops_when_the_t_moves_or_turns() {
+    let grid = TEE.grid(COVERAGE_CELL);
+    // 0.2 × 0.05 + 0.05 × 0.15 m² in 5 mm cells.
+    assert_eq!(grid.len(), 40 * 10 + 10 * 30);
+    let goal = [0.1, -0.05, std::f32::consts::FRAC_PI_4];
+    assert_eq!(coverage(&TEE, &grid, goal, goal), 1.0);
+    // Sliding 1 cm along the T's own x uncovers a 1 cm strip of the bar (5 cm tall) and of the
+    // stem (15 cm tall): 0.2 × 0.01 of 0.0175 m².
+    let (s, c) = goal[2].sin_cos();
+    let shifted = [goal[0] + 0.01 * c, goal[1] + 0.01 * s, goal[2]];
+    let expected = 1.0 - 0.2 * 0.01 / 0.0175;
+    let got = coverage(&TEE, &grid, goal, shifted);
+    assert!((got - expected).abs() < 0.01, "shift: {got} vs {expected}");
+    // A 5° turn about the bar's centre already fails the 95% criterion; half a turn covers
+    // the bar only (0.01 of 0.0175 m²).
+    let turned = coverage(&TEE, &grid, goal, [goal[0], goal[1], goal[2] + 5f32.to_radians()]);
+    assert!((0.8..0.95).contains(&turned), "turned 5°: {turned}");
+    let flipped = coverage(&TEE, &grid, goal, [goal[0], goal[1], goal[2] + std::f32::consts::PI]);
+    assert!((flipped - 0.01 / 0.0175).abs() < 1e-3, "flipped: {flipped}");
+    assert_eq!(coverage(&TEE, &grid, goal, [goal[0] + 1.0, goal[1], goal[2]]), 0.0);
+}
+
+#[test]
+fn push_t_scene_reports_full_coverage_only_when_the_t_sits_on_its_goal() {
+    let e = env("push-t", task_config("push-t").unwrap(), 8).unwrap();
+    for s in e.scenes() {
+        let goal = [s.target().x, s.target().y, s.target_yaw()];
+        let at = planar(&s.object_pose(0));
+        let grid = TEE.grid(COVERAGE_CELL);
+        assert_eq!(s.coverage(e.spec()), coverage(&TEE, &grid, goal, at));
+        assert!(s.coverage(e.spec()) < 0.95, "a reset T starts off its goal");
+    }
+}
+
+#[test]
+fn objects_reset_resting_on_the_table_within_their_ranges() {
+    for name in ["pick-cube", "pick-cube-so101", "push-t"] {
+        let config = task_config(name).unwrap();
+        let object = config.scene.objects[0].clone();
+        let top = config.scene.table.as_ref().unwrap().height;
+        let ee = config.scene.end_effector.clone().unwrap();
+        let model = builtin(&config.scene.robot).unwrap();
+        let ee = model.link_index(&ee).unwrap();
+        let mut e = env(name, config, 16).unwrap();
+        let (mut xs, mut close) = (Vec::new(), 0);
+        for seed in 0..4 {
+            e.reset(seed);
+            for s in e.scenes() {
+                let p = s.object_pose(0);
+                let [x, y, yaw] = planar(&p);
+                let eps = 1e-4;
+                assert!((object.x[0] - eps..=object.x[1] + eps).contains(&x), "{name}: x {x}");
+                assert!((object.y[0] - eps..=object.y[1] + eps).contains(&y), "{name}: y {y}");
+                let yaw_ok = (object.yaw[0] - eps..=object.yaw[1] + eps).contains(&yaw)
+                    || object.yaw[1] - object.yaw[0] >= std::f32::consts::TAU - eps;
+                assert!(yaw_ok, "{name}: yaw {yaw}");
+                let rest = top + object.shape.half_height();
+                assert!((p.translation.z - rest).abs() < 1e-3, "{name}: z {} vs {rest}", p.translation.z);
+                assert!((p.rotation * Vector::Z).z > 0.9999, "{name}: upright");
+                if object.min_ee_distance > 0.0 {
+                    // Redrawn up to 16 times; the T (0.2 m from its frame at most) never
+                    // overlaps the puck (r 0.025 m).
+                    let tip = s.robot().link_pose(s.world(), ee).translation;
+                    let d = (x - tip.x).hypot(y - tip.y);
+                    assert!(d >= 0.23, "{name}: T {d} m from the puck");
+                    close += usize::from(d < object.min_ee_distance);
+                }
+                xs.push(x);
+            }
+        }
+        assert!(xs.iter().any(|&x| (x - xs[0]).abs() > 0.01), "{name}: positions vary");
+        assert!(close <= 2, "{name}: {close} of 64 resets closer than min_ee_distance");
+        // Left alone, the object stays put on the table.
+        let zero = vec![0.0; e.num_envs() * e.action_spec().bounds.dim()];
+        let before: Vec<Vec3> = e.scenes().iter().map(|s| s.object_pose(0).translation).collect();
+        for _ in 0..10 {
+            e.step(&zero).unwrap();
+        }
+        for (s, b) in e.scenes().iter().zip(&before) {
+            let moved = (s.object_pose(0).translation - *b).length();
+            assert!(moved < 0.02, "{name}: a resting object moved {moved} m");
+        }
+    }
+}
+
+#[test]
+fn forward_kinematics_matches_the_simulated_links() {
+    for name in ["pick-cube", "pick-cube-so101", "push-t"] {
+        let mut config = task_config(name).unwrap();
+        config.events.joint_position_noise = [-0.8, 0.8];
+        let model = builtin(&config.scene.robot).unwrap();
+        let kin = Kinematics::new(&model);
+        let mut e = env(name, config, 4).unwrap();
+        e.reset(3);
+        let mut poses = vec![Pose::IDENTITY; kin.num_links()];
+        for s in e.scenes() {
+            let base = s.robot().link_pose(s.world(), model.root);
+            kin.link_poses(base, s.joint_positions(), &mut poses);
+            for (l, fk) in poses.iter().enumerate() {
+                let sim = s.robot().link_pose(s.world(), l);
+                let r = sim.rotation * fk.rotation.inverse();
+                let angle = 2.0 * Vec3::new(r.x, r.y, r.z).length();
+                assert!((sim.translation - fk.translation).length() < 1e-5 && angle < 1e-4, "{name}: link {l}");
+            }
+        }
+    }
+}
+
+#[test]
+fn object_terms_have_their_sizes_and_need_objects() {
+    let e = env("pick-cube", task_config("pick-cube").unwrap(), 2).unwrap();
+    // 8 joints (7 + finger) pos and vel, opening, object, target, ee→object, object→goal, 8
+    // actions (7 arm + gripper).
+    assert_eq!(e.spec().obs_dim, 8 + 8 + 1 + 3 + 3 + 3 + 3 + 8);
+    assert_eq!(e.action_spec().bounds.dim(), 8);
+    let e = env("push-t", task_config("push-t").unwrap(), 2).unwrap();
+    assert_eq!(e.spec().obs_dim, 2 + 2 + 3 + 2 + 3 + 2);
+
+    let mut c = task_config("reach").unwrap();
+    c.observations.policy.push(ObsTerm::of(ObsKind::ObjectQuat));
+    let err = env("reach", c, 1).err().unwrap().to_string();
+    assert!(err.contains("env.scene.objects"), "{err}");
+    let mut c = task_config("reach").unwrap();
+    c.success = SuccessTerm::TCoverage { threshold: 0.9 };
+    assert!(env("reach", c, 1).is_err());
+    let mut c = task_config("pick-cube").unwrap();
+    c.scene.objects[0].mass = 0.0;
+    let err = env("pick-cube", c, 1).err().unwrap().to_string();
+    assert!(err.contains("env.scene.objects[0].mass"), "{err}");
+}
+
+#[test]
+fn manipulation_configs_round_trip_through_serde() {
+    for name in ["pick-cube", "pick-cube-so101", "push-t"] {
+        let c = task_config(name).unwrap();
+        let json = serde_json::to_string(&c).unwrap();
+        let back: TaskConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c, "{name}");
+    }
+}
+
+#[test]
+fn reach_expert_reaches_the_target() {
+    // Targets in boxes that ±1 rad of action range around the default pose reaches everywhere
+    // (the tasks' own boxes and ±0.5 rad may leave some targets out of reach).
+    for (name, target) in
+        [("reach", [[0.2, 0.3], [-0.1, 0.1], [0.15, 0.3]]), ("reach-arm7", [[0.3, 0.5], [-0.15, 0.15], [0.3, 0.55]])]
+    {
+        let mut c = task_config(name).unwrap();
+        c.action.scale = 1.0;
+        c.command.target = Some(target);
+        assert!(expert(name, c, 10, 20).success_rate >= 0.95, "{name}");
+    }
+}
+
+#[test]
+fn pick_cube_expert_grasps_lifts_and_holds_the_cube() {
+    // Success = the cube within 2.5 cm of a target 0.25-0.5 m above the table with the arm
+    // still: the fingers must hold it up against gravity.
+    let eval = expert("pick-cube", task_config("pick-cube").unwrap(), 10, 10);
+    assert!(eval.success_rate >= 0.9, "{eval:?}");
+}
+
+#[test]
+fn pick_cube_so101_expert_picks_with_the_jaw() {
+    let eval = expert("pick-cube-so101", task_config("pick-cube-so101").unwrap(), 10, 10);
+    assert!(eval.success_rate >= 0.5, "{eval:?}");
+}
+
+#[test]
+fn push_t_expert_pushes_the_t_onto_its_goal_sometimes() {
+    // A greedy pushing planner: about 65% over many episodes within the 30 s limit.
+    let eval = expert("push-t", task_config("push-t").unwrap(), 10, 20);
+    assert!(eval.success_rate >= 0.35, "{eval:?}");
+    assert!(eval.mean_length < 300.0, "successful episodes end early: {eval:?}");
+}
