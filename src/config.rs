@@ -124,6 +124,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("mountain-car-continuous", "sac") => include_str!("../assets/configs/mountain-car-continuous-sac.toml"),
         ("mountain-car-continuous", "ppo") => include_str!("../assets/configs/mountain-car-continuous-ppo.toml"),
         ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
+        ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
         _ => return None,
     })
 }
