@@ -1,15 +1,60 @@
-//! A [`RobotModel`] as a rapier multibody articulation (reduced coordinates) with joint drives.
+//! A [`RobotModel`] as a rapier articulation with joint drives, in one of two [`JointModel`]s.
 //!
 //! Links joined by fixed joints are merged into one rigid body (their mass properties summed,
 //! their colliders attached with the fixed offset), as Isaac Lab and MuJoCo do: a fixed joint
-//! in reduced coordinates adds nothing but cost. Every other link is a body of the multibody,
-//! and every revolute, continuous or prismatic joint is a one-DoF multibody joint whose motor
-//! implements the actuator. Mimic joints are DoF couplings.
+//! adds nothing but cost. Every other link is a rigid body, and every revolute, continuous or
+//! prismatic joint is a one-DoF joint whose motor implements the actuator: a multibody joint
+//! ([`JointModel::Reduced`]) or an impulse joint ([`JointModel::Impulse`]). Mimic joints are
+//! DoF couplings (reduced model only).
 
 use embodia_robots::{ActuatorConfig, ControlMode, Geometry, JointKind, MeshCollision, RobotModel};
 use rapier3d::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::SimError;
+
+/// How the joints of an articulation are simulated.
+///
+/// - `Reduced`: a rapier multibody in reduced (joint) coordinates. Joints are exact (no drift,
+///   no separation under any load); passive damping, Coulomb friction, armature and mimic
+///   couplings act in generalized coordinates. The cost is a dense generalized mass matrix
+///   rebuilt and factored every substep, O(links·dofs²) and more: slow for floating-base robots.
+/// - `Impulse`: one rigid body per link (maximal coordinates) held together by impulse joints
+///   that rapier's iterative solver enforces together with the contacts: several times faster
+///   for floating-base robots, but the joints are only as stiff as the solver converges. Joint
+///   anchors drift apart by millimetres under large loads (and are pulled back), limits and PD
+///   targets give a little under sustained loads, and:
+///   - spawning raises the world's internal PGS iterations to at least
+///     [`IMPULSE_PGS_ITERATIONS`] (with one, a standing ant sinks through its ankle limits);
+///   - joint damping is folded into the joint motor (exact viscous law, but in position and
+///     velocity modes the effort limit bounds the sum of actuator and damping force);
+///   - armature acts in torque mode only, as a rotor in the joint motor: a joint-space inertia
+///     solved implicitly (see `Dof::motor`) that, like MuJoCo's armature, pushes on no body.
+///     The iterative solver does not fully converge on it when it dwarfs the links' inertia
+///     (the ant: 1 kg·m² against 0.01): the joints then respond more slowly than in reduced
+///     coordinates. In position and velocity modes it is ignored (the PD motor dominates, and
+///     a rotor in the same motor weakens the PD's convergence: a standing quadruped sinks);
+///   - Coulomb joint friction is ignored;
+///   - mimic joints are not supported ([`SimError::InvalidRobot`]);
+///   - continuous joint angles are read back wrapped into `[-π, π]`;
+///   - without self-collisions, the robot's colliders are put in collision group 32 alone and
+///     filter that group out: leave group 32 to robots in the other colliders' groups.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JointModel {
+    /// Multibody joints in reduced coordinates: exact, slower.
+    #[default]
+    Reduced,
+    /// Impulse joints between maximal-coordinate bodies: faster, approximate.
+    Impulse,
+}
+
+/// Internal PGS iterations per solver iteration that [`JointModel::Impulse`] needs at least.
+pub const IMPULSE_PGS_ITERATIONS: usize = 3;
+
+/// The collision group that the robot's colliders alone belong to under [`JointModel::Impulse`]
+/// without self-collisions.
+const SELF_GROUP: Group = Group::GROUP_32;
 
 /// Where and how to put a robot into a world.
 #[derive(Debug, Clone)]
@@ -24,6 +69,8 @@ pub struct SpawnOptions {
     pub friction: f32,
     /// Collision groups of the robot's colliders.
     pub groups: InteractionGroups,
+    /// Multibody or impulse joints.
+    pub joint_model: JointModel,
 }
 
 impl Default for SpawnOptions {
@@ -34,31 +81,115 @@ impl Default for SpawnOptions {
             self_collisions: false,
             friction: 1.0,
             groups: InteractionGroups::all(),
+            joint_model: JointModel::Reduced,
         }
     }
 }
 
-/// One actuated degree of freedom.
+/// The rapier joint of one degree of freedom.
+#[derive(Debug, Clone, Copy)]
+enum DofJoint {
+    /// A multibody joint and the id of its link in the multibody (stable once the robot is
+    /// built).
+    Multibody { handle: MultibodyJointHandle, link: usize },
+    /// An impulse joint.
+    Impulse(ImpulseJointHandle),
+}
+
+/// One degree of freedom.
 #[derive(Debug, Clone, Copy)]
 struct Dof {
-    /// Multibody joint moving the child body.
-    handle: MultibodyJointHandle,
+    /// The joint moving the child body.
+    joint: DofJoint,
     /// rapier axis of the DoF (`AngX` for revolute, `LinX` for prismatic).
     axis: JointAxis,
-    /// Parent and child rigid bodies (for torque pairs).
+    /// Parent and child rigid bodies.
     parent: RigidBodyHandle,
     child: RigidBodyHandle,
-    /// Joint frame in the child body (its x axis is the joint axis).
+    /// Joint frames in the parent and the child body (their x axis is the joint axis).
+    frame1: Pose,
     frame2: Pose,
     /// Position limits, rad or m.
     lower: f32,
     upper: f32,
     /// Effort limit, N·m or N.
     effort: f32,
+    /// Passive viscous damping (N·m·s/rad or N·s/m) and Coulomb friction (N·m or N).
+    damping: f32,
+    friction: f32,
     /// For a mimic joint: (index in `dofs` of the source, multiplier, offset).
     mimic: Option<(usize, f32, f32)>,
-    /// Internal link id in the multibody (stable once the robot is built).
-    link: usize,
+}
+
+impl Dof {
+    /// The link id of a multibody joint in its multibody.
+    fn multibody_link(&self) -> usize {
+        match self.joint {
+            DofJoint::Multibody { link, .. } => link,
+            DofJoint::Impulse(_) => unreachable!("a multibody articulation has multibody joints only"),
+        }
+    }
+
+    /// Passive damping `c` and armature rate `J/dt` that this joint's motor carries: an impulse
+    /// joint's (a multibody has both in generalized coordinates instead).
+    fn passive_in_motor(&self, rotor_rate: f32) -> (f32, f32) {
+        match self.joint {
+            DofJoint::Impulse(_) => (self.damping, rotor_rate),
+            DofJoint::Multibody { .. } => (0.0, 0.0),
+        }
+    }
+
+    /// Whether a torque-mode effort goes through this joint's motor (an impulse joint with
+    /// damping or armature) rather than through a pair of torques on its bodies.
+    fn effort_in_motor(&self, rotor_rate: f32) -> bool {
+        let (c, rotor) = self.passive_in_motor(rotor_rate);
+        c + rotor > 0.0
+    }
+
+    /// Motor `(target position, target velocity, stiffness, damping)` of this joint for the
+    /// actuator law `kp·(q* − q) + kd·(v* − q̇) + τ` (`τ`: the effort, when
+    /// [`Dof::effort_in_motor`]).
+    ///
+    /// An impulse joint's motor also carries its passive terms, solved implicitly with the rest
+    /// over the coming physics step `dt`: the damping `c` (force `−c·q̇`) and, in torque mode,
+    /// the armature `J` as a rotor spinning at `q̇` whose momentum is exchanged with the joint
+    /// only (as in reduced coordinates, it pushes on no body): force `J·(q̇₀ − q̇)/dt` from the
+    /// velocity `q̇₀` at the start of the step. Summed: `kp·(q* − q) + D·(v̄ − q̇)` with
+    /// `D = kd + c + J/dt` and `v̄ = (kd·v* + J/dt·q̇₀ + τ)/D`. The effort goes through the
+    /// motor rather than as a torque pair so that the solver never has to cancel the huge
+    /// velocity a large torque would give light links before the armature acts.
+    fn motor(&self, target: (f32, f32), gains: (f32, f32), effort: f32, rotor_rate: f32, qd0: f32) -> [f32; 4] {
+        let ((q_target, v_target), (kp, kd)) = (target, gains);
+        let (c, rotor) = self.passive_in_motor(rotor_rate);
+        let total = kd + c + rotor;
+        let v = if total > 0.0 { (kd * v_target + rotor * qd0 + effort) / total } else { 0.0 };
+        [q_target, v, kp, total]
+    }
+
+    /// World pose of the joint frame on the parent side (the child side coincides up to drift).
+    fn parent_frame(&self, world: &PhysicsWorld) -> Pose {
+        *world.bodies[self.parent].position() * self.frame1
+    }
+
+    /// Joint position and velocity measured from the two bodies (maximal coordinates): the
+    /// rotation about (or translation along) the joint axis from the parent's joint frame to
+    /// the child's, and the relative angular velocity (or relative velocity of the child's
+    /// anchor point) along the axis.
+    fn measure(&self, world: &PhysicsWorld) -> (f32, f32) {
+        let (parent, child) = (&world.bodies[self.parent], &world.bodies[self.child]);
+        let f1 = self.parent_frame(world);
+        let f2 = *child.position() * self.frame2;
+        let axis = f1.rotation * Vector::X;
+        if self.axis == JointAxis::AngX {
+            let r = f1.rotation.inverse() * f2.rotation;
+            let r = if r.w < 0.0 { -r } else { r };
+            (2.0 * r.x.atan2(r.w), (child.angvel() - parent.angvel()).dot(axis))
+        } else {
+            let anchor = f2.translation;
+            let v = child.velocity_at_point(anchor) - parent.velocity_at_point(anchor);
+            ((anchor - f1.translation).dot(axis), v.dot(axis))
+        }
+    }
 }
 
 /// A robot spawned into one [`PhysicsWorld`]. Holds handles only: the state lives in the world.
@@ -76,8 +207,11 @@ pub struct Articulation {
     dofs: Vec<Dof>,
     /// Indices into `dofs` of the actuated joints, in [`RobotModel::actuated_joints`] order.
     actuated: Vec<usize>,
-    /// Latest effort command per actuated joint (torque mode), N·m or N.
-    torque: Vec<f32>,
+    /// Latest command per actuated joint, clipped to the joint's limits: position target (rad
+    /// or m), velocity target (rad/s or m/s) or effort (N·m or N) depending on the mode.
+    commands: Vec<f32>,
+    /// Latest scaled gains `(kp, kd)` of the actuator.
+    gains: (f32, f32),
     actuator: ActuatorConfig,
     fixed_base: bool,
     /// The multibody of the robot (`None` for a robot that is a single rigid body).
@@ -131,7 +265,8 @@ fn mass_properties(inertial: &embodia_robots::Inertial, frame: &Pose) -> MassPro
 
 impl Articulation {
     /// Adds `model` to `world`, driven by `actuator`. Errors when a moving link has no mass, a
-    /// floating joint is not at the root, or a mesh cannot be turned into a collider.
+    /// floating joint is not at the root, a mesh cannot be turned into a collider, or a mimic
+    /// joint is used with [`JointModel::Impulse`].
     pub fn spawn(
         world: &mut PhysicsWorld,
         model: &RobotModel,
@@ -140,6 +275,11 @@ impl Articulation {
     ) -> Result<Self, SimError> {
         let bad = |msg: String| SimError::InvalidRobot(format!("robot \"{}\": {msg}", model.name));
         actuator.validate().map_err(bad)?;
+        let impulse = options.joint_model == JointModel::Impulse;
+        if impulse {
+            let pgs = &mut world.integration_parameters.num_internal_pgs_iterations;
+            *pgs = (*pgs).max(IMPULSE_PGS_ITERATIONS);
+        }
         let order = model.joints_topological();
 
         // Which body each link belongs to, its frame in that body, and its world pose at q = 0.
@@ -159,7 +299,15 @@ impl Articulation {
                 JointKind::Floating => {
                     return Err(bad(format!("floating joint \"{}\" is only supported at the root", joint.name)));
                 }
-                _ => body_of[c] = c,
+                _ => {
+                    if impulse && joint.mimic.is_some() {
+                        return Err(bad(format!(
+                            "mimic joint \"{}\" needs the reduced joint model (impulse joints cannot be coupled)",
+                            joint.name
+                        )));
+                    }
+                    body_of[c] = c;
+                }
             }
         }
 
@@ -190,18 +338,29 @@ impl Articulation {
         }
         let handle_of = |link: usize| handles[body_of[link]].expect("every body link has a handle");
 
+        // A multibody filters its own contacts; impulse-jointed bodies are kept apart by a
+        // collision group of their own.
+        let groups = if impulse && !options.self_collisions {
+            InteractionGroups {
+                memberships: SELF_GROUP,
+                filter: options.groups.filter.difference(SELF_GROUP),
+                ..options.groups
+            }
+        } else {
+            options.groups
+        };
         for (l, link) in model.links.iter().enumerate() {
             for shape in &link.collisions {
                 let collider = collider_for(&shape.geometry)
                     .ok_or_else(|| bad(format!("link \"{}\": degenerate collision mesh", link.name)))?;
                 let local = frame_in_body[l] * to_pose(&shape.origin) * collider.position;
                 let collider =
-                    collider.position(local).density(0.0).friction(options.friction).collision_groups(options.groups);
+                    collider.position(local).density(0.0).friction(options.friction).collision_groups(groups);
                 world.insert_collider(collider, Some(handle_of(l)));
             }
         }
 
-        // Multibody joints, parents first. `dof_slot[j]` indexes `dofs` for one-DoF joints.
+        // One-DoF joints, parents first. `dof_slot[j]` indexes `dofs` for one-DoF joints.
         let mut dof_slot = vec![None; model.joints.len()];
         let mut dofs = Vec::new();
         for &j in &order {
@@ -218,6 +377,15 @@ impl Articulation {
                 (_, Some(l)) => (l.lower as f32, l.upper as f32),
             };
             let effort = actuator.effort_limit.or(joint.limit.map(|l| l.effort)).unwrap_or(f64::INFINITY) as f32;
+            let mimic = joint.mimic.and_then(|m| Some((dof_slot[m.joint]?, m.multiplier as f32, m.offset as f32)));
+            if joint.mimic.is_some() && mimic.is_none() {
+                return Err(bad(format!(
+                    "mimic joint \"{}\" must follow a one-DoF joint declared before it",
+                    joint.name
+                )));
+            }
+            let (parent, child) = (handle_of(joint.parent), handle_of(joint.child));
+            let damping = joint.dynamics.damping as f32;
             let mut builder = GenericJointBuilder::new(mask)
                 .local_frame1(frame1)
                 .local_frame2(align)
@@ -226,55 +394,81 @@ impl Articulation {
             if lower.is_finite() {
                 builder = builder.limits(axis, [lower, upper]);
             }
-            let (parent, child) = (handle_of(joint.parent), handle_of(joint.child));
-            let handle = world
-                .insert_multibody_joint(parent, child, builder.build())
-                .ok_or_else(|| bad(format!("joint \"{}\" closes a kinematic loop", joint.name)))?;
-            let mimic = joint.mimic.and_then(|m| Some((dof_slot[m.joint]?, m.multiplier as f32, m.offset as f32)));
-            if joint.mimic.is_some() && mimic.is_none() {
-                return Err(bad(format!("mimic joint \"{}\" must follow a one-DoF joint declared before it", joint.name)));
-            }
-            dof_slot[j] = Some(dofs.len());
-            dofs.push(Dof { handle, axis, parent, child, frame2: align, lower, upper, effort, mimic, link: 0 });
+            let rapier_joint = if impulse {
+                // The passive damping as a motor until the first command (`Articulation::drive`).
+                if damping > 0.0 {
+                    builder = builder.set_motor(axis, 0.0, 0.0, 0.0, damping);
+                }
+                DofJoint::Impulse(world.insert_impulse_joint(parent, child, builder.build()))
+            } else {
+                let handle = world
+                    .insert_multibody_joint(parent, child, builder.build())
+                    .ok_or_else(|| bad(format!("joint \"{}\" closes a kinematic loop", joint.name)))?;
+                DofJoint::Multibody { handle, link: 0 }
+            };
+            let friction = joint.dynamics.friction as f32;
+            dofs.push(Dof {
+                joint: rapier_joint,
+                axis,
+                parent,
+                child,
+                frame1,
+                frame2: align,
+                lower,
+                upper,
+                effort,
+                damping,
+                friction,
+                mimic,
+            });
+            dof_slot[j] = Some(dofs.len() - 1);
         }
 
         let root = handle_of(model.root);
-        let actuated: Vec<usize> = model.actuated_joints().iter().map(|&j| dof_slot[j].expect("one-DoF joint")).collect();
+        let actuated: Vec<usize> =
+            model.actuated_joints().iter().map(|&j| dof_slot[j].expect("one-DoF joint")).collect();
         let mut articulation = Self {
             root,
             root_mass,
             link_frames: (0..n).map(|l| (handle_of(l), frame_in_body[l])).collect(),
-            torque: vec![0.0; actuated.len()],
+            commands: vec![0.0; actuated.len()],
+            gains: (actuator.stiffness as f32, actuator.damping as f32),
             actuated,
             actuator,
             fixed_base: options.fixed_base,
             displacement: Vec::new(),
-            targets: Vec::new(),
+            targets: vec![(0.0, 0.0); dofs.len()],
             multibody: None,
-            dofs: Vec::new(),
+            dofs,
         };
-        let Some(root_link) = world.multibody_joints.rigid_body_link(root).copied() else {
-            return Ok(articulation); // a single rigid body: nothing to drive
-        };
-
-        // Passive joint dynamics and mimic couplings, in the multibody's generalized coordinates.
-        let link_of = |h: MultibodyJointHandle| world.multibody_joints.get(h).expect("inserted joint").1;
-        for dof in &mut dofs {
-            dof.link = link_of(dof.handle);
+        if let Some(root_link) = world.multibody_joints.rigid_body_link(root).copied() {
+            articulation.finish_multibody(world, root_link.multibody, options.self_collisions);
         }
-        let mut passive = Vec::new();
-        let mut couplings = Vec::new();
-        for (j, joint) in model.joints.iter().enumerate() {
-            let Some(slot) = dof_slot[j] else { continue };
-            let dof = &dofs[slot];
-            let link = link_of(dof.handle);
-            passive.push((link, joint.dynamics.damping as f32, joint.dynamics.friction as f32));
+        Ok(articulation)
+    }
+
+    /// Resolves the multibody link ids of the joints and sets the passive joint dynamics and
+    /// mimic couplings in the multibody's generalized coordinates.
+    fn finish_multibody(&mut self, world: &mut PhysicsWorld, index: MultibodyIndex, self_collisions: bool) {
+        for dof in &mut self.dofs {
+            if let DofJoint::Multibody { handle, link } = &mut dof.joint {
+                *link = world.multibody_joints.get(*handle).expect("inserted joint").1;
+            }
+        }
+        let mb = world.multibody_joints.get_multibody_mut(index).expect("root multibody exists");
+        mb.set_self_contacts_enabled(self_collisions);
+        for dof in &self.dofs {
+            let index = mb.link(dof.multibody_link()).expect("link of this multibody").assembly_id();
+            mb.damping_mut()[index] = dof.damping;
+            mb.frictions_mut()[index] = dof.friction;
+            mb.armature_mut()[index] = self.actuator.armature as f32;
             if let Some((source, coeff, offset)) = dof.mimic {
-                couplings.push(MultibodyDofCoupling {
-                    link1: link_of(dofs[source].handle),
+                let source = &self.dofs[source];
+                mb.add_dof_coupling(MultibodyDofCoupling {
+                    link1: source.multibody_link(),
                     dof1: 0,
-                    axis1: dofs[source].axis as usize,
-                    link2: link,
+                    axis1: source.axis as usize,
+                    link2: dof.multibody_link(),
                     dof2: 0,
                     axis2: dof.axis as usize,
                     coeff,
@@ -282,22 +476,8 @@ impl Articulation {
                 });
             }
         }
-        let mb = world.multibody_joints.get_multibody_mut(root_link.multibody).expect("root multibody exists");
-        mb.set_self_contacts_enabled(options.self_collisions);
-        for (link, damping, friction) in passive {
-            let index = mb.link(link).expect("link of this multibody").assembly_id();
-            mb.damping_mut()[index] = damping;
-            mb.frictions_mut()[index] = friction;
-            mb.armature_mut()[index] = actuator.armature as f32;
-        }
-        for coupling in couplings {
-            mb.add_dof_coupling(coupling);
-        }
-        articulation.displacement = vec![0.0; mb.ndofs()];
-        articulation.targets = vec![(0.0, 0.0); dofs.len()];
-        articulation.multibody = Some(root_link.multibody);
-        articulation.dofs = dofs;
-        Ok(articulation)
+        self.displacement = vec![0.0; mb.ndofs()];
+        self.multibody = Some(index);
     }
 
     /// Number of actuated joints (the length of joint vectors and commands).
@@ -350,12 +530,16 @@ impl Articulation {
     /// Writes actuated joint positions (rad or m) into `q` and velocities (rad/s or m/s) into
     /// `qd`, each `[num_actuated]`.
     pub fn joint_state(&self, world: &PhysicsWorld, q: &mut [f32], qd: &mut [f32]) {
-        let Some(mb) = self.multibody(world) else { return };
+        let mb = self.multibody(world);
         for (i, &d) in self.actuated.iter().enumerate() {
             let dof = &self.dofs[d];
-            let link = mb.link(dof.link).expect("articulation link exists");
-            q[i] = link.joint().coords()[dof.axis as usize];
-            qd[i] = mb.joint_velocity(link)[0];
+            (q[i], qd[i]) = match (dof.joint, mb) {
+                (DofJoint::Multibody { link, .. }, Some(mb)) => {
+                    let link = mb.link(link).expect("articulation link exists");
+                    (link.joint().coords()[dof.axis as usize], mb.joint_velocity(link)[0])
+                }
+                _ => dof.measure(world),
+            };
         }
     }
 
@@ -377,7 +561,6 @@ impl Articulation {
             root.set_linvel(root_linvel, true);
             root.set_angvel(root_angvel, true);
         }
-        let Some(index) = self.multibody else { return };
         self.targets.fill((0.0, 0.0));
         for (i, &d) in self.actuated.iter().enumerate() {
             self.targets[d] = (q[i], qd[i]);
@@ -388,26 +571,34 @@ impl Articulation {
                 self.targets[d] = (coeff * sq + offset, coeff * sqd);
             }
         }
+        match self.multibody {
+            Some(index) => self.set_multibody_state(world, index, root_linvel, root_angvel),
+            None => self.set_impulse_state(world),
+        }
+    }
+
+    /// [`Self::set_state`] of a multibody: generalized coordinates and velocities.
+    fn set_multibody_state(&mut self, world: &mut PhysicsWorld, index: MultibodyIndex, linvel: Vector, angvel: Vector) {
         let mb = world.multibody_joints.get_multibody_mut(index).expect("articulation multibody exists");
         self.displacement.fill(0.0);
         for (dof, &(q, _)) in self.dofs.iter().zip(&self.targets) {
-            let link = mb.link(dof.link).expect("articulation link exists");
+            let link = mb.link(dof.multibody_link()).expect("articulation link exists");
             self.displacement[link.assembly_id()] = q - link.joint().coords()[dof.axis as usize];
         }
         mb.apply_displacements(&self.displacement);
-        let mut velocities = mb.generalized_velocity_mut();
-        velocities.fill(0.0);
+        mb.generalized_velocity_mut().fill(0.0);
         if !self.fixed_base {
             // A free root's generalized velocity is its centre-of-mass linear velocity, then its
             // angular velocity, both in world axes.
+            let mut velocities = mb.generalized_velocity_mut();
             for k in 0..3 {
-                velocities[k] = root_linvel[k];
-                velocities[3 + k] = root_angvel[k];
+                velocities[k] = linvel[k];
+                velocities[3 + k] = angvel[k];
             }
         }
         for (dof, &(_, qd)) in self.dofs.iter().zip(&self.targets) {
-            let index = mb.link(dof.link).expect("articulation link exists").assembly_id();
-            mb.generalized_velocity_mut()[index] = qd;
+            let id = mb.link(dof.multibody_link()).expect("articulation link exists").assembly_id();
+            mb.generalized_velocity_mut()[id] = qd;
         }
         mb.forward_kinematics(&world.bodies, true);
         mb.update_rigid_bodies(&mut world.bodies, true);
@@ -418,54 +609,137 @@ impl Articulation {
         }
     }
 
-    /// Adds `dv` (m/s, world axes) to the root's linear velocity: a push.
+    /// [`Self::set_state`] of impulse joints: forward kinematics parents first, each child at
+    /// `parent · frame1 · motion(q) · frame2⁻¹` with the rigid velocity of its parent plus the
+    /// joint's own; the joints' accumulated impulses (solver warm start) are cleared.
+    fn set_impulse_state(&mut self, world: &mut PhysicsWorld) {
+        for (dof, &(q, qd)) in self.dofs.iter().zip(&self.targets) {
+            let parent = &world.bodies[dof.parent];
+            let (parent_v, parent_w, parent_com) = (parent.linvel(), parent.angvel(), parent.center_of_mass());
+            let f1 = dof.parent_frame(world);
+            let axis = f1.rotation * Vector::X;
+            let motion = match dof.axis {
+                JointAxis::AngX => Pose::from_rotation(Rotation::from_rotation_x(q)),
+                _ => Pose::from_translation(Vector::X * q),
+            };
+            let child = &mut world.bodies[dof.child];
+            child.set_position(f1 * motion * dof.frame2.inverse(), true);
+            let com = child.center_of_mass(); // updated by `set_position`
+            let carried = parent_v + parent_w.cross(com - parent_com);
+            let (v, w) = match dof.axis {
+                JointAxis::AngX => (carried + (axis * qd).cross(com - f1.translation), parent_w + axis * qd),
+                _ => (carried + axis * qd, parent_w),
+            };
+            child.set_linvel(v, true);
+            child.set_angvel(w, true);
+            if let DofJoint::Impulse(handle) = dof.joint
+                && let Some(joint) = world.impulse_joints.get_mut(handle, true)
+            {
+                joint.impulses = Default::default();
+            }
+        }
+    }
+
+    /// Adds `dv` (m/s, world axes) to the linear velocity of the whole robot: a push.
     pub fn push_root(&self, world: &mut PhysicsWorld, dv: Vector) {
         if self.fixed_base {
             return;
         }
         if let Some(mb) = self.multibody.and_then(|i| world.multibody_joints.get_multibody_mut(i)) {
+            // The root's generalized linear velocity moves every link.
             let mut v = mb.generalized_velocity_mut();
             for k in 0..3 {
                 v[k] += dv[k];
             }
         }
-        let root = &mut world.bodies[self.root];
-        root.set_linvel(root.linvel() + dv, true);
+        let children = self.dofs.iter().filter(|_| self.multibody.is_none()).map(|d| d.child);
+        for body in std::iter::once(self.root).chain(children) {
+            let rb = &mut world.bodies[body];
+            rb.set_linvel(rb.linvel() + dv, true);
+        }
     }
 
     /// Sets the command of every actuated joint, `[num_actuated]`: position targets (rad or m),
     /// velocity targets (rad/s or m/s) or efforts (N·m or N) depending on the actuator mode.
-    /// `stiffness` and `damping` scale the configured gains per joint (domain randomization;
-    /// pass 1.0 for nominal). Efforts are applied by [`Articulation::apply_efforts`] before
-    /// every physics substep.
+    /// `gain_scale` scales the configured gains (domain randomization; pass 1.0 for nominal).
+    /// Efforts are applied by [`Articulation::apply_efforts`] before every physics substep.
     pub fn command(&mut self, world: &mut PhysicsWorld, command: &[f32], gain_scale: f32) {
-        let kp = self.actuator.stiffness as f32 * gain_scale;
-        let kd = self.actuator.damping as f32 * gain_scale;
+        self.gains = (self.actuator.stiffness as f32 * gain_scale, self.actuator.damping as f32 * gain_scale);
         for (i, &d) in self.actuated.iter().enumerate() {
-            let dof = self.dofs[d];
-            match self.actuator.mode {
-                ControlMode::Torque => self.torque[i] = command[i].clamp(-dof.effort, dof.effort),
-                mode => {
-                    let Some((mb, link)) = world.multibody_joints.get_mut(dof.handle) else { continue };
-                    let joint = &mut mb.link_mut(link).expect("articulation link exists").joint.data;
-                    match mode {
-                        ControlMode::Position => {
-                            joint.set_motor(dof.axis, command[i].clamp(dof.lower, dof.upper), 0.0, kp, kd)
-                        }
-                        _ => joint.set_motor(dof.axis, 0.0, command[i], 0.0, kd),
-                    };
-                    joint.set_motor_max_force(dof.axis, dof.effort);
-                }
-            }
+            let dof = &self.dofs[d];
+            self.commands[i] = match self.actuator.mode {
+                ControlMode::Position => command[i].clamp(dof.lower, dof.upper),
+                ControlMode::Velocity => command[i],
+                ControlMode::Torque => command[i].clamp(-dof.effort, dof.effort),
+            };
+        }
+        self.drive(world);
+    }
+
+    /// Armature over the physics step, `J/dt` (N·m·s/rad or N·s/m), where impulse joints'
+    /// motors carry it: in torque mode (see [`JointModel::Impulse`]).
+    fn rotor_rate(&self, world: &PhysicsWorld) -> f32 {
+        match self.actuator.mode {
+            ControlMode::Torque => self.actuator.armature as f32 / world.integration_parameters.dt,
+            _ => 0.0,
         }
     }
 
-    /// Applies the torque-mode efforts as equal and opposite wrenches on each joint's child and
-    /// parent bodies at the joint: a pure generalized force on that joint. Call before every
-    /// physics substep (the joint axis moves); does nothing in the other modes.
+    /// Sets the joint motors from the latest commands: multibody joints in position and velocity
+    /// modes, impulse joints always (their motor also carries damping, armature and, in torque
+    /// mode, the effort: see [`Dof::motor`]).
+    fn drive(&self, world: &mut PhysicsWorld) {
+        let mode = self.actuator.mode;
+        if self.multibody.is_some() && mode == ControlMode::Torque {
+            return;
+        }
+        let rotor_rate = self.rotor_rate(world);
+        for (i, &d) in self.actuated.iter().enumerate() {
+            let dof = &self.dofs[d];
+            let command = self.commands[i];
+            let (target, gains, effort) = match mode {
+                ControlMode::Position => ((command, 0.0), self.gains, 0.0),
+                ControlMode::Velocity => ((0.0, command), (0.0, self.gains.1), 0.0),
+                ControlMode::Torque if dof.effort_in_motor(rotor_rate) => ((0.0, 0.0), (0.0, 0.0), command),
+                ControlMode::Torque => ((0.0, 0.0), (0.0, 0.0), 0.0),
+            };
+            let (_, rotor) = dof.passive_in_motor(rotor_rate);
+            let qd0 = if rotor > 0.0 { dof.measure(world).1 } else { 0.0 };
+            let [pos, vel, stiffness, damping] = dof.motor(target, gains, effort, rotor_rate, qd0);
+            // A motor without gains would be a rigid velocity lock in rapier: disable it. In
+            // torque mode the effort is clipped already and the passive terms are not bounded.
+            let max_force = match (stiffness > 0.0 || damping > 0.0, mode) {
+                (false, _) => 0.0,
+                (true, ControlMode::Torque) => f32::MAX,
+                (true, _) => dof.effort,
+            };
+            let joint = match dof.joint {
+                DofJoint::Multibody { handle, .. } => {
+                    let Some((mb, link)) = world.multibody_joints.get_mut(handle) else { continue };
+                    &mut mb.link_mut(link).expect("articulation link exists").joint.data
+                }
+                DofJoint::Impulse(handle) => {
+                    let Some(joint) = world.impulse_joints.get_mut(handle, true) else { continue };
+                    &mut joint.data
+                }
+            };
+            joint.set_motor(dof.axis, pos, vel, stiffness, damping);
+            joint.set_motor_max_force(dof.axis, max_force);
+        }
+    }
+
+    /// Call before every physics substep. Applies the torque-mode efforts as equal and opposite
+    /// wrenches on each joint's child and parent bodies at the joint (a pure generalized force on
+    /// that joint; the joint axis moves) unless the joint's motor carries them, and refreshes the
+    /// armature term of impulse joints' motors (it depends on the joint velocity at the start of
+    /// the substep).
     pub fn apply_efforts(&self, world: &mut PhysicsWorld) {
         if self.actuator.mode != ControlMode::Torque {
             return;
+        }
+        let rotor_rate = self.rotor_rate(world);
+        if self.multibody.is_none() && rotor_rate > 0.0 {
+            self.drive(world);
         }
         for dof in &self.dofs {
             for body in [dof.child, dof.parent] {
@@ -475,9 +749,12 @@ impl Articulation {
         }
         for (i, &d) in self.actuated.iter().enumerate() {
             let dof = self.dofs[d];
+            if dof.effort_in_motor(rotor_rate) {
+                continue;
+            }
             let frame = *world.bodies[dof.child].position() * dof.frame2;
             let axis = frame.rotation * Vector::X;
-            let effort = self.torque[i];
+            let effort = self.commands[i];
             if dof.axis == JointAxis::AngX {
                 world.bodies[dof.child].add_torque(axis * effort, true);
                 world.bodies[dof.parent].add_torque(-axis * effort, true);

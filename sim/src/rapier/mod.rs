@@ -1,6 +1,7 @@
 //! Robots and scenes simulated with rapier3d, many worlds stepped in parallel.
 //!
-//! - [`articulation`]: a [`RobotModel`](embodia_robots::RobotModel) as a multibody with drives.
+//! - [`articulation`]: a [`RobotModel`](embodia_robots::RobotModel) as a multibody or as
+//!   impulse-jointed bodies ([`JointModel`]), with drives.
 //! - [`task`]: a task as a typed configuration of observation, reward, termination and event
 //!   terms; [`tasks`]: the registered ones.
 //! - [`scene`]: one environment (world, robot, task state); [`env`]: the batch behind `VecEnv`.
@@ -17,7 +18,7 @@ pub mod scene;
 pub mod task;
 pub mod tasks;
 
-pub use articulation::{Articulation, SpawnOptions};
+pub use articulation::{Articulation, IMPULSE_PGS_ITERATIONS, JointModel, SpawnOptions};
 pub use env::RapierEnv;
 pub use task::TaskConfig;
 pub use tasks::rapier_tasks;

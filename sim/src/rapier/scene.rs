@@ -243,6 +243,7 @@ impl Scene {
             self_collisions: s.self_collisions,
             friction: s.friction,
             groups: InteractionGroups::all(),
+            joint_model: s.joint_model,
         };
         let robot = Articulation::spawn(&mut world, &spec.model, s.actuator, &options)?;
         let objects = Objects::build(&mut world, &s.objects, s.table.as_ref());

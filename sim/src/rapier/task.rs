@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use embodia_robots::ActuatorConfig;
 use serde::{Deserialize, Serialize};
 
+use super::articulation::JointModel;
 pub use super::objects::{ObjectConfig, ObjectShape, TableConfig};
 
 /// A closed interval `[low, high]`.
@@ -71,6 +72,10 @@ pub struct SceneConfig {
     pub self_collisions: bool,
     /// Solver iterations of rapier (more: stiffer contacts, slower).
     pub solver_iterations: u32,
+    /// How the robot's joints are simulated: `reduced` (multibody, exact) or `impulse`
+    /// (maximal coordinates, faster for floating-base robots, approximate: see [`JointModel`]).
+    #[serde(default)]
+    pub joint_model: JointModel,
     /// Dynamic objects, placed at reset; object terms refer to the first.
     #[serde(default)]
     pub objects: Vec<ObjectConfig>,

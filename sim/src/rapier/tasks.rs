@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use embodia_robots::{ActuatorConfig, ControlMode};
 
+use super::articulation::JointModel;
 use super::task::*;
 use crate::TaskInfo;
 
@@ -103,6 +104,7 @@ pub fn cartpole() -> TaskConfig {
             friction: 0.5,
             self_collisions: false,
             solver_iterations: 4,
+            joint_model: JointModel::Reduced,
             objects: Vec::new(),
             table: None,
         },
@@ -164,6 +166,7 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
             friction: 1.0,
             self_collisions: false,
             solver_iterations: 4,
+            joint_model: JointModel::Reduced,
             objects: Vec::new(),
             table: None,
         },
@@ -229,6 +232,7 @@ pub fn ant_run() -> TaskConfig {
             friction: 1.0,
             self_collisions: false,
             solver_iterations: 4,
+            joint_model: JointModel::Reduced,
             objects: Vec::new(),
             table: None,
         },
@@ -285,6 +289,7 @@ pub fn quadruped_velocity() -> TaskConfig {
             friction: 1.0,
             self_collisions: false,
             solver_iterations: 4,
+            joint_model: JointModel::Reduced,
             objects: Vec::new(),
             table: None,
         },
@@ -392,6 +397,7 @@ fn lift(
             self_collisions: false,
             // 4 iterations let a held cube creep in the grasp and slip out (rapier 0.36).
             solver_iterations: 8,
+            joint_model: JointModel::Reduced,
             objects: vec![object],
             table: Some(table),
         },
@@ -514,6 +520,7 @@ pub fn push_t() -> TaskConfig {
             friction: 0.5,
             self_collisions: false,
             solver_iterations: 4,
+            joint_model: JointModel::Reduced,
             objects: vec![ObjectConfig {
                 name: "tee".into(),
                 shape: ObjectShape::TBlock { bar: [0.2, 0.05], stem: [0.05, 0.15], height },
