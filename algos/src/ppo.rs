@@ -141,6 +141,9 @@ struct ActorCritic {
 #[derive(Debug, Default)]
 struct Rollout {
     obs: Vec<f32>,
+    /// Normalized critic observations, `[steps, num_envs, critic_dim]`; empty when the critic
+    /// reads `obs`.
+    critic_obs: Vec<f32>,
     actions: Vec<f32>,
     log_probs: Vec<f32>,
     rewards: Vec<f32>,
@@ -156,6 +159,8 @@ pub struct Ppo {
     config: PpoConfig,
     device: Device,
     obs_dim: usize,
+    /// Input size of the critic: the task's critic observation, or `obs_dim`.
+    critic_dim: usize,
     action_dim: usize,
     action_low: Vec<f32>,
     action_high: Vec<f32>,
@@ -163,12 +168,15 @@ pub struct Ppo {
     optim: Adam,
     learning_rate: f64,
     normalizer: RunningNormalizer,
+    /// Normalizer of the critic observation (asymmetric actor-critic only).
+    critic_normalizer: Option<RunningNormalizer>,
     rng: ChaCha8Rng,
     env_steps: u64,
     episodes: EpisodeStats,
     rollout: Rollout,
     // Reused host scratch buffers.
     obs: Vec<f32>,
+    critic_obs: Vec<f32>,
     noise: Vec<f32>,
     env_actions: Vec<f32>,
 }
@@ -187,13 +195,21 @@ impl Ppo {
             activation: config.activation,
             init_std: config.init_noise_std,
         };
-        let critic = ValueCriticConfig { obs_dim, hidden: config.hidden.clone(), activation: config.activation };
+        // Asymmetric actor-critic: a task with a privileged critic observation feeds it to the
+        // value network only; the policy never sees it.
+        let critic_spec = env.obs_spec().critic.as_ref();
+        let critic_dim = critic_spec.map_or(obs_dim, |c| c.dim());
+        let critic =
+            ValueCriticConfig { obs_dim: critic_dim, hidden: config.hidden.clone(), activation: config.activation };
         let model =
             seeded_init(&device, seed, || ActorCritic { actor: actor.init(&device), critic: critic.init(&device) });
         let n = env.num_envs();
         Ok(Self {
             learning_rate: config.learning_rate,
             normalizer: RunningNormalizer::new(obs_dim, 10.0),
+            critic_normalizer: critic_spec.map(|c| RunningNormalizer::new(c.dim(), 10.0)),
+            critic_obs: Vec::new(),
+            critic_dim,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x0BB0_0BB0),
             env_steps: 0,
             episodes: EpisodeStats::default(),
@@ -221,10 +237,22 @@ impl Ppo {
         }
     }
 
-    /// Values of the normalized observations in `self.obs`, `[n]`.
+    /// Copies the raw critic observations into `self.critic_obs`, normalized if configured
+    /// (asymmetric actor-critic only).
+    fn critic_normalized(&mut self, raw: &[f32]) {
+        self.critic_obs.clear();
+        self.critic_obs.extend_from_slice(raw);
+        if let Some(norm) = self.critic_normalizer.as_ref().filter(|_| self.config.normalize_obs) {
+            norm.normalize(&mut self.critic_obs);
+        }
+    }
+
+    /// Values `[n]` of the critic input: `self.critic_obs` for asymmetric tasks, else the
+    /// normalized policy observations in `self.obs`.
     fn values(&self, model: &ActorCritic) -> Result<Vec<f32>, AlgoError> {
-        let n = self.obs.len() / self.obs_dim;
-        to_host(model.critic.forward(to_tensor(&self.obs, n, self.obs_dim, &self.device.clone().inner())))
+        let input = if self.critic_normalizer.is_some() { &self.critic_obs } else { &self.obs };
+        let n = input.len() / self.critic_dim;
+        to_host(model.critic.forward(to_tensor(input, n, self.critic_dim, &self.device.clone().inner())))
     }
 
     /// Collects one rollout of `steps_per_env` steps from every environment.
@@ -235,7 +263,7 @@ impl Ppo {
         let log_std = to_host(model.actor.log_std())?;
         let log_prob_const: f32 = log_std.iter().sum::<f32>() + ad as f32 * LOG_SQRT_2PI as f32;
         let r = &mut self.rollout;
-        for buf in [&mut r.obs, &mut r.actions, &mut r.means] {
+        for buf in [&mut r.obs, &mut r.critic_obs, &mut r.actions, &mut r.means] {
             buf.clear();
         }
         for buf in [&mut r.log_probs, &mut r.rewards, &mut r.dones, &mut r.values] {
@@ -247,13 +275,23 @@ impl Ppo {
                 self.normalizer.update(raw);
             }
             self.normalized(raw);
+            if let Some(norm) = self.critic_normalizer.as_mut() {
+                let raw = &env.buffers().critic_obs;
+                if self.config.normalize_obs {
+                    norm.update(raw);
+                }
+                self.critic_normalized(raw);
+            }
             let obs = to_tensor(&self.obs, n, od, &plain);
-            let (mean, _) = model.actor.forward(obs.clone());
+            let (mean, _) = model.actor.forward(obs);
             let mean = to_host(mean)?;
-            let values = to_host(model.critic.forward(obs))?;
+            let values = self.values(&model)?;
             fill_normal(&mut self.rng, &mut self.noise);
             let r = &mut self.rollout;
             r.obs.extend_from_slice(&self.obs);
+            if self.critic_normalizer.is_some() {
+                r.critic_obs.extend_from_slice(&self.critic_obs);
+            }
             r.means.extend_from_slice(&mean);
             r.values.extend_from_slice(&values);
             for i in 0..n {
@@ -284,6 +322,9 @@ impl Ppo {
             let truncated = |i: usize| b.truncated[i] > 0.0 && b.terminated[i] == 0.0;
             if (0..n).any(truncated) {
                 self.normalized(&b.final_obs);
+                if self.critic_normalizer.is_some() {
+                    self.critic_normalized(&b.final_critic_obs);
+                }
                 let v = self.values(&model)?;
                 for i in (0..n).filter(|&i| truncated(i)) {
                     self.rollout.rewards[start + i] += self.config.gamma as f32 * v[i];
@@ -291,6 +332,9 @@ impl Ppo {
             }
         }
         self.normalized(&env.buffers().obs);
+        if self.critic_normalizer.is_some() {
+            self.critic_normalized(&env.buffers().critic_obs);
+        }
         let last_values = self.values(&model)?;
         let r = &mut self.rollout;
         r.advantages.resize(r.rewards.len(), 0.0);
@@ -311,7 +355,8 @@ impl Ppo {
 
     /// Optimizes on the stored rollout. Returns (surrogate loss, value loss, entropy, KL).
     fn update(&mut self) -> Result<(f64, f64, f64, f64), AlgoError> {
-        let (od, ad) = (self.obs_dim, self.action_dim);
+        let (od, ad, cd) = (self.obs_dim, self.action_dim, self.critic_dim);
+        let asymmetric = self.critic_normalizer.is_some();
         let r = &self.rollout;
         let total = r.rewards.len();
         let mb = total / self.config.mini_batches;
@@ -325,6 +370,7 @@ impl Ppo {
         let mut indices: Vec<usize> = (0..total).collect();
         let (mut g_obs, mut g_act, mut g_logp, mut g_adv, mut g_ret, mut g_val, mut g_mean) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut g_critic = Vec::new();
         let (mut surr_sum, mut value_sum, mut entropy_sum, mut kl_sum, mut count) = (0.0, 0.0, 0.0, 0.0, 0.0);
         let clip = self.config.clip_param;
         for _ in 0..self.config.epochs {
@@ -333,8 +379,12 @@ impl Ppo {
                 for v in [&mut g_obs, &mut g_act, &mut g_logp, &mut g_adv, &mut g_ret, &mut g_val, &mut g_mean] {
                     v.clear();
                 }
+                g_critic.clear();
                 for &i in batch {
                     g_obs.extend_from_slice(&r.obs[i * od..(i + 1) * od]);
+                    if asymmetric {
+                        g_critic.extend_from_slice(&r.critic_obs[i * cd..(i + 1) * cd]);
+                    }
                     g_act.extend_from_slice(&r.actions[i * ad..(i + 1) * ad]);
                     g_mean.extend_from_slice(&r.means[i * ad..(i + 1) * ad]);
                     g_logp.push(r.log_probs[i]);
@@ -371,7 +421,8 @@ impl Ppo {
                 let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();
                 let surrogate =
                     (ratio.clone() * adv.clone()).min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv).mean().neg();
-                let values = self.model.critic.forward(obs);
+                let critic_input = if asymmetric { to_tensor(&g_critic, b, cd, &plain) } else { obs };
+                let values = self.model.critic.forward(critic_input);
                 let value_loss = if self.config.clip_value_loss {
                     let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);
                     let a = (values - returns.clone()).square();
@@ -449,6 +500,7 @@ impl Learner for Ppo {
         ckpt.put("env_steps", &self.env_steps)?;
         ckpt.put("learning_rate", &self.learning_rate)?;
         ckpt.put("normalizer", &self.normalizer)?;
+        ckpt.put("critic_normalizer", &self.critic_normalizer)?;
         ckpt.put("rng", &rng_state(&self.rng))?;
         Ok(ckpt)
     }
@@ -472,6 +524,14 @@ impl Learner for Ppo {
             )));
         }
         self.normalizer = normalizer;
+        // Checkpoints written before asymmetric critics existed have no such entry.
+        let critic_normalizer: Option<RunningNormalizer> = ckpt.get("critic_normalizer").unwrap_or(None);
+        if critic_normalizer.as_ref().map(RunningNormalizer::dim) != self.critic_normalizer.as_ref().map(|n| n.dim()) {
+            return Err(AlgoError::Checkpoint(
+                "the checkpoint's critic observation does not match the task's (asymmetric actor-critic)".into(),
+            ));
+        }
+        self.critic_normalizer = critic_normalizer;
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
     }

@@ -30,8 +30,18 @@ impl BoxSpace {
 /// are added as further optional fields when tasks have them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObsSpec {
-    /// Flat proprioceptive/state observation, `[dim]`.
+    /// Flat proprioceptive/state observation the policy acts on, `[dim]`.
     pub vector: BoxSpace,
+    /// Privileged observation for a critic (asymmetric actor-critic), `[critic_dim]`; `None`
+    /// when the critic sees what the policy sees.
+    pub critic: Option<BoxSpace>,
+}
+
+impl ObsSpec {
+    /// A policy observation with no separate critic observation.
+    pub fn vector(vector: BoxSpace) -> Self {
+        Self { vector, critic: None }
+    }
 }
 
 /// What one environment accepts as an action.
@@ -57,6 +67,11 @@ pub struct ActionSpec {
 pub struct StepBuffers {
     /// Observation to act on next, `[num_envs, obs_dim]`.
     pub obs: Vec<f32>,
+    /// Critic observation matching `obs`, `[num_envs, critic_dim]`; empty when the task has no
+    /// separate critic observation ([`ObsSpec::critic`] is `None`).
+    pub critic_obs: Vec<f32>,
+    /// Critic observation matching `final_obs`, `[num_envs, critic_dim]`; empty likewise.
+    pub final_critic_obs: Vec<f32>,
     /// Reward of the last step, `[num_envs]`.
     pub reward: Vec<f32>,
     /// 1.0 where the episode reached a terminal state (no bootstrapping), `[num_envs]`.
@@ -83,6 +98,8 @@ impl StepBuffers {
     pub fn new(num_envs: usize, obs_dim: usize) -> Self {
         Self {
             obs: vec![0.0; num_envs * obs_dim],
+            critic_obs: Vec::new(),
+            final_critic_obs: Vec::new(),
             reward: vec![0.0; num_envs],
             terminated: vec![0.0; num_envs],
             truncated: vec![0.0; num_envs],
@@ -144,6 +161,11 @@ pub trait VecEnv: Send {
     /// `buffers().obs` becomes the snapshot's observation and the other buffers are zeroed,
     /// so the next `step` continues the snapshotted rollout exactly. On error nothing changes.
     fn restore(&mut self, snapshot: &EnvSnapshot) -> Result<(), SimError>;
+    /// What a viewer needs to draw the environments (bodies, shapes, poses, targets); `None`
+    /// for tasks without a scene to draw.
+    fn scene_view(&self) -> Option<&dyn crate::view::SceneView> {
+        None
+    }
 }
 
 /// Serializable state of a [`VecEnv`], for exact resume.

@@ -103,12 +103,10 @@ impl ClassicTask for MountainCarContinuous {
     }
 
     fn obs_spec(&self) -> ObsSpec {
-        ObsSpec {
-            vector: BoxSpace {
-                low: vec![MIN_POSITION as f32, -MAX_SPEED as f32],
-                high: vec![MAX_POSITION as f32, MAX_SPEED as f32],
-            },
-        }
+        ObsSpec::vector(BoxSpace {
+            low: vec![MIN_POSITION as f32, -MAX_SPEED as f32],
+            high: vec![MAX_POSITION as f32, MAX_SPEED as f32],
+        })
     }
 
     fn action_spec(&self) -> ActionSpec {

@@ -60,7 +60,7 @@ impl ClassicTask for Pendulum {
 
     fn obs_spec(&self) -> ObsSpec {
         let s = self.params.max_speed as f32;
-        ObsSpec { vector: BoxSpace { low: vec![-1.0, -1.0, -s], high: vec![1.0, 1.0, s] } }
+        ObsSpec::vector(BoxSpace { low: vec![-1.0, -1.0, -s], high: vec![1.0, 1.0, s] })
     }
 
     fn action_spec(&self) -> ActionSpec {

@@ -51,17 +51,37 @@ impl RapierEnv {
         let spec = SceneSpec::new(config, model)?;
         let scenes = (0..num_envs).map(|i| Scene::new(&spec, env_rng(0, i))).collect::<Result<Vec<_>, _>>()?;
         let clip = spec.config.action.clip;
+        let critic = spec.config.observations.critic.is_some();
+        let mut buffers = StepBuffers::new(num_envs, spec.obs_dim);
+        if critic {
+            buffers.critic_obs = vec![0.0; num_envs * spec.critic_dim];
+            buffers.final_critic_obs = vec![0.0; num_envs * spec.critic_dim];
+        }
         let mut env = Self {
             info,
-            obs_spec: ObsSpec { vector: BoxSpace::uniform(spec.obs_dim, f32::NEG_INFINITY, f32::INFINITY) },
+            obs_spec: ObsSpec {
+                vector: BoxSpace::uniform(spec.obs_dim, f32::NEG_INFINITY, f32::INFINITY),
+                critic: critic.then(|| BoxSpace::uniform(spec.critic_dim, f32::NEG_INFINITY, f32::INFINITY)),
+            },
             action_spec: ActionSpec { bounds: BoxSpace::uniform(spec.num_actions(), -clip, clip) },
-            buffers: StepBuffers::new(num_envs, spec.obs_dim),
+            buffers,
             outcomes: vec![Outcome::default(); num_envs],
             scenes,
             spec,
         };
         env.reset(0);
         Ok(env)
+    }
+
+    /// Fills `buffers.critic_obs` from the current states (no noise: the critic's copy is
+    /// privileged and clean).
+    fn observe_critic(&mut self) {
+        let (spec, cd) = (&self.spec, self.spec.critic_dim);
+        let Some(terms) = spec.config.observations.critic.as_deref() else { return };
+        self.scenes
+            .par_iter_mut()
+            .zip(self.buffers.critic_obs.par_chunks_mut(cd))
+            .for_each(|(scene, out)| scene.observe(spec, terms, false, out));
     }
 
     /// The environments' worlds and robots (read-only), for viewers and tests.
@@ -76,6 +96,10 @@ impl RapierEnv {
 }
 
 impl VecEnv for RapierEnv {
+    fn scene_view(&self) -> Option<&dyn crate::view::SceneView> {
+        Some(self)
+    }
+
     fn info(&self) -> &TaskInfo {
         &self.info
     }
@@ -102,10 +126,12 @@ impl VecEnv for RapierEnv {
                 scene.observe(spec, terms, true, obs);
             },
         );
+        self.observe_critic();
         let b = &mut self.buffers;
         for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
             v.fill(0.0);
         }
+        b.final_critic_obs.fill(0.0);
         b.episode_return.fill(0.0);
         b.episode_length.fill(0);
     }
@@ -120,28 +146,48 @@ impl VecEnv for RapierEnv {
         }
         let spec = &self.spec;
         let terms = &spec.config.observations.policy;
+        let critic_terms = spec.config.observations.critic.as_deref();
         let max_steps = self.info.max_episode_steps;
         let b = &mut self.buffers;
-        self.scenes
-            .par_iter_mut()
-            .zip(self.outcomes.par_iter_mut())
-            .zip(b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)))
-            .zip(actions.par_chunks(ad.max(1)))
-            .for_each(|(((scene, out), (obs, final_obs)), action)| {
-                let (reward, terminated, success) = scene.step(spec, action);
-                scene.running_return += reward;
-                let truncated = scene.elapsed >= max_steps;
-                scene.observe(spec, terms, true, final_obs);
-                *out = Outcome { reward: reward as f32, terminated, truncated, success, ..Outcome::default() };
-                if terminated || truncated {
-                    out.episode_return = scene.running_return as f32;
-                    out.episode_length = scene.elapsed;
-                    scene.reset(spec);
-                    scene.observe(spec, terms, true, obs);
-                } else {
-                    obs.copy_from_slice(final_obs);
-                }
-            });
+        // The critic's copy of the final observation must be taken before the auto-reset.
+        let step_one = |scene: &mut Scene,
+                        out: &mut Outcome,
+                        obs: &mut [f32],
+                        final_obs: &mut [f32],
+                        final_critic: &mut [f32],
+                        action: &[f32]| {
+            let (reward, terminated, success) = scene.step(spec, action);
+            scene.running_return += reward;
+            let truncated = scene.elapsed >= max_steps;
+            scene.observe(spec, terms, true, final_obs);
+            if let Some(critic_terms) = critic_terms {
+                scene.observe(spec, critic_terms, false, final_critic);
+            }
+            *out = Outcome { reward: reward as f32, terminated, truncated, success, ..Outcome::default() };
+            if terminated || truncated {
+                out.episode_return = scene.running_return as f32;
+                out.episode_length = scene.elapsed;
+                scene.reset(spec);
+                scene.observe(spec, terms, true, obs);
+            } else {
+                obs.copy_from_slice(final_obs);
+            }
+        };
+        let rows = self.scenes.par_iter_mut().zip(self.outcomes.par_iter_mut()).zip(
+            b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)).zip(actions.par_chunks(ad.max(1))),
+        );
+        match self.spec.critic_dim {
+            cd if critic_terms.is_some() => rows.zip(b.final_critic_obs.par_chunks_mut(cd)).for_each(
+                |(((scene, out), ((obs, final_obs), action)), final_critic)| {
+                    step_one(scene, out, obs, final_obs, final_critic, action)
+                },
+            ),
+            _ => rows.for_each(|((scene, out), ((obs, final_obs), action))| {
+                step_one(scene, out, obs, final_obs, &mut [], action)
+            }),
+        }
+        self.observe_critic();
+        let b = &mut self.buffers;
         let flag = |x: bool| f32::from(u8::from(x));
         for (i, o) in self.outcomes.iter().enumerate() {
             b.reward[i] = o.reward;
@@ -201,11 +247,13 @@ impl VecEnv for RapierEnv {
             scene.reset(spec);
             scene.observe(spec, terms, true, obs);
         }
+        self.observe_critic();
         let b = &mut self.buffers;
         for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
             v.fill(0.0);
         }
         b.episode_return.fill(0.0);
+        b.final_critic_obs.fill(0.0);
         b.episode_length.fill(0);
         Ok(())
     }

@@ -39,7 +39,8 @@ pub struct TaskConfig {
     pub events: EventConfig,
     /// Time limit, control steps.
     pub episode_steps: u32,
-    /// Mean evaluation return at which the task counts as solved (for tasks without success).
+    /// Where the task counts as solved: the mean evaluation return, or the success rate in
+    /// `[0, 1]` for tasks with a success criterion.
     pub solve_threshold: f32,
 }
 
