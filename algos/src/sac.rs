@@ -191,6 +191,13 @@ impl Sac {
     /// A fresh learner for `env`'s spaces; `device` must have autodiff enabled.
     pub fn new(config: SacConfig, env: &dyn VecEnv, device: Device, seed: u64) -> Result<Self, AlgoError> {
         config.validate()?;
+        if env.obs_spec().critic.is_some() {
+            return Err(AlgoError::Config {
+                field: "env.observations.critic".into(),
+                value: "a critic observation group".into(),
+                allowed: "none with sac (its Q networks read the policy observation; use ppo)".into(),
+            });
+        }
         let obs_dim = env.obs_spec().vector.dim();
         let bounds = &env.action_spec().bounds;
         let action_dim = bounds.dim();
