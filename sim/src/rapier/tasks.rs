@@ -507,16 +507,21 @@ pub fn pick_cube_so101() -> TaskConfig {
     )
 }
 
-/// Push-T after diffusion policy (Chi et al. 2023, `PushTEnv`), in metres at 600 px/m: a T
-/// block (bar 0.2 × 0.05 m, stem 0.05 × 0.15 m, 3 cm tall, 0.1 kg) drawn at x, y ∈
-/// [-0.2, 0.2] m (the env's 100..400 px of 512), any yaw, pushed by the `pusher2d` puck
-/// (r 0.025 m = 15 px) whose start is drawn within ±0.3 m; goal pose fixed at the centre with
-/// yaw π/4 (the env's (256, 256, π/4)). 10 Hz control (0.01 s physics × 10), actions move the
-/// puck's position target by up to 5 cm per step (0.5 m/s); PD drive 300 N/m, 30 N·s/m.
-/// Reward: the goal-coverage fraction (the env's is `clip(coverage / 0.95, 0, 1)`); the episode
-/// ends at 95% coverage (success), else after 300 steps (30 s), as in the env. Unlike the
-/// 2-D pymunk env, the block slides on a table with friction 0.5 (μ averaged with the block's),
-/// which the pymunk env models without friction but with damping.
+/// Push-T after diffusion policy's `PushTEnv` (Chi et al. 2023), in metres at 600 px/m: a T
+/// block (bar 0.2 × 0.05 m, stem 0.05 × 0.15 m, 3 cm tall, 0.1 kg) pushed by the `pusher2d`
+/// puck (r 0.025 m = the env's 15 px agent). The env draws the block's position in 100..400 px
+/// of its 512 px window (about ±0.25 m around the centre), its angle from a wide normal, and the
+/// agent in 50..450 px; here the block's frame (the bar's centre; the env's body origin is the
+/// bar's outer edge) is drawn in x, y ∈ [-0.2, 0.2] m with a uniform yaw, at least 0.25 m from
+/// the puck, whose start is drawn within ±0.3 m. The goal pose is fixed at the centre with yaw
+/// π/4 (the env's (256, 256, π/4)). 10 Hz control (0.01 s physics × 10, the env's 100 Hz and
+/// 10 Hz); actions move the puck's position target by up to 5 cm per step (0.5 m/s), PD drive
+/// 300 N/m, 30 N·s/m (the env sets absolute targets for a k_p 100, k_v 20 PD). Reward: the
+/// goal-coverage fraction (the env's is `clip(coverage / 0.95, 0, 1)`); the episode ends at 95%
+/// coverage (success), else after 300 steps (30 s), as in the env. The env is 2-D without
+/// gravity and with full velocity damping (the block stops when not pushed); here the block
+/// slides on a table with friction 0.5 (μ averaged with the block's), which also stops it at
+/// once.
 pub fn push_t() -> TaskConfig {
     use RewardKind::*;
     let height = 0.03;
