@@ -81,10 +81,9 @@ impl SceneSpec {
             })
             .collect::<Result<Vec<_>, SimError>>()?;
         for (i, q) in default_q.iter_mut().enumerate() {
-            if let Some(limit) = model.joints[actuated[i]].limit.filter(|_| model.joints[actuated[i]].kind.dof() == 1) {
-                if model.joints[actuated[i]].kind != embodia_robots::JointKind::Continuous {
-                    *q = q.clamp(limit.lower as f32, limit.upper as f32);
-                }
+            let joint = &model.joints[actuated[i]];
+            if let Some(limit) = joint.limit.filter(|_| joint.kind != embodia_robots::JointKind::Continuous) {
+                *q = q.clamp(limit.lower as f32, limit.upper as f32);
             }
         }
         let end_effector = match &config.scene.end_effector {
@@ -375,7 +374,7 @@ impl Scene {
             self.world.bodies[self.robot.root()].set_additional_mass_properties(mass, true);
         }
         self.gain_scale = uniform(&mut self.rng, e.actuator_gain_scale);
-        let extra = (self.rng.next_u32() as u64 * (e.max_latency_steps as u64 + 1) >> 32) as usize;
+        let extra = ((self.rng.next_u32() as u64 * (e.max_latency_steps as u64 + 1)) >> 32) as usize;
         self.latency = c.scene.actuator.latency_steps as usize + extra;
 
         // Initial state.
