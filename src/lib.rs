@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod config;
+pub mod plot;
 pub mod run;
 
 pub use embodia_algos as algos;

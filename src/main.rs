@@ -58,6 +58,17 @@ enum Command {
         #[arg(long)]
         stochastic: bool,
     },
+    /// Draw the training curves of one or more runs into one PNG (one color per run, legend =
+    /// run directory name): return and success rate vs env steps and wall time, losses,
+    /// entropy, SAC α or PPO KL.
+    Plot {
+        /// Run directories (each with a metrics.csv).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Output PNG.
+        #[arg(long, default_value = "curves.png")]
+        out: PathBuf,
+    },
     /// Benchmarks that print figures.
     Bench {
         #[command(subcommand)]
@@ -177,6 +188,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
         }
+        Command::Plot { runs, out } => plot(&runs, &out),
         Command::Robot { robot: RobotCommand::Check { file } } => {
             print!("{}", embodia::robots::load_urdf(&file)?.summary());
             Ok(())
@@ -288,6 +300,13 @@ fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Re
             describe_eval(&result)
         );
     }
+    Ok(())
+}
+
+fn plot(runs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+    let curves = runs.iter().map(|dir| embodia::plot::RunCurves::from_run_dir(dir)).collect::<Result<Vec<_>, _>>()?;
+    embodia::plot::plot_runs(&curves, out)?;
+    println!("wrote {}", out.display());
     Ok(())
 }
 

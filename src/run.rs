@@ -7,6 +7,7 @@
 //!   metrics.csv        one row per iteration (see MetricRow::CSV_HEADER)
 //!   checkpoint/        latest checkpoint (tensors.safetensors + state.json; see embodia_algos::Checkpoint)
 //!   eval.json          final deterministic evaluation
+//!   curves.png         training curves, redrawn at every checkpoint (see crate::plot)
 //! ```
 
 use std::fs;
@@ -29,9 +30,13 @@ pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// Final evaluation file name inside a run directory.
 pub const EVAL_FILE: &str = "eval.json";
 
+/// Least wall time between two redraws of `curves.png` during training (a redraw costs
+/// milliseconds; an iteration of a fast learner costs less).
+pub const CURVES_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Offset between the training seed and the evaluation environments' seed, so evaluation
 /// episodes differ from training episodes.
-const EVAL_SEED_OFFSET: u64 = 1_000_003;
+pub const EVAL_SEED_OFFSET: u64 = 1_000_003;
 
 /// Errors of runs, with the path or field at fault.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +50,9 @@ pub enum RunError {
     /// Bad configuration.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// Metrics could not be read or curves drawn.
+    #[error(transparent)]
+    Plot(#[from] crate::plot::PlotError),
     /// A file could not be read or written.
     #[error("{path}: {message}")]
     Io {
@@ -139,12 +147,14 @@ impl Run {
 
     /// Trains until the step budget is spent; appends every iteration's row to `metrics.csv`
     /// and sends it to `sinks` (progress bars, viewers), checkpoints every `checkpoint_every`
-    /// iterations and at the end. On error (e.g. a NaN) the last good checkpoint is left in place.
+    /// iterations and at the end, and redraws `curves.png` at the first checkpoint, at checkpoints
+    /// at least [`CURVES_EVERY`] apart, and at the end. On error (e.g. a NaN) the last good checkpoint is left in place.
     pub fn train(&mut self, sinks: &mut [&mut dyn MetricSink]) -> Result<(), RunError> {
         let start = Instant::now();
         let metrics_path = self.dir.join(METRICS_FILE);
         let mut csv = fs::OpenOptions::new().append(true).open(&metrics_path).map_err(io_err(&metrics_path))?;
         let mut last = (start, self.learner.env_steps());
+        let mut last_plot: Option<Instant> = None;
         while self.learner.env_steps() < self.config.total_steps {
             let mut row = self.learner.iterate(self.env.as_mut())?;
             let now = Instant::now();
@@ -160,6 +170,10 @@ impl Run {
             if done || self.iterations.is_multiple_of(self.config.checkpoint_every) {
                 csv.flush().map_err(io_err(&metrics_path))?;
                 self.save_checkpoint(row.wall_seconds)?;
+                if done || last_plot.is_none_or(|t| t.elapsed() >= CURVES_EVERY) {
+                    crate::plot::write_run_curves(&self.dir)?;
+                    last_plot = Some(Instant::now());
+                }
             }
         }
         Ok(())
