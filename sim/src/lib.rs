@@ -23,6 +23,7 @@
 pub mod classic;
 pub mod rapier;
 mod vec_env;
+pub mod view;
 
 pub use rapier::TaskConfig;
 use std::sync::LazyLock;

@@ -8,6 +8,7 @@
 //! - [`objects`]: dynamic objects on a table (boxes, the Push-T block) and their coverage.
 //! - [`kinematics`]: forward kinematics and damped-least-squares IK of a robot model.
 //! - [`expert`]: scripted experts (reach, pick, push-t) and their evaluation.
+//! - `view`: the [`SceneView`](crate::view::SceneView) of a batch, for viewers.
 
 pub mod articulation;
 pub mod env;
@@ -17,6 +18,7 @@ pub mod objects;
 pub mod scene;
 pub mod task;
 pub mod tasks;
+mod view;
 
 pub use articulation::{Articulation, IMPULSE_PGS_ITERATIONS, JointModel, SpawnOptions};
 pub use env::RapierEnv;

@@ -177,7 +177,7 @@ pub struct TableConfig {
 }
 
 /// Thickness of the table slab, m.
-const TABLE_THICKNESS: f32 = 0.05;
+pub const TABLE_THICKNESS: f32 = 0.05;
 
 impl ObjectConfig {
     /// Checks values the simulator cannot use, naming the field.
