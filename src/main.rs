@@ -43,11 +43,21 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Evaluate a run's policy with deterministic actions.
+    /// Evaluate a run's policy with deterministic actions, or a task's scripted expert
+    /// (`--task NAME --expert scripted`).
     Eval {
         /// Run directory.
-        #[arg(long)]
-        run: PathBuf,
+        #[arg(long, required_unless_present = "expert", conflicts_with = "expert")]
+        run: Option<PathBuf>,
+        /// Evaluate the task's scripted expert instead of a policy (reach, pick-cube, push-t).
+        #[arg(long, value_parser = ["scripted"], requires = "task")]
+        expert: Option<String>,
+        /// Task of the expert.
+        #[arg(long, requires = "expert")]
+        task: Option<String>,
+        /// Seed of the expert's episodes.
+        #[arg(long, default_value_t = 0, requires = "expert")]
+        seed: u64,
         /// Episodes to run.
         #[arg(long, default_value_t = 10)]
         episodes: usize,
@@ -183,7 +193,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Train { settings, run_dir, resume, quiet } => train(&settings, run_dir, resume, quiet),
-        Command::Eval { run, episodes, json, stochastic } => eval(&run, episodes, json, stochastic),
+        Command::Eval { run: Some(run), episodes, json, stochastic, .. } => eval(&run, episodes, json, stochastic),
+        Command::Eval { task, episodes, json, seed, .. } => {
+            eval_expert(task.as_deref().unwrap_or_default(), episodes, seed, json)
+        }
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
@@ -307,6 +320,27 @@ fn plot(runs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
     let curves = runs.iter().map(|dir| embodia::plot::RunCurves::from_run_dir(dir)).collect::<Result<Vec<_>, _>>()?;
     embodia::plot::plot_runs(&curves, out)?;
     println!("wrote {}", out.display());
+    Ok(())
+}
+
+fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
+    let e = embodia::sim::rapier::expert::evaluate_task_expert(task, None, 16, episodes, seed)?;
+    if json {
+        let value = serde_json::json!({
+            "task": task, "expert": "scripted", "episodes": e.episodes, "success_rate": e.success_rate,
+            "mean_return": e.mean_return, "mean_length": e.mean_length,
+        });
+        println!("{value}");
+    } else {
+        println!(
+            "scripted expert on {task}, {} episodes: success {:.0}%, mean return {:.1}, mean length {:.0}",
+            e.episodes,
+            100.0 * e.success_rate,
+            e.mean_return,
+            e.mean_length
+        );
+    }
     Ok(())
 }
 

@@ -818,3 +818,17 @@ fn robot_check_reports_file_line_and_element() {
     let e = fail_at_once(d, &["robot", "check", "missing.urdf"]);
     assert_mentions(&e, &["error: missing.urdf: cannot read the file"]);
 }
+
+#[test]
+fn eval_runs_a_tasks_scripted_expert() {
+    let dir = tmp();
+    let d = dir.path();
+    let out = ok(d, &["eval", "--task", "pick-cube", "--expert", "scripted", "--episodes", "2", "--json"]);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["episodes"].as_u64(), Some(2), "{v}");
+    assert!(v["success_rate"].as_f64().is_some_and(|s| s >= 0.5), "the pick expert lifts the cube: {v}");
+    let out = ok(d, &["eval", "--task", "reach-arm7", "--expert", "scripted", "--episodes", "2"]);
+    assert_mentions(&out.stdout, &["scripted expert on reach-arm7", "2 episodes", "success"]);
+    let e = fail_at_once(d, &["eval", "--task", "cartpole", "--expert", "scripted"]);
+    assert_mentions(&e, &["no scripted expert"]);
+}
