@@ -291,9 +291,9 @@ fn unknown_task_and_algorithm_list_valid_names() {
     let e = fail_at_once(dir.path(), &["bench", "solve", "--task", "foo", "--seeds", "1"]);
     assert_mentions(&e, &["`foo`", "pendulum", "mountain-car-continuous"]);
     // Through a config file or --set as well.
-    fs::write(dir.path().join("t.toml"), "task = \"cartpole\"\n").unwrap();
+    fs::write(dir.path().join("t.toml"), "task = \"acrobot\"\n").unwrap();
     let e = fail_at_once(dir.path(), &["train", "--config", "t.toml"]);
-    assert_mentions(&e, &["`cartpole`", "pendulum", "mountain-car-continuous"]);
+    assert_mentions(&e, &["`acrobot`", "pendulum", "mountain-car-continuous", "cartpole", "reach"]);
     let e = fail_at_once(dir.path(), &["train", "--set", "algorithm=td3"]);
     assert_mentions(&e, &["`td3`", "sac, ppo"]);
     assert!(!dir.path().join("runs").exists(), "a failed train created runs/");
