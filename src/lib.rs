@@ -8,7 +8,9 @@
 pub mod bench;
 pub mod config;
 pub mod plot;
+pub mod render;
 pub mod run;
+pub mod viz;
 
 pub use embodia_algos as algos;
 pub use embodia_policies as policies;

@@ -8,6 +8,7 @@ use embodia::algos::{EvalResult, MetricRow, MetricSink};
 use embodia::bench::{SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
+use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
@@ -42,6 +43,13 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Stream training metrics to a rerun viewer (connects to a running one or spawns
+        /// `rerun`; needs the `rerun` feature).
+        #[arg(long)]
+        viz: bool,
+        /// Record training metrics into this .rrd file (needs the `rerun` feature).
+        #[arg(long, value_name = "FILE.rrd", conflicts_with = "viz")]
+        viz_save: Option<PathBuf>,
     },
     /// Evaluate a run's policy with deterministic actions, or a task's scripted expert
     /// (`--task NAME --expert scripted`).
@@ -67,6 +75,23 @@ enum Command {
         /// Sample actions from the policy instead of taking its mode.
         #[arg(long)]
         stochastic: bool,
+        /// Also record this many deterministic episodes into RUN/episodes.rrd (link transforms
+        /// with visual geometry, targets, observations, actions, rewards; needs the `rerun`
+        /// feature).
+        #[arg(long, value_name = "N", requires = "run")]
+        record_episodes: Option<usize>,
+        /// Also draw frames of the first episode (of the policy or the expert) into this PNG,
+        /// with embodia's own renderer (rapier tasks).
+        #[arg(long, value_name = "FILE.png")]
+        render: Option<PathBuf>,
+        /// Frames to draw with `--render`, spread evenly over the episode.
+        #[arg(long, default_value_t = 6, requires = "render")]
+        render_frames: usize,
+    },
+    /// Open the rerun viewer on a run's recordings (its .rrd files).
+    View {
+        /// Run directory (or one .rrd file).
+        run: PathBuf,
     },
     /// Draw the training curves of one or more runs into one PNG (one color per run, legend =
     /// run directory name): return and success rate vs env steps and wall time, losses,
@@ -192,10 +217,37 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", config.to_toml());
             Ok(())
         }
-        Command::Train { settings, run_dir, resume, quiet } => train(&settings, run_dir, resume, quiet),
-        Command::Eval { run: Some(run), episodes, json, stochastic, .. } => eval(&run, episodes, json, stochastic),
-        Command::Eval { task, episodes, json, seed, .. } => {
-            eval_expert(task.as_deref().unwrap_or_default(), episodes, seed, json)
+        Command::Train { settings, run_dir, resume, quiet, viz, viz_save } => {
+            let target = match (viz, viz_save) {
+                (true, _) => Some(VizTarget::Viewer),
+                (false, Some(file)) => Some(VizTarget::File(file)),
+                (false, None) => None,
+            };
+            train(&settings, run_dir, resume, quiet, target)
+        }
+        Command::Eval {
+            run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, ..
+        } => {
+            eval(&run, episodes, json, stochastic)?;
+            if let Some(out) = render {
+                let (config, learner) = load_learner(&run)?;
+                embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
+                eprintln!("drew {render_frames} frames of the first episode into {}", out.display());
+            }
+            match record_episodes {
+                Some(n) => record(&run, n),
+                None => Ok(()),
+            }
+        }
+        Command::View { run } => Ok(embodia::viz::view(&run)?),
+        Command::Eval { task, episodes, json, seed, render, render_frames, .. } => {
+            let task = task.as_deref().unwrap_or_default();
+            eval_expert(task, episodes, seed, json)?;
+            if let Some(out) = render {
+                embodia::render::render_expert_episode(task, seed, render_frames, &out)?;
+                eprintln!("drew {render_frames} frames of the expert's first episode into {}", out.display());
+            }
+            Ok(())
         }
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
@@ -230,7 +282,22 @@ fn list() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn train(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<PathBuf>, quiet: bool) -> anyhow::Result<()> {
+fn train(
+    settings: &Settings,
+    run_dir: Option<PathBuf>,
+    resume: Option<PathBuf>,
+    quiet: bool,
+    viz: Option<VizTarget>,
+) -> anyhow::Result<()> {
+    // Refuse the viewer flags of a build without rerun before creating anything.
+    let name = |dir: &Path| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut recorder = match &viz {
+        Some(target) => Some(MetricsRecorder::new(
+            target,
+            &name(run_dir.as_deref().or(resume.as_deref()).unwrap_or(Path::new("train"))),
+        )?),
+        None => None,
+    };
     let mut run = match &resume {
         Some(dir) => Run::resume(dir, settings.steps)?,
         None => {
@@ -249,9 +316,15 @@ fn train(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<PathBuf>,
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);
-    let result = run.train(&mut [&mut progress]);
+    let result = match recorder.as_mut() {
+        Some(recorder) => run.train(&mut [&mut progress, recorder]),
+        None => run.train(&mut [&mut progress]),
+    };
     progress.bar.finish_and_clear();
     result?;
+    if let Some(recorder) = recorder {
+        recorder.finish()?;
+    }
     let eval = run.final_eval(config.eval_episodes)?;
     eprintln!("evaluation ({} episodes, deterministic): {}", eval.episodes, describe_eval(&eval));
     eprintln!("run saved in {}", run.dir.display());
@@ -316,13 +389,6 @@ fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Re
     Ok(())
 }
 
-fn plot(runs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
-    let curves = runs.iter().map(|dir| embodia::plot::RunCurves::from_run_dir(dir)).collect::<Result<Vec<_>, _>>()?;
-    embodia::plot::plot_runs(&curves, out)?;
-    println!("wrote {}", out.display());
-    Ok(())
-}
-
 fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let e = embodia::sim::rapier::expert::evaluate_task_expert(task, None, 16, episodes, seed)?;
@@ -341,6 +407,34 @@ fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool) -> anyhow::Re
             e.mean_length
         );
     }
+    Ok(())
+}
+
+fn record(run: &Path, episodes: usize) -> anyhow::Result<()> {
+    anyhow::ensure!(episodes > 0, "invalid value for `--record-episodes`: 0 (allowed: ≥ 1)");
+    let (config, learner) = load_learner(run)?;
+    let out = run.join(embodia::viz::EPISODES_FILE);
+    let r = embodia::viz::record_episodes(learner.as_ref(), &config, episodes, &out)?;
+    let steps: u32 = r.lengths.iter().sum();
+    let success =
+        if config.env.is_some() && embodia::sim::tasks().iter().any(|t| t.name == config.task && t.has_success) {
+            format!(", {} of {} successful", r.successes.iter().filter(|&&s| s).count(), episodes)
+        } else {
+            String::new()
+        };
+    eprintln!(
+        "recorded {episodes} episodes ({steps} env steps{success}) in {}; open it with `embodia view {}` (viewer: {})",
+        out.display(),
+        run.display(),
+        embodia::viz::VIEWER_INSTALL
+    );
+    Ok(())
+}
+
+fn plot(runs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+    let curves = runs.iter().map(|dir| embodia::plot::RunCurves::from_run_dir(dir)).collect::<Result<Vec<_>, _>>()?;
+    embodia::plot::plot_runs(&curves, out)?;
+    println!("wrote {}", out.display());
     Ok(())
 }
 

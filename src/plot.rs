@@ -29,7 +29,7 @@ pub const CURVES_FILE: &str = "curves.png";
 /// Width and height of every curves PNG, in pixels.
 pub const CURVES_SIZE: (u32, u32) = (1200, 1200);
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 static FONT_BYTES: &[u8] = include_bytes!("../assets/fonts/DejaVuSans-subset.ttf");
 
 /// Errors of reading metrics and drawing curves, naming the file (and line) at fault.
@@ -83,7 +83,8 @@ impl RunCurves {
 /// name, so files with fewer or extra columns still read; `env_steps` and `wall_seconds` are
 /// required. Empty fields are `None`.
 pub fn read_metrics(path: &Path) -> Result<Vec<MetricRow>, PlotError> {
-    let text = fs::read_to_string(path).map_err(|e| PlotError::Io { path: path.display().to_string(), message: e.to_string() })?;
+    let text = fs::read_to_string(path)
+        .map_err(|e| PlotError::Io { path: path.display().to_string(), message: e.to_string() })?;
     parse_metrics(&text, &path.display().to_string())
 }
 
@@ -205,7 +206,7 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // The bundled font is known to parse; a failure would only leave text undrawn.
@@ -216,7 +217,8 @@ fn register_font() {
 /// Draws the curves of `runs` (one color per run, legend = label) into the PNG `out`.
 pub fn plot_runs(runs: &[RunCurves], out: &Path) -> Result<(), PlotError> {
     register_font();
-    let draw_err = |e: &dyn std::fmt::Display| PlotError::Io { path: out.display().to_string(), message: e.to_string() };
+    let draw_err =
+        |e: &dyn std::fmt::Display| PlotError::Io { path: out.display().to_string(), message: e.to_string() };
     let has_success = runs.iter().any(|r| r.rows.iter().any(|row| row.success_rate.is_some()));
     let has_alpha = runs.iter().any(|r| r.rows.iter().any(|row| row.alpha.is_some()));
     let last: Panel = if has_alpha {
@@ -226,8 +228,12 @@ pub fn plot_runs(runs: &[RunCurves], out: &Path) -> Result<(), PlotError> {
     };
     let band: Option<(Field, Field)> = Some((|r| r.return_min, |r| r.return_max));
     let panels = [
-        Panel { title: "episode return (mean, min–max)", x: XAxis::Steps, y: |r| r.return_mean, band, log_hint: false },
-        Panel { title: "episode return (mean, min–max)", x: XAxis::Wall, y: |r| r.return_mean, band, log_hint: false },
+        Panel {
+            title: "episode return (mean, min–max)", x: XAxis::Steps, y: |r| r.return_mean, band, log_hint: false
+        },
+        Panel {
+            title: "episode return (mean, min–max)", x: XAxis::Wall, y: |r| r.return_mean, band, log_hint: false
+        },
         if has_success {
             Panel { title: "success rate", x: XAxis::Steps, y: |r| r.success_rate, band: None, log_hint: false }
         } else {
@@ -273,11 +279,9 @@ fn draw_panel(
         let points: Vec<(f64, f64)> =
             run.rows.iter().filter_map(|r| finite((panel.y)(r)).map(|y| (panel.x.of(r), y))).collect();
         let band: Vec<(f64, f64, f64)> = match panel.band {
-            Some((lo, hi)) => run
-                .rows
-                .iter()
-                .filter_map(|r| Some((panel.x.of(r), finite(lo(r))?, finite(hi(r))?)))
-                .collect(),
+            Some((lo, hi)) => {
+                run.rows.iter().filter_map(|r| Some((panel.x.of(r), finite(lo(r))?, finite(hi(r))?))).collect()
+            }
             None => Vec::new(),
         };
         for &(x, y) in &points {
@@ -336,9 +340,8 @@ fn draw_panel(
                 }
                 let line = $chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?;
                 if runs.len() > 1 {
-                    line.label(*label).legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                    });
+                    line.label(*label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
                 }
                 if points.len() == 1 {
                     $chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
@@ -395,7 +398,13 @@ mod tests {
 
     #[test]
     fn parses_written_rows_and_names_the_bad_line() {
-        let row = MetricRow { env_steps: 100, wall_seconds: 1.5, return_mean: Some(-3.0), alpha: Some(0.2), ..Default::default() };
+        let row = MetricRow {
+            env_steps: 100,
+            wall_seconds: 1.5,
+            return_mean: Some(-3.0),
+            alpha: Some(0.2),
+            ..Default::default()
+        };
         let text = format!("{}\n{}\n", MetricRow::CSV_HEADER, row.csv_values());
         let rows = parse_metrics(&text, "m.csv").unwrap();
         assert_eq!(rows.len(), 1);
@@ -408,7 +417,9 @@ mod tests {
         assert!(e.starts_with("m.csv:3: column `return_mean`"), "{e}");
         let short = format!("{text}200,2.0\n");
         assert!(parse_metrics(&short, "m.csv").unwrap_err().to_string().starts_with("m.csv:3: expected 14 fields"));
-        assert!(parse_metrics("a,b\n", "m.csv").unwrap_err().to_string().starts_with("m.csv:1: header has no `env_steps`"));
+        assert!(
+            parse_metrics("a,b\n", "m.csv").unwrap_err().to_string().starts_with("m.csv:1: header has no `env_steps`")
+        );
     }
 
     #[test]

@@ -82,10 +82,14 @@ fn plot_names_the_malformed_file_and_line() {
     let run = t.0.join("bad");
     fs::create_dir_all(&run).unwrap();
     let header = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps";
-    fs::write(run.join("metrics.csv"), format!("{header}\n1000,0.5,-10,,,,,,,,,,,\n2000,1.0,oops,,,,,,,,,,,\n")).unwrap();
+    fs::write(run.join("metrics.csv"), format!("{header}\n1000,0.5,-10,,,,,,,,,,,\n2000,1.0,oops,,,,,,,,,,,\n"))
+        .unwrap();
     let (code, _, stderr) = embodia(&t.0, &["plot", "bad", "--out", "x.png"]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("bad/metrics.csv:3:") && stderr.contains("return_mean") && stderr.contains("oops"), "{stderr}");
+    assert!(
+        stderr.contains("bad/metrics.csv:3:") && stderr.contains("return_mean") && stderr.contains("oops"),
+        "{stderr}"
+    );
     assert!(!t.0.join("x.png").exists());
     let (code, _, stderr) = embodia(&t.0, &["plot", "missing"]);
     assert_eq!(code, Some(1));

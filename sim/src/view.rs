@@ -43,7 +43,9 @@ impl ViewPose {
         let [x, y, z, w] = self.rotation;
         // v' = v + 2w (q × v) + 2 q × (q × v)
         let q = [x, y, z];
-        let cross = |a: [f32; 3], b: [f32; 3]| [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+        let cross = |a: [f32; 3], b: [f32; 3]| {
+            [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+        };
         let t = cross(q, v).map(|c| 2.0 * c);
         let u = cross(q, t);
         [v[0] + w * t[0] + u[0], v[1] + w * t[1] + u[1], v[2] + w * t[2] + u[2]]

@@ -54,25 +54,45 @@ impl SceneView for RapierEnv {
         if c.scene.ground {
             let size = [GROUND_SIZE, GROUND_SIZE, 0.002];
             let rgba = [0.82, 0.82, 0.80, 1.0];
-            bodies.push(VisualBody { path: "ground".into(), shapes: vec![shape([0.0, 0.0, -0.001], Geometry::Box { size }, rgba)], fixed: true });
+            bodies.push(VisualBody {
+                path: "ground".into(),
+                shapes: vec![shape([0.0, 0.0, -0.001], Geometry::Box { size }, rgba)],
+                fixed: true,
+            });
         }
         if let Some(t) = &c.scene.table {
             let size = [t.size[0] as f64, t.size[1] as f64, TABLE_THICKNESS as f64];
             let center = [t.center[0] as f64, t.center[1] as f64, (t.height - TABLE_THICKNESS / 2.0) as f64];
             let rgba = [0.72, 0.58, 0.42, 1.0];
-            bodies.push(VisualBody { path: "table".into(), shapes: vec![shape(center, Geometry::Box { size }, rgba)], fixed: true });
+            bodies.push(VisualBody {
+                path: "table".into(),
+                shapes: vec![shape(center, Geometry::Box { size }, rgba)],
+                fixed: true,
+            });
         }
         for link in &self.spec().model.links {
             if !link.visuals.is_empty() {
-                bodies.push(VisualBody { path: format!("robot/{}", link.name), shapes: link.visuals.clone(), fixed: false });
+                bodies.push(VisualBody {
+                    path: format!("robot/{}", link.name),
+                    shapes: link.visuals.clone(),
+                    fixed: false,
+                });
             }
         }
         for o in &c.scene.objects {
-            bodies.push(VisualBody { path: format!("objects/{}", o.name), shapes: object_shapes(&o.shape, o.color), fixed: false });
+            bodies.push(VisualBody {
+                path: format!("objects/{}", o.name),
+                shapes: object_shapes(&o.shape, o.color),
+                fixed: false,
+            });
         }
         if let Some(o) = self.goal_ghost() {
             let [r, g, b, _] = o.color;
-            bodies.push(VisualBody { path: "goal".into(), shapes: object_shapes(&o.shape, [r, g, b, 0.3]), fixed: false });
+            bodies.push(VisualBody {
+                path: "goal".into(),
+                shapes: object_shapes(&o.shape, [r, g, b, 0.3]),
+                fixed: false,
+            });
         }
         bodies
     }
@@ -108,7 +128,12 @@ impl SceneView for RapierEnv {
         out.clear();
         if self.spec().config.command.target.is_some() {
             let p = self.base_pose(env) * self.scenes()[env].target();
-            out.push(Marker { path: "target".into(), position: [p.x, p.y, p.z], radius: 0.015, rgba: [0.1, 0.8, 0.2, 1.0] });
+            out.push(Marker {
+                path: "target".into(),
+                position: [p.x, p.y, p.z],
+                radius: 0.015,
+                rgba: [0.1, 0.8, 0.2, 1.0],
+            });
         }
     }
 
