@@ -322,12 +322,17 @@ fn train(
     };
     progress.bar.finish_and_clear();
     result?;
-    if let Some(recorder) = recorder {
-        recorder.finish()?;
-    }
     let eval = run.final_eval(config.eval_episodes)?;
     eprintln!("evaluation ({} episodes, deterministic): {}", eval.episodes, describe_eval(&eval));
     eprintln!("run saved in {}", run.dir.display());
+    // The run is complete either way: a viewer that could not be reached is a warning, a
+    // recording file that could not be written an error.
+    if let Some(recorder) = recorder {
+        match (recorder.finish(), &viz) {
+            (Err(e), Some(VizTarget::Viewer)) => eprintln!("warning: metrics did not reach the viewer: {e}"),
+            (result, _) => result?,
+        }
+    }
     Ok(())
 }
 
