@@ -512,11 +512,6 @@ impl Articulation {
         self.root_mass
     }
 
-    /// Whether the root is welded to the world.
-    pub fn fixed_base(&self) -> bool {
-        self.fixed_base
-    }
-
     /// World pose of URDF link `link` (index into [`RobotModel::links`]).
     pub fn link_pose(&self, world: &PhysicsWorld, link: usize) -> Pose {
         let (body, frame) = self.link_frames[link];
