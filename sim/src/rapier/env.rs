@@ -84,6 +84,17 @@ impl RapierEnv {
             .for_each(|(scene, out)| scene.observe(spec, terms, false, out));
     }
 
+    /// Zeroes everything in the buffers but the observations (after a reset or restore).
+    fn clear_step_results(&mut self) {
+        let b = &mut self.buffers;
+        for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
+            v.fill(0.0);
+        }
+        b.final_critic_obs.fill(0.0);
+        b.episode_return.fill(0.0);
+        b.episode_length.fill(0);
+    }
+
     /// The environments' worlds and robots (read-only), for viewers and tests.
     pub fn scenes(&self) -> &[Scene] {
         &self.scenes
@@ -127,13 +138,7 @@ impl VecEnv for RapierEnv {
             },
         );
         self.observe_critic();
-        let b = &mut self.buffers;
-        for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
-            v.fill(0.0);
-        }
-        b.final_critic_obs.fill(0.0);
-        b.episode_return.fill(0.0);
-        b.episode_length.fill(0);
+        self.clear_step_results();
     }
 
     fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {
@@ -248,13 +253,7 @@ impl VecEnv for RapierEnv {
             scene.observe(spec, terms, true, obs);
         }
         self.observe_critic();
-        let b = &mut self.buffers;
-        for v in [&mut b.reward, &mut b.terminated, &mut b.truncated, &mut b.success, &mut b.final_obs] {
-            v.fill(0.0);
-        }
-        b.episode_return.fill(0.0);
-        b.final_critic_obs.fill(0.0);
-        b.episode_length.fill(0);
+        self.clear_step_results();
         Ok(())
     }
 }
