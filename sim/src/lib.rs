@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod classic;
+pub mod demonstrations;
 pub mod rapier;
 mod vec_env;
 pub mod view;

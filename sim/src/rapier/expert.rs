@@ -22,6 +22,7 @@ use super::objects::{ObjectShape, planar};
 use super::scene::{Scene, SceneSpec};
 use super::task::{ActionKind, SuccessTerm, TaskConfig};
 use super::tasks::rapier_tasks;
+use crate::demonstrations::{Demonstrations, Episode};
 use crate::{SimError, VecEnv};
 
 /// A controller that acts in one environment.
@@ -72,12 +73,48 @@ pub struct ExpertEval {
 /// evenly over its environments (environment `i` runs `episodes / n` episodes, one more for
 /// the first `episodes % n`), and reports the success rate and mean return.
 pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<ExpertEval, SimError> {
+    let demos = run_expert(env, episodes, seed, false)?;
+    let k = episodes.max(1) as f64;
+    let successes = demos.episodes.iter().filter(|e| e.success).count();
+    let returns: f64 = demos.episodes.iter().map(|e| e.rewards.iter().map(|&r| r as f64).sum::<f64>()).sum();
+    Ok(ExpertEval {
+        episodes,
+        success_rate: successes as f64 / k,
+        mean_return: returns / k,
+        mean_length: demos.num_steps() as f64 / k,
+    })
+}
+
+/// Records `episodes` episodes of the task's scripted expert in `env` from `reset(seed)`
+/// (spread over its environments as in [`evaluate_expert`]), successful or not, in the order
+/// they end (ties by environment index): observations, actions, rewards and outcome.
+pub fn record_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<Demonstrations, SimError> {
+    run_expert(env, episodes, seed, true)
+}
+
+/// The expert loop of [`evaluate_expert`] and [`record_expert`]; stores observations and
+/// actions only when `keep_steps` (rewards always, for returns).
+fn run_expert(env: &mut RapierEnv, episodes: usize, seed: u64, keep_steps: bool) -> Result<Demonstrations, SimError> {
     let n = env.num_envs();
     let mut experts = (0..n).map(|_| scripted_expert(env.spec())).collect::<Result<Vec<_>, _>>()?;
     let quota: Vec<usize> = (0..n).map(|i| episodes / n + usize::from(i < episodes % n)).collect();
     let mut done = vec![0usize; n];
-    let (mut successes, mut returns, mut lengths) = (0usize, 0.0f64, 0.0f64);
-    let ad = env.spec().num_actions();
+    let (od, ad) = (env.obs_spec().vector.dim(), env.spec().num_actions());
+    let mut demos = Demonstrations {
+        task: env.info().name.to_string(),
+        fps: 1.0 / env.spec().config.scene.control_dt(),
+        obs_dim: od,
+        action_dim: ad,
+        episodes: Vec::with_capacity(episodes),
+    };
+    let empty = || Episode {
+        observations: Vec::new(),
+        actions: Vec::new(),
+        rewards: Vec::new(),
+        success: false,
+        terminated: false,
+    };
+    let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
     let mut actions = vec![0.0f32; n * ad];
     env.reset(seed);
     for (expert, scene) in experts.iter_mut().zip(env.scenes()) {
@@ -90,23 +127,33 @@ pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Resul
             .zip(env.scenes().par_iter())
             .zip(actions.par_chunks_mut(ad.max(1)))
             .for_each(|((expert, scene), action)| expert.act(spec, scene, action));
+        if keep_steps {
+            let obs = &env.buffers().obs;
+            for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
+                ep.observations.extend_from_slice(&obs[i * od..(i + 1) * od]);
+                ep.actions.extend_from_slice(&actions[i * ad..(i + 1) * ad]);
+            }
+        }
         env.step(&actions)?;
         let b = env.buffers();
         for i in 0..n {
+            if done[i] < quota[i] {
+                running[i].rewards.push(b.reward[i]);
+            }
             if !b.done(i) {
                 continue;
             }
             if done[i] < quota[i] {
                 done[i] += 1;
-                successes += usize::from(b.success[i] > 0.0);
-                returns += b.episode_return[i] as f64;
-                lengths += b.episode_length[i] as f64;
+                let mut ep = std::mem::replace(&mut running[i], empty());
+                ep.success = b.success[i] > 0.0;
+                ep.terminated = b.terminated[i] > 0.0;
+                demos.episodes.push(ep);
             }
             experts[i].reset(env.spec(), &env.scenes()[i]);
         }
     }
-    let k = episodes.max(1) as f64;
-    Ok(ExpertEval { episodes, success_rate: successes as f64 / k, mean_return: returns / k, mean_length: lengths / k })
+    Ok(demos)
 }
 
 /// [`evaluate_expert`] on `num_envs` environments of the registered rapier task `name`, with
@@ -118,6 +165,23 @@ pub fn evaluate_task_expert(
     episodes: usize,
     seed: u64,
 ) -> Result<ExpertEval, SimError> {
+    evaluate_expert(&mut task_env(name, config, num_envs.min(episodes).max(1))?, episodes, seed)
+}
+
+/// [`record_expert`] on `num_envs` environments of the registered rapier task `name`, with its
+/// default configuration or `config`.
+pub fn record_task_expert(
+    name: &str,
+    config: Option<&TaskConfig>,
+    num_envs: usize,
+    episodes: usize,
+    seed: u64,
+) -> Result<Demonstrations, SimError> {
+    record_expert(&mut task_env(name, config, num_envs.min(episodes).max(1))?, episodes, seed)
+}
+
+/// `num_envs` environments of the registered rapier task `name`.
+fn task_env(name: &str, config: Option<&TaskConfig>, num_envs: usize) -> Result<RapierEnv, SimError> {
     let Some(task) = rapier_tasks().into_iter().find(|t| t.info.name == name) else {
         let valid = rapier_tasks().into_iter().map(|t| t.info.name.to_string()).collect();
         return Err(SimError::UnknownTask { name: name.to_string(), valid });
@@ -125,8 +189,7 @@ pub fn evaluate_task_expert(
     let config = config.cloned().unwrap_or_else(task.config);
     let model = embodia_robots::builtin::builtin(&config.scene.robot)
         .map_err(|e| SimError::InvalidTask(format!("`env.scene.robot`: {e}")))?;
-    let mut env = RapierEnv::new(task.info, config, model, num_envs.min(episodes).max(1))?;
-    evaluate_expert(&mut env, episodes, seed)
+    RapierEnv::new(task.info, config, model, num_envs)
 }
 
 /// Joint-space IK of the end effector with per-joint bounds of the action space, and an
