@@ -3,7 +3,7 @@
 //! Behaviour cloning (SFT) trains on them; dataset writers store them.
 
 /// One episode, step-major: step `t` pairs the observation acted on with the action taken.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Episode {
     /// Policy observations, `[len, obs_dim]`, raw (unnormalized).
     pub observations: Vec<f32>,
@@ -54,5 +54,108 @@ impl Demonstrations {
     pub fn success_rate(&self) -> f64 {
         let n = self.episodes.len();
         if n == 0 { 0.0 } else { self.episodes.iter().filter(|e| e.success).count() as f64 / n as f64 }
+    }
+}
+
+/// Per-dimension statistics of one feature over all steps of a set of episodes (LeRobot's
+/// `stats.json` entry): what behaviour cloning normalizes observations and actions with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeatureStats {
+    /// Mean per dimension, `[dim]`.
+    pub mean: Vec<f64>,
+    /// Population standard deviation per dimension (numpy's `std`, ddof 0), `[dim]`.
+    pub std: Vec<f64>,
+    /// Smallest value per dimension, `[dim]`.
+    pub min: Vec<f64>,
+    /// Largest value per dimension, `[dim]`.
+    pub max: Vec<f64>,
+    /// Number of rows (steps) the statistics were computed over.
+    pub count: usize,
+}
+
+impl FeatureStats {
+    /// Statistics of `rows` values laid out row-major as `[rows, dim]`, accumulated in f64.
+    /// With no rows, every entry is 0 (mean, std) or ±∞ (min, max) and `count` is 0.
+    pub fn from_rows<'a>(dim: usize, rows: impl IntoIterator<Item = &'a [f32]>) -> Self {
+        let mut sum = vec![0.0f64; dim];
+        let mut sum_sq = vec![0.0f64; dim];
+        let mut min = vec![f64::INFINITY; dim];
+        let mut max = vec![f64::NEG_INFINITY; dim];
+        let mut count = 0usize;
+        for row in rows {
+            for (k, &v) in row.iter().enumerate().take(dim) {
+                let v = f64::from(v);
+                sum[k] += v;
+                sum_sq[k] += v * v;
+                min[k] = min[k].min(v);
+                max[k] = max[k].max(v);
+            }
+            count += 1;
+        }
+        let n = count.max(1) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / n).collect();
+        // E[x²] − E[x]² can go slightly negative by rounding: clamp before the root.
+        let std = sum_sq.iter().zip(&mean).map(|(sq, m)| (sq / n - m * m).max(0.0).sqrt()).collect();
+        Self { mean, std, min, max, count }
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.mean.len()
+    }
+}
+
+/// Normalization statistics of a set of demonstrations: observations and actions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormStats {
+    /// Over all observations, `[obs_dim]` each.
+    pub observation: FeatureStats,
+    /// Over all actions, `[action_dim]` each.
+    pub action: FeatureStats,
+}
+
+impl Demonstrations {
+    /// Mean, std, min and max of observations and actions over all steps.
+    pub fn norm_stats(&self) -> NormStats {
+        let rows = |dim: usize, pick: fn(&Episode) -> &[f32]| {
+            FeatureStats::from_rows(dim, self.episodes.iter().flat_map(move |e| pick(e).chunks_exact(dim.max(1))))
+        };
+        NormStats {
+            observation: rows(self.obs_dim, |e| &e.observations),
+            action: rows(self.action_dim, |e| &e.actions),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn norm_stats_are_per_dimension_over_all_steps() {
+        let ep = |obs: &[f32], act: &[f32]| Episode {
+            observations: obs.to_vec(),
+            actions: act.to_vec(),
+            rewards: vec![0.0; act.len()],
+            success: true,
+            terminated: true,
+        };
+        let demos = Demonstrations {
+            task: "t".into(),
+            fps: 10.0,
+            obs_dim: 2,
+            action_dim: 1,
+            episodes: vec![ep(&[1.0, 10.0, 3.0, 10.0], &[0.5, -0.5]), ep(&[5.0, 40.0], &[2.0])],
+        };
+        let s = demos.norm_stats();
+        assert_eq!(s.observation.count, 3);
+        assert_eq!(s.observation.mean, vec![3.0, 20.0]);
+        assert_eq!(s.observation.min, vec![1.0, 10.0]);
+        assert_eq!(s.observation.max, vec![5.0, 40.0]);
+        // Population std of (1, 3, 5) and of (10, 10, 40).
+        assert!((s.observation.std[0] - (8.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert!((s.observation.std[1] - 200.0f64.sqrt()).abs() < 1e-12);
+        assert_eq!(s.action.mean, vec![2.0 / 3.0]);
+        assert_eq!(s.action.count, 3);
     }
 }

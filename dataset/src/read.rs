@@ -1,0 +1,343 @@
+//! Reading a LeRobot v3 dataset (ours or LeRobot's) into [`Demonstrations`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::columns::{self, Problem};
+use crate::info::{EPISODES_DIR, INFO_PATH, Info, LEGACY_TASKS_PATH, TASKS_PATH, column};
+use crate::{DatasetError, Demonstrations, Episode, NormStats, io_err, pq_err};
+
+/// A dataset read from disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// Its `meta/info.json`.
+    pub info: Info,
+    /// Its episodes, in the order of the episode table. `success` and `terminated` come from
+    /// the last frame's `next.success` and `next.done` (false where the dataset has no such
+    /// column); rewards are 0 where it has no `next.reward`.
+    pub demonstrations: Demonstrations,
+    /// Normalization statistics of `observation.state` and `action`: from `meta/stats.json`,
+    /// or computed from the episodes where the dataset has none.
+    pub stats: NormStats,
+}
+
+impl Dataset {
+    /// Whether the frames carry `next.success` (else every episode reads as unsuccessful).
+    pub fn has_success(&self) -> bool {
+        self.info.features.contains_key(column::SUCCESS)
+    }
+}
+
+/// One row of the episode table.
+struct EpisodeMeta {
+    index: i64,
+    length: i64,
+    data_file: (i64, i64),
+    from: i64,
+    to: i64,
+}
+
+/// An episode being assembled from frame rows.
+#[derive(Default)]
+struct Partial {
+    episode: Episode,
+    frames: i64,
+}
+
+/// Reads the dataset at `root` (LeRobot codebase version v3.x, low-dimensional features).
+///
+/// Requires the features `observation.state` and `action` (1-D float vectors),
+/// `episode_index` and `frame_index`; uses `next.reward`, `next.done`, `next.success` and
+/// `index` where declared. Every feature `info.json` declares (other than video and image
+/// features) must be a column of every data file.
+///
+/// Errors name the file, and the column and episode where they apply: a missing column, a
+/// row whose vector has the wrong length, NaN or infinite values, null values, frames out
+/// of order, an episode whose frame count differs from its `length`, totals in `info.json`
+/// that disagree with the episode table, a codebase version other than v3, more than one
+/// task.
+pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
+    let info = Info::load(root)?;
+    let info_path = root.join(INFO_PATH);
+    let meta = |field: &str, problem: String| DatasetError::Meta { path: info_path.clone(), field: field.to_string(), problem };
+    if !info.codebase_version.starts_with("v3.") {
+        return Err(meta(
+            "codebase_version",
+            format!("is {}; embodia reads v3.x datasets (convert v2.1 with LeRobot's convert_dataset_v21_to_v30)", info.codebase_version),
+        ));
+    }
+    if !(info.fps.is_finite() && info.fps > 0.0) {
+        return Err(meta("fps", format!("is {}; expected a positive number", info.fps)));
+    }
+    let vector_width = |name: &str| -> Result<usize, DatasetError> {
+        let f = info.features.get(name).ok_or_else(|| meta(&format!("features.{name}"), "missing".into()))?;
+        if !matches!(f.dtype.as_str(), "float32" | "float64") || f.shape.len() != 1 {
+            return Err(meta(
+                &format!("features.{name}"),
+                format!("is {} of shape {:?}; expected a float32 vector", f.dtype, f.shape),
+            ));
+        }
+        Ok(f.shape[0])
+    };
+    let (obs_dim, action_dim) = (vector_width(column::STATE)?, vector_width(column::ACTION)?);
+    for name in [column::EPISODE_INDEX, column::FRAME_INDEX] {
+        if !info.features.contains_key(name) {
+            return Err(meta(&format!("features.{name}"), "missing".into()));
+        }
+    }
+
+    let task = read_task(root)?;
+    let episodes = read_episode_table(root)?;
+    if episodes.len() != info.total_episodes {
+        return Err(meta("total_episodes", format!("is {}; the episode table has {}", info.total_episodes, episodes.len())));
+    }
+    let frames: i64 = episodes.iter().map(|e| e.length).sum();
+    if frames != info.total_frames as i64 {
+        return Err(meta("total_frames", format!("is {}; the episode lengths sum to {frames}", info.total_frames)));
+    }
+
+    // Episodes by index, and the data files in first-use order.
+    let by_index: HashMap<i64, &EpisodeMeta> = episodes.iter().map(|e| (e.index, e)).collect();
+    let mut files: Vec<(i64, i64)> = Vec::new();
+    for e in &episodes {
+        if !files.contains(&e.data_file) {
+            files.push(e.data_file);
+        }
+    }
+    let mut partial: BTreeMap<i64, Partial> = BTreeMap::new();
+    for &(chunk, file) in &files {
+        let path = info.data_file(root, chunk, file);
+        read_frames(&path, &info, (chunk, file), &by_index, &mut partial)?;
+    }
+
+    let mut out = Vec::with_capacity(episodes.len());
+    for e in &episodes {
+        let p = partial.remove(&e.index).unwrap_or_default();
+        if p.frames != e.length {
+            return Err(DatasetError::Column {
+                path: info.data_file(root, e.data_file.0, e.data_file.1),
+                column: column::EPISODE_INDEX.into(),
+                episode: Some(e.index),
+                problem: format!("{} frames in the data file; the episode table says length {}", p.frames, e.length),
+            });
+        }
+        out.push(p.episode);
+    }
+    let demonstrations = Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out };
+    let stats = match crate::stats::load_norm_stats(root, obs_dim, action_dim)? {
+        Some(s) => s,
+        None => demonstrations.norm_stats(),
+    };
+    Ok(Dataset { info, demonstrations, stats })
+}
+
+/// The single task of the dataset, from `meta/tasks.parquet` (or v2.1's `meta/tasks.jsonl`).
+fn read_task(root: &Path) -> Result<String, DatasetError> {
+    let parquet_path = root.join(TASKS_PATH);
+    let (path, tasks) = if parquet_path.exists() {
+        let batches = read_parquet(&parquet_path, None)?;
+        let mut tasks = Vec::new();
+        for b in &batches {
+            // pandas stores the `task` index as a column of that name (or `__index_level_0__`).
+            let col = b
+                .column_by_name("task")
+                .or_else(|| b.column_by_name("__index_level_0__"))
+                .ok_or_else(|| missing_column(&parquet_path, "task"))?;
+            let values = columns::string_lists(col).map_err(|p| column_error(&parquet_path, "task", p, |_| None))?;
+            tasks.extend(values.into_iter().flatten());
+        }
+        (parquet_path, tasks)
+    } else {
+        let path = root.join(LEGACY_TASKS_PATH);
+        let text = std::fs::read_to_string(&path).map_err(|source| DatasetError::Io { path: parquet_path.clone(), source })?;
+        let mut tasks = Vec::new();
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
+            let task = v.get("task").and_then(|t| t.as_str()).ok_or_else(|| DatasetError::Meta {
+                path: path.clone(),
+                field: format!("line {}: task", i + 1),
+                problem: "missing or not a string".into(),
+            })?;
+            tasks.push(task.to_string());
+        }
+        (path, tasks)
+    };
+    match tasks.as_slice() {
+        [task] => Ok(task.clone()),
+        _ => Err(DatasetError::Meta {
+            path,
+            field: "task".into(),
+            problem: format!("{} tasks; embodia reads single-task datasets", tasks.len()),
+        }),
+    }
+}
+
+/// All rows of `meta/episodes/chunk-*/file-*.parquet`, in file order.
+fn read_episode_table(root: &Path) -> Result<Vec<EpisodeMeta>, DatasetError> {
+    let dir = root.join(EPISODES_DIR);
+    let mut paths = Vec::new();
+    for chunk in sorted_entries(&dir)? {
+        paths.extend(sorted_entries(&chunk)?.into_iter().filter(|p| p.extension().is_some_and(|e| e == "parquet")));
+    }
+    if paths.is_empty() {
+        return Err(DatasetError::Meta { path: dir, field: "episodes".into(), problem: "no episode table file".into() });
+    }
+    let mut out: Vec<EpisodeMeta> = Vec::new();
+    for path in paths {
+        for b in read_parquet(&path, None)? {
+            let int = |name: &str| -> Result<Vec<i64>, DatasetError> {
+                let col = b.column_by_name(name).ok_or_else(|| missing_column(&path, name))?;
+                columns::ints(col).map_err(|p| column_error(&path, name, p, |_| None))
+            };
+            let (index, length) = (int("episode_index")?, int("length")?);
+            let (chunk, file) = (int("data/chunk_index")?, int("data/file_index")?);
+            let (from, to) = (int("dataset_from_index")?, int("dataset_to_index")?);
+            for r in 0..b.num_rows() {
+                let e = EpisodeMeta { index: index[r], length: length[r], data_file: (chunk[r], file[r]), from: from[r], to: to[r] };
+                let bad = |problem: String| DatasetError::Column { path: path.clone(), column: "length".into(), episode: Some(e.index), problem };
+                if e.length <= 0 {
+                    return Err(bad(format!("is {}; expected at least one frame", e.length)));
+                }
+                if e.to - e.from != e.length {
+                    return Err(bad(format!("is {} but dataset_from_index..dataset_to_index is {}..{}", e.length, e.from, e.to)));
+                }
+                if out.iter().any(|o| o.index == e.index) {
+                    return Err(DatasetError::Column {
+                        path: path.clone(),
+                        column: "episode_index".into(),
+                        episode: Some(e.index),
+                        problem: "appears twice in the episode table".into(),
+                    });
+                }
+                out.push(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Appends the frames of one data file to the episodes they belong to, checking them.
+fn read_frames(
+    path: &Path,
+    info: &Info,
+    data_file: (i64, i64),
+    episodes: &HashMap<i64, &EpisodeMeta>,
+    partial: &mut BTreeMap<i64, Partial>,
+) -> Result<(), DatasetError> {
+    // Every declared low-dimensional feature must be there; embodia reads the ones it uses.
+    let declared: Vec<&str> = info
+        .features
+        .iter()
+        .filter(|(_, f)| !matches!(f.dtype.as_str(), "video" | "image"))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let width = |name: &str| info.features[name].width();
+    for batch in read_parquet(path, Some(&declared))? {
+        let col = |name: &str| batch.column_by_name(name).ok_or_else(|| missing_column(path, name));
+        let episode_of = columns::ints(col(column::EPISODE_INDEX)?).map_err(|p| column_error(path, column::EPISODE_INDEX, p, |_| None))?;
+        let ep_at = |row: usize| episode_of.get(row).copied();
+        let err = |name: &str| {
+            let name = name.to_string();
+            move |p: Problem| column_error(path, &name, p, ep_at)
+        };
+        let frame = columns::ints(col(column::FRAME_INDEX)?).map_err(err(column::FRAME_INDEX))?;
+        let state = columns::floats(col(column::STATE)?, width(column::STATE)).map_err(err(column::STATE))?;
+        let action = columns::floats(col(column::ACTION)?, width(column::ACTION)).map_err(err(column::ACTION))?;
+        let optional = |name: &str| info.features.contains_key(name).then(|| col(name)).transpose();
+        let reward = optional(column::REWARD)?.map(|c| columns::floats(c, 1).map_err(err(column::REWARD))).transpose()?;
+        let done = optional(column::DONE)?.map(|c| columns::bools(c).map_err(err(column::DONE))).transpose()?;
+        let success = optional(column::SUCCESS)?.map(|c| columns::bools(c).map_err(err(column::SUCCESS))).transpose()?;
+        let index = optional(column::INDEX)?.map(|c| columns::ints(c).map_err(err(column::INDEX))).transpose()?;
+
+        let (od, ad) = (width(column::STATE), width(column::ACTION));
+        for row in 0..batch.num_rows() {
+            let e = episode_of[row];
+            let fail = |column: &str, problem: String| DatasetError::Column {
+                path: path.to_path_buf(),
+                column: column.to_string(),
+                episode: Some(e),
+                problem,
+            };
+            let Some(m) = episodes.get(&e) else {
+                return Err(fail(column::EPISODE_INDEX, "is not in the episode table".into()));
+            };
+            if m.data_file != data_file {
+                let problem = format!("the episode table places this episode in data file {:?}", m.data_file);
+                return Err(fail(column::EPISODE_INDEX, problem));
+            }
+            let p = partial.entry(e).or_default();
+            if frame[row] != p.frames {
+                return Err(fail(column::FRAME_INDEX, format!("is {} where frame {} was expected", frame[row], p.frames)));
+            }
+            if let Some(index) = &index
+                && index[row] != m.from + p.frames
+            {
+                let problem = format!("is {} at frame {}; expected dataset_from_index + frame = {}", index[row], p.frames, m.from + p.frames);
+                return Err(fail(column::INDEX, problem));
+            }
+            let obs = &state[row * od..(row + 1) * od];
+            let act = &action[row * ad..(row + 1) * ad];
+            let r = reward.as_ref().map_or(0.0, |r| r[row]);
+            for (name, values) in [(column::STATE, obs), (column::ACTION, act), (column::REWARD, std::slice::from_ref(&r))] {
+                if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+                    return Err(fail(name, format!("frame {}: value {k} is {}", p.frames, values[k])));
+                }
+            }
+            p.episode.observations.extend_from_slice(obs);
+            p.episode.actions.extend_from_slice(act);
+            p.episode.rewards.push(r);
+            // The last frame's flags are the episode's outcome.
+            p.episode.terminated = done.as_ref().is_some_and(|d| d[row]);
+            p.episode.success = success.as_ref().is_some_and(|s| s[row]);
+            p.frames += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a whole Parquet file; with `columns`, only those top-level columns (each must exist).
+fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {
+    let file = File::open(path).map_err(io_err(path))?;
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq_err(path))?;
+    if let Some(names) = columns {
+        let schema = builder.schema().clone();
+        let roots = names
+            .iter()
+            .map(|n| schema.index_of(n).map_err(|_| missing_column(path, n)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder.build().map_err(pq_err(path))?;
+    reader
+        .map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), source: e.into() }))
+        .collect()
+}
+
+fn missing_column(path: &Path, name: &str) -> DatasetError {
+    DatasetError::Column { path: path.to_path_buf(), column: name.to_string(), episode: None, problem: "missing".into() }
+}
+
+fn column_error(path: &Path, name: &str, problem: Problem, episode_at: impl Fn(usize) -> Option<i64>) -> DatasetError {
+    let (episode, problem) = match problem {
+        Problem::Column(p) => (None, p),
+        Problem::Row { row, problem } => (episode_at(row), problem),
+    };
+    DatasetError::Column { path: path.to_path_buf(), column: name.to_string(), episode, problem }
+}
+
+/// Entries of a directory, sorted by name.
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
+    let mut entries = std::fs::read_dir(dir)
+        .map_err(io_err(dir))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io_err(dir))?;
+    entries.sort();
+    Ok(entries)
+}

@@ -1,0 +1,311 @@
+//! Round trips through the LeRobot v3 layout, and malformed datasets rejected with errors that
+//! name the file, column and episode.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, ListArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use embodia_dataset::{DatasetError, Demonstrations, Episode, WriteOptions, read, save, write};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// A fresh empty directory under the target dir (tests run in parallel: one per test).
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dataset-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `n` synthetic episodes of lengths 3, 4, 5, … with distinct values.
+fn synthetic(n: usize) -> Demonstrations {
+    let (od, ad) = (3, 2);
+    let episodes = (0..n)
+        .map(|e| {
+            let len = 3 + e;
+            let v = |k: usize, i: usize| (e * 1000 + k * 10 + i) as f32 * 0.25 - 3.0;
+            Episode {
+                observations: (0..len * od).map(|i| v(1, i)).collect(),
+                actions: (0..len * ad).map(|i| v(2, i)).collect(),
+                rewards: (0..len).map(|i| v(3, i)).collect(),
+                success: e % 2 == 0,
+                terminated: e % 3 != 1,
+            }
+        })
+        .collect();
+    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes }
+}
+
+fn written(name: &str, demos: &Demonstrations) -> PathBuf {
+    let dir = scratch(name).join("ds");
+    save(demos, &dir, &WriteOptions::default(), false).unwrap();
+    dir
+}
+
+fn data_file(dir: &Path) -> PathBuf {
+    dir.join("data/chunk-000/file-000.parquet")
+}
+
+fn read_batch(path: &Path) -> RecordBatch {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    assert_eq!(batches.len(), 1, "test files are small: one batch");
+    batches[0].clone()
+}
+
+/// Rewrites a Parquet file with `edit` applied to its single batch's columns.
+fn rewrite(path: &Path, edit: impl FnOnce(&mut Vec<(Field, ArrayRef)>)) {
+    let batch = read_batch(path);
+    let mut cols: Vec<(Field, ArrayRef)> =
+        batch.schema().fields().iter().map(|f| f.as_ref().clone()).zip(batch.columns().iter().cloned()).collect();
+    edit(&mut cols);
+    let schema = Arc::new(Schema::new(cols.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>()));
+    let batch = RecordBatch::try_new(schema.clone(), cols.into_iter().map(|(_, a)| a).collect()).unwrap();
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// `[rows, width]` f32 values as a variable-length list column with `lens[row]` values per row.
+fn list_column(values: &[f32], lens: &[usize]) -> (Field, ArrayRef) {
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let offsets = arrow_buffer::OffsetBuffer::from_lengths(lens.iter().copied());
+    let array = ListArray::new(item.clone(), offsets, Arc::new(Float32Array::from(values.to_vec())), None);
+    (Field::new("x", DataType::List(item), false), Arc::new(array))
+}
+
+fn column_err(err: DatasetError) -> (PathBuf, String, Option<i64>, String) {
+    match err {
+        DatasetError::Column { path, column, episode, problem } => (path, column, episode, problem),
+        other => panic!("expected a column error, got {other:?}"),
+    }
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn recorded_expert_episodes_round_trip_exactly() {
+    let demos = embodia_sim::rapier::expert::record_task_expert("pick-cube", None, 2, 2, 5).unwrap();
+    assert_eq!(demos.episodes.len(), 2);
+    let dir = written("recorded", &demos);
+    let ds = read(&dir).unwrap();
+    assert_eq!(ds.demonstrations, demos);
+    assert_eq!(ds.stats, demos.norm_stats(), "stats.json holds the statistics of the data, exactly");
+    assert_eq!(ds.info.codebase_version, "v3.0");
+    assert_eq!(ds.info.total_episodes, 2);
+    assert_eq!(ds.info.total_frames, demos.num_steps());
+    assert_eq!(ds.info.fps as f32, demos.fps);
+    assert!(ds.has_success());
+    for f in ["meta/info.json", "meta/stats.json", "meta/tasks.parquet", "meta/episodes/chunk-000/file-000.parquet"] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+}
+
+#[test]
+fn episodes_split_over_files_and_chunks_round_trip() {
+    let demos = synthetic(7);
+    let dir = scratch("split").join("ds");
+    // ~100 bytes a frame: a few episodes a file, two files a chunk.
+    let options = WriteOptions { data_file_bytes: 600, chunks_size: 2, robot_type: Some("none".into()) };
+    save(&demos, &dir, &options, false).unwrap();
+    assert!(dir.join("data/chunk-001/file-000.parquet").is_file(), "a second chunk was started");
+    let ds = read(&dir).unwrap();
+    assert_eq!(ds.demonstrations, demos);
+    assert_eq!(ds.info.robot_type.as_deref(), Some("none"));
+    assert_eq!(ds.info.chunks_size, 2);
+}
+
+#[test]
+fn frame_columns_follow_lerobot_conventions() {
+    let demos = synthetic(3);
+    let dir = written("conventions", &demos);
+    let batch = read_batch(&data_file(&dir));
+    let schema = batch.schema();
+    let dtype = |name: &str| schema.field_with_name(name).unwrap().data_type().clone();
+    assert!(matches!(dtype("observation.state"), DataType::FixedSizeList(_, 3)));
+    assert!(matches!(dtype("action"), DataType::FixedSizeList(_, 2)));
+    assert_eq!(dtype("next.done"), DataType::Boolean);
+    assert_eq!(dtype("timestamp"), DataType::Float32);
+    assert_eq!(dtype("index"), DataType::Int64);
+    let ints = |name: &str| batch.column_by_name(name).unwrap().as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().to_vec();
+    assert_eq!(ints("frame_index"), [0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 4]);
+    assert_eq!(ints("index"), (0..12).collect::<Vec<i64>>());
+    let bools = |name: &str| {
+        let a = batch.column_by_name(name).unwrap().as_any().downcast_ref::<arrow_array::BooleanArray>().unwrap().clone();
+        (0..a.len()).filter(|&i| a.value(i)).collect::<Vec<_>>()
+    };
+    // Episode 0 succeeds and terminates; 1 neither; 2 both (see `synthetic`).
+    assert_eq!(bools("next.success"), [2, 11]);
+    assert_eq!(bools("next.done"), [2, 11]);
+    let ts = batch.column_by_name("timestamp").unwrap().as_any().downcast_ref::<Float32Array>().unwrap().clone();
+    assert_eq!(ts.value(4), 1.0 / 20.0);
+
+    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
+    assert_eq!(info["fps"], serde_json::json!(20));
+    assert_eq!(info["data_path"], "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet");
+    assert_eq!(info["features"]["observation.state"]["shape"], serde_json::json!([3]));
+    assert_eq!(info["features"]["action"]["names"], serde_json::json!(["action_0", "action_1"]));
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["frame_index"]["max"], serde_json::json!([4.0]));
+    assert_eq!(stats["action"]["count"], serde_json::json!([12]));
+
+    let episodes = read_batch(&dir.join("meta/episodes/chunk-000/file-000.parquet"));
+    for c in ["episode_index", "tasks", "length", "data/chunk_index", "data/file_index", "dataset_from_index", "dataset_to_index"] {
+        assert!(episodes.column_by_name(c).is_some(), "episode table column {c}");
+    }
+    let tasks = ParquetRecordBatchReaderBuilder::try_new(File::open(dir.join("meta/tasks.parquet")).unwrap()).unwrap();
+    let pandas = tasks.schema().metadata().get("pandas").expect("pandas metadata: `task` is the frame's index");
+    assert!(pandas.contains("\"index_columns\":[\"task\"]"), "{pandas}");
+}
+
+#[test]
+fn save_refuses_a_non_empty_directory_unless_told_to_replace_it() {
+    let root = scratch("overwrite");
+    let dir = root.join("ds");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let err = save(&synthetic(2), &dir, &WriteOptions::default(), false).unwrap_err();
+    assert!(matches!(err, DatasetError::NotEmpty { .. }), "{err}");
+    assert!(err.to_string().contains("--force"), "{err}");
+    assert!(dir.join("notes.txt").is_file(), "left alone");
+
+    save(&synthetic(2), &dir, &WriteOptions::default(), true).unwrap();
+    assert!(!dir.join("notes.txt").exists(), "replaced whole");
+    assert_eq!(read(&dir).unwrap().demonstrations, synthetic(2));
+    let leftovers: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, ["ds"], "no temporary directory left behind");
+
+    // A failed write leaves the existing dataset as it was.
+    let mut bad = synthetic(3);
+    bad.episodes[1].actions[0] = f32::NAN;
+    let err = save(&bad, &dir, &WriteOptions::default(), true).unwrap_err();
+    assert!(err.to_string().contains("episode 1: `action` value 0 is NaN"), "{err}");
+    assert_eq!(read(&dir).unwrap().demonstrations, synthetic(2));
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), 1);
+}
+
+#[test]
+fn missing_column_is_named_with_its_file() {
+    let dir = written("missing-column", &synthetic(3));
+    rewrite(&data_file(&dir), |cols| cols.retain(|(f, _)| f.name() != "action"));
+    let (path, column, episode, problem) = column_err(read(&dir).unwrap_err());
+    assert_eq!((path, column.as_str(), episode, problem.as_str()), (data_file(&dir), "action", None, "missing"));
+}
+
+#[test]
+fn vector_of_the_wrong_length_in_one_episode_is_named() {
+    let demos = synthetic(3);
+    let dir = written("shape", &demos);
+    // observation.state as a plain list (as some converted LeRobot datasets store it), with
+    // one value missing from every row of episode 1 (rows 3..7).
+    let lens: Vec<usize> = (0..12).map(|r| if (3..7).contains(&r) { 2 } else { 3 }).collect();
+    let values: Vec<f32> = lens.iter().flat_map(|&n| vec![0.5; n]).collect();
+    rewrite(&data_file(&dir), |cols| {
+        let (field, array) = list_column(&values, &lens);
+        cols[0] = (field.with_name("observation.state"), array);
+    });
+    let (_, column, episode, problem) = column_err(read(&dir).unwrap_err());
+    assert_eq!((column.as_str(), episode), ("observation.state", Some(1)));
+    assert_eq!(problem, "row has 2 values; info.json declares shape [3]");
+
+    // The same list layout with the right lengths reads fine.
+    let lens = vec![3; 12];
+    rewrite(&data_file(&dir), |cols| {
+        let (field, array) = list_column(&vec![0.5; 36], &lens);
+        cols[0] = (field.with_name("observation.state"), array);
+    });
+    let ds = read(&dir).unwrap();
+    assert_eq!(ds.demonstrations.episodes[2].observations, vec![0.5; 15]);
+    assert_eq!(ds.demonstrations.episodes[2].actions, demos.episodes[2].actions);
+}
+
+#[test]
+fn shape_declared_in_info_json_must_match_the_data() {
+    let dir = written("declared-shape", &synthetic(2));
+    edit_json(&dir.join("meta/info.json"), |v| v["features"]["action"]["shape"] = serde_json::json!([4]));
+    let (_, column, episode, problem) = column_err(read(&dir).unwrap_err());
+    assert_eq!((column.as_str(), episode), ("action", Some(0)));
+    assert_eq!(problem, "rows have 2 values; info.json declares shape [4]");
+}
+
+#[test]
+fn nan_is_named_with_column_episode_and_frame() {
+    let dir = written("nan", &synthetic(3));
+    rewrite(&data_file(&dir), |cols| {
+        let i = cols.iter().position(|(f, _)| f.name() == "next.reward").unwrap();
+        let mut r: Vec<f32> = cols[i].1.as_any().downcast_ref::<Float32Array>().unwrap().values().to_vec();
+        r[9] = f32::NAN; // episode 2, frame 2
+        cols[i].1 = Arc::new(Float32Array::from(r));
+    });
+    let err = read(&dir).unwrap_err();
+    let msg = err.to_string();
+    let (_, column, episode, problem) = column_err(err);
+    assert_eq!((column.as_str(), episode, problem.as_str()), ("next.reward", Some(2), "frame 2: value 0 is NaN"));
+    assert!(msg.ends_with("data/chunk-000/file-000.parquet: column `next.reward`, episode 2: frame 2: value 0 is NaN"), "{msg}");
+}
+
+#[test]
+fn inconsistent_metadata_is_rejected() {
+    let demos = synthetic(3);
+    // Totals in info.json.
+    let dir = written("meta-total", &demos);
+    edit_json(&dir.join("meta/info.json"), |v| v["total_frames"] = serde_json::json!(13));
+    let err = read(&dir).unwrap_err();
+    assert!(matches!(&err, DatasetError::Meta { field, .. } if field == "total_frames"), "{err}");
+    assert!(err.to_string().contains("is 13; the episode lengths sum to 12"), "{err}");
+
+    // Another format version.
+    let dir = written("meta-version", &demos);
+    edit_json(&dir.join("meta/info.json"), |v| v["codebase_version"] = serde_json::json!("v2.1"));
+    let err = read(&dir).unwrap_err();
+    assert!(matches!(&err, DatasetError::Meta { field, .. } if field == "codebase_version"), "{err}");
+
+    // A field info.json must have.
+    let dir = written("meta-field", &demos);
+    edit_json(&dir.join("meta/info.json"), |v| {
+        v.as_object_mut().unwrap().remove("fps");
+    });
+    let err = read(&dir).unwrap_err();
+    assert!(matches!(&err, DatasetError::Json { .. }) && err.to_string().contains("missing field `fps`"), "{err}");
+
+    // An episode whose frames disagree with its length in the episode table.
+    let dir = written("meta-length", &demos);
+    rewrite(&dir.join("meta/episodes/chunk-000/file-000.parquet"), |cols| {
+        for name in ["length", "dataset_to_index"] {
+            let i = cols.iter().position(|(f, _)| f.name() == name).unwrap();
+            let mut v = cols[i].1.as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().to_vec();
+            v[1] += 1;
+            cols[i].1 = Arc::new(arrow_array::Int64Array::from(v));
+        }
+    });
+    edit_json(&dir.join("meta/info.json"), |v| v["total_frames"] = serde_json::json!(13));
+    let (_, column, episode, problem) = column_err(read(&dir).unwrap_err());
+    assert_eq!((column.as_str(), episode), ("episode_index", Some(1)));
+    assert_eq!(problem, "4 frames in the data file; the episode table says length 5");
+
+    // Statistics of the wrong width.
+    let dir = written("meta-stats", &demos);
+    edit_json(&dir.join("meta/stats.json"), |v| v["action"]["std"] = serde_json::json!([1.0]));
+    let err = read(&dir).unwrap_err();
+    assert!(matches!(&err, DatasetError::Meta { field, .. } if field == "action.std"), "{err}");
+}
+
+#[test]
+fn demonstrations_that_cannot_be_stored_are_refused() {
+    let dir = scratch("refused");
+    let mut demos = synthetic(2);
+    demos.episodes[1].observations.pop();
+    let err = write(&demos, &dir, &WriteOptions::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot write demonstrations: episode 1: `observation.state` has 11 values; expected 4 steps × 3"
+    );
+    let empty = Demonstrations { episodes: vec![], ..synthetic(0) };
+    assert!(write(&empty, &dir, &WriteOptions::default()).unwrap_err().to_string().contains("no episodes"));
+}
