@@ -104,6 +104,39 @@ enum Command {
         #[arg(long, default_value = "curves.png")]
         out: PathBuf,
     },
+    /// Record demonstrations of a task's scripted expert into a LeRobot v3 dataset
+    /// (observations, actions, rewards, success, episode boundaries, normalization statistics).
+    Record {
+        /// Task with a scripted expert (reach, pick-cube, push-t).
+        #[arg(long)]
+        task: String,
+        /// Expert.
+        #[arg(long, default_value = "scripted")]
+        expert: String,
+        /// Episodes to write.
+        #[arg(long, default_value_t = 50)]
+        episodes: usize,
+        /// Dataset directory (written whole or not at all).
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed of the episodes.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Environments stepped in parallel.
+        #[arg(long, default_value_t = 16)]
+        envs: usize,
+        /// Keep only successful episodes (recording more until --episodes of them are kept).
+        #[arg(long)]
+        only_success: bool,
+        /// Replace OUT if it exists and is not empty.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Demonstration datasets (LeRobot v3 layout).
+    Dataset {
+        #[command(subcommand)]
+        dataset: DatasetCommand,
+    },
     /// Benchmarks that print figures.
     Bench {
         #[command(subcommand)]
@@ -147,6 +180,15 @@ enum BenchCommand {
         /// Also print one JSON object with all results.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum DatasetCommand {
+    /// Print a dataset's task, episodes, frames, fps, features, success rate and statistics.
+    Info {
+        /// Dataset directory.
+        dir: PathBuf,
     },
 }
 
@@ -254,6 +296,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
         }
         Command::Plot { runs, out } => plot(&runs, &out),
+        Command::Record { task, expert, episodes, out, seed, envs, only_success, force } => {
+            let req = embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force };
+            let s = embodia::demos::record(&req)?;
+            println!(
+                "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
+                req.expert,
+                req.task,
+                100.0 * s.successes as f64 / s.attempted as f64,
+                s.successes,
+                s.attempted,
+                s.written,
+                s.frames,
+                req.out.display()
+            );
+            Ok(())
+        }
+        Command::Dataset { dataset: DatasetCommand::Info { dir } } => {
+            print!("{}", embodia::demos::info(&dir)?);
+            Ok(())
+        }
         Command::Robot { robot: RobotCommand::Check { file } } => {
             print!("{}", embodia::robots::load_urdf(&file)?.summary());
             Ok(())

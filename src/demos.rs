@@ -1,0 +1,134 @@
+//! `embodia record` and `embodia dataset info`: demonstrations recorded from scripted experts
+//! into LeRobot v3 datasets, and a summary of a dataset on disk.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::dataset::{Demonstrations, WriteOptions};
+
+/// Experts `record --expert` accepts.
+pub const EXPERTS: &[&str] = &["scripted"];
+
+/// What `embodia record` records.
+#[derive(Debug, Clone)]
+pub struct RecordRequest {
+    /// Registered rapier task with a scripted expert (reach, pick-cube, push-t).
+    pub task: String,
+    /// Expert kind (one of [`EXPERTS`]).
+    pub expert: String,
+    /// Episodes to write (successful ones with `only_success`).
+    pub episodes: usize,
+    /// Seed of the first batch of episodes.
+    pub seed: u64,
+    /// Environments stepped in parallel.
+    pub envs: usize,
+    /// Keep only successful episodes, recording more until `episodes` of them are kept.
+    pub only_success: bool,
+    /// Dataset directory.
+    pub out: PathBuf,
+    /// Replace a non-empty `out`.
+    pub force: bool,
+}
+
+/// What `embodia record` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordSummary {
+    /// Episodes the expert ran (more than written with `only_success`).
+    pub attempted: usize,
+    /// Of those, the successful ones.
+    pub successes: usize,
+    /// Episodes written.
+    pub written: usize,
+    /// Frames (steps) written.
+    pub frames: usize,
+}
+
+/// With `only_success`, at most this many times the requested episodes are attempted.
+const MAX_ATTEMPTS_FACTOR: usize = 10;
+
+/// Records the request's episodes and writes them atomically as a dataset at `out`. The
+/// directory is checked before recording, so a refused `out` costs no simulation.
+pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
+    anyhow::ensure!(req.episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(req.envs > 0, "invalid value for `--envs`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(
+        EXPERTS.contains(&req.expert.as_str()),
+        "unknown expert `{}`; valid experts: {}",
+        req.expert,
+        EXPERTS.join(", ")
+    );
+    if !req.force && std::fs::read_dir(&req.out).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(crate::dataset::DatasetError::NotEmpty { path: req.out.clone() }.into());
+    }
+    let config = crate::sim::task_config(&req.task);
+    let robot_type = config.as_ref().map(|c| c.scene.robot.clone());
+    let rec = |episodes: usize, seed: u64| {
+        crate::sim::rapier::expert::record_task_expert(&req.task, config.as_ref(), req.envs, episodes, seed)
+    };
+
+    let mut demos: Demonstrations = rec(req.episodes, req.seed)?;
+    let (mut attempted, mut successes) = (demos.episodes.len(), demos.episodes.iter().filter(|e| e.success).count());
+    if req.only_success {
+        demos.episodes.retain(|e| e.success);
+        let mut round = 1;
+        while demos.episodes.len() < req.episodes && attempted < MAX_ATTEMPTS_FACTOR * req.episodes {
+            let more = rec(req.episodes - demos.episodes.len(), req.seed.wrapping_add(round))?;
+            attempted += more.episodes.len();
+            successes += more.episodes.iter().filter(|e| e.success).count();
+            demos.episodes.extend(more.episodes.into_iter().filter(|e| e.success));
+            round += 1;
+        }
+        anyhow::ensure!(
+            demos.episodes.len() >= req.episodes,
+            "the {} expert of {} succeeded in {successes} of {attempted} episodes; --only-success needs {}",
+            req.expert,
+            req.task,
+            req.episodes
+        );
+        demos.episodes.truncate(req.episodes);
+    }
+    let options = WriteOptions { robot_type, ..WriteOptions::default() };
+    crate::dataset::save(&demos, &req.out, &options, req.force)?;
+    Ok(RecordSummary { attempted, successes, written: demos.episodes.len(), frames: demos.num_steps() })
+}
+
+/// A human-readable summary of the dataset at `dir`: task, episodes, frames, fps, features,
+/// success rate, return and length, and the observation/action statistics.
+pub fn info(dir: &Path) -> anyhow::Result<String> {
+    let ds = crate::dataset::read(dir)?;
+    let d = &ds.demonstrations;
+    let n = d.episodes.len().max(1) as f64;
+    let mut s = String::new();
+    writeln!(s, "dataset {} (LeRobot {})", dir.display(), ds.info.codebase_version)?;
+    writeln!(s, "  task      {}", d.task)?;
+    if let Some(robot) = &ds.info.robot_type {
+        writeln!(s, "  robot     {robot}")?;
+    }
+    writeln!(s, "  episodes  {}", d.episodes.len())?;
+    writeln!(s, "  frames    {} (mean length {:.1})", d.num_steps(), d.num_steps() as f64 / n)?;
+    writeln!(s, "  fps       {}", ds.info.fps)?;
+    if ds.has_success() {
+        writeln!(s, "  success   {:.1}%", 100.0 * d.success_rate())?;
+    } else {
+        writeln!(s, "  success   not recorded (no next.success column)")?;
+    }
+    if ds.info.features.contains_key(crate::dataset::info::column::REWARD) {
+        let mean_return = d.episodes.iter().map(|e| e.rewards.iter().map(|&r| f64::from(r)).sum::<f64>()).sum::<f64>() / n;
+        writeln!(s, "  return    {mean_return:.2} (mean per episode)")?;
+    } else {
+        writeln!(s, "  return    not recorded (no next.reward column)")?;
+    }
+    writeln!(s, "  features")?;
+    for (name, f) in &ds.info.features {
+        writeln!(s, "    {name:<20} {:<8} {:?}", f.dtype, f.shape)?;
+    }
+    for (name, st) in [("observation.state", &ds.stats.observation), ("action", &ds.stats.action)] {
+        let fmt = |v: &[f64]| v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(" ");
+        writeln!(s, "  {name} stats over {} frames", st.count)?;
+        writeln!(s, "    mean [{}]", fmt(&st.mean))?;
+        writeln!(s, "    std  [{}]", fmt(&st.std))?;
+        writeln!(s, "    min  [{}]", fmt(&st.min))?;
+        writeln!(s, "    max  [{}]", fmt(&st.max))?;
+    }
+    Ok(s)
+}

@@ -1,0 +1,84 @@
+//! `embodia record` and `embodia dataset info` end to end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn embodia(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let Output { status, stdout, stderr } = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("embodia runs");
+    let (stdout, stderr) = (String::from_utf8(stdout).unwrap(), String::from_utf8(stderr).unwrap());
+    assert!(!stderr.contains("panicked"), "embodia {args:?} panicked:\n{stderr}");
+    (status.success(), stdout, stderr)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("record-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn record_writes_a_dataset_that_info_reads_back() {
+    let dir = scratch("record");
+    let args = ["record", "--task", "pick-cube", "--expert", "scripted", "--episodes", "3", "--envs", "2", "--out", "data/pc"];
+    let (ok, out, err) = embodia(&dir, &args);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim(),
+        "scripted expert on pick-cube: success 100.0% (3 of 3 episodes); wrote 3 episodes, 750 frames to data/pc"
+    );
+    let ds = embodia::dataset::read(&dir.join("data/pc")).unwrap();
+    assert_eq!(ds.demonstrations.episodes.len(), 3);
+    assert_eq!(ds.demonstrations.task, "pick-cube");
+    assert_eq!(ds.info.robot_type.as_deref(), Some("arm7"));
+
+    let (ok, out, err) = embodia(&dir, &["dataset", "info", "data/pc"]);
+    assert!(ok, "{err}");
+    for line in ["task      pick-cube", "episodes  3", "frames    750 (mean length 250.0)", "fps       50", "success   100.0%"] {
+        assert!(out.contains(line), "`{line}` missing from:\n{out}");
+    }
+    assert!(out.contains("observation.state    float32  [37]"), "{out}");
+
+    // An existing dataset is not overwritten without --force, and not touched.
+    let info = std::fs::read(dir.join("data/pc/meta/info.json")).unwrap();
+    let (ok, _, err) = embodia(&dir, &["record", "--task", "reach", "--episodes", "2", "--out", "data/pc"]);
+    assert!(!ok);
+    assert!(err.trim().ends_with("data/pc exists and is not empty (pass --force to replace it)"), "{err}");
+    assert_eq!(std::fs::read(dir.join("data/pc/meta/info.json")).unwrap(), info);
+    let (ok, _, err) = embodia(&dir, &["record", "--task", "reach", "--episodes", "2", "--out", "data/pc", "--force"]);
+    assert!(ok, "{err}");
+    assert_eq!(embodia::dataset::read(&dir.join("data/pc")).unwrap().demonstrations.task, "reach");
+    assert_eq!(std::fs::read_dir(dir.join("data")).unwrap().count(), 1, "no temporary directory left behind");
+}
+
+#[test]
+fn only_success_keeps_successful_episodes_and_same_seed_same_data() {
+    let dir = scratch("only-success");
+    let base = ["record", "--task", "push-t", "--episodes", "2", "--envs", "2", "--seed", "4"];
+    let (ok, out, err) = embodia(&dir, &[&base[..], &["--only-success", "--out", "a"]].concat());
+    assert!(ok, "{err}");
+    // Seed 4's first two episodes include a failure: more are recorded until two succeed.
+    assert!(out.contains("success 50.0% (2 of 4 episodes); wrote 2 episodes"), "{out}");
+    let a = embodia::dataset::read(&dir.join("a")).unwrap().demonstrations;
+    assert!(a.episodes.iter().all(|e| e.success));
+    let (ok, _, err) = embodia(&dir, &[&base[..], &["--only-success", "--out", "b"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(embodia::dataset::read(&dir.join("b")).unwrap().demonstrations, a, "same seed, same episodes");
+}
+
+#[test]
+fn bad_record_and_info_arguments_are_named() {
+    let dir = scratch("bad");
+    let (ok, _, err) = embodia(&dir, &["record", "--task", "pick-cube", "--expert", "human", "--out", "x"]);
+    assert!(!ok && err.contains("unknown expert `human`; valid experts: scripted"), "{err}");
+    let (ok, _, err) = embodia(&dir, &["record", "--task", "pendulum", "--episodes", "1", "--out", "x"]);
+    assert!(!ok && err.contains("unknown task `pendulum`"), "{err}");
+    assert!(!dir.join("x").exists(), "nothing written on error");
+    let (ok, _, err) = embodia(&dir, &["dataset", "info", "nowhere"]);
+    assert!(!ok && err.contains("nowhere/meta/info.json"), "{err}");
+}
