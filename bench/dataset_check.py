@@ -2,7 +2,7 @@
 installed, HF `datasets`: info.json fields, the frame schema against info.json's features,
 the task table as a pandas frame indexed by `task`, the episode table, and stats.json.
 
-Usage: bash bench/dataset_check.sh DATASET_DIR   (creates bench/.venv-data on first use)
+Usage: bench/.venv-data/bin/python bench/dataset_check.py DATASET_DIR   (see bench/dataset_compat.sh)
 Prints one line per check and `N passed, N failed`; exits 1 on any failure.
 """
 
