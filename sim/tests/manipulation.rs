@@ -233,3 +233,32 @@ fn recorded_expert_episodes_replay_to_the_same_rewards_and_outcomes() {
     assert!(e.buffers().done(0));
     assert_eq!(e.buffers().success[0] > 0.0, first.success);
 }
+
+#[test]
+fn object_grasped_reward_fires_while_the_expert_holds_the_cube() {
+    use embodia_sim::rapier::expert::record_expert;
+    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    let mut config = task_config("pick-cube").unwrap();
+    config.rewards = [("grasped".to_string(), RewardTerm::new(RewardKind::ObjectGrasped, 1.0))].into_iter().collect();
+    let demos = record_expert(&mut env("pick-cube", config, 2).unwrap(), 2, 1).unwrap();
+    for ep in &demos.episodes {
+        assert!(ep.success);
+        // Open gripper far from the cube at first; closed on it (carried, held) at the end.
+        assert_eq!(ep.rewards[0], 0.0);
+        assert_eq!(*ep.rewards.last().unwrap(), 1.0);
+        let held = ep.rewards.iter().filter(|&&r| r == 1.0).count();
+        assert!(held > ep.len() / 4 && held < ep.len(), "held {held} of {} steps", ep.len());
+    }
+    // Closed on nothing: the gripper shut with the cube elsewhere is not a grasp.
+    let mut config = task_config("pick-cube").unwrap();
+    config.rewards = [("grasped".to_string(), RewardTerm::new(RewardKind::ObjectGrasped, 1.0))].into_iter().collect();
+    let mut e = env("pick-cube", config, 1).unwrap();
+    e.reset(0);
+    let ad = e.spec().num_actions();
+    let mut close = vec![0.0; ad];
+    close[ad - 1] = -1.0;
+    for _ in 0..50 {
+        e.step(&close).unwrap();
+        assert_eq!(e.buffers().reward[0], 0.0);
+    }
+}

@@ -98,7 +98,13 @@ impl SceneSpec {
         let uses_ee = needs_ee(&config.observations.policy)
             || config.observations.critic.as_deref().is_some_and(needs_ee)
             || config.rewards.values().any(|r| {
-                matches!(r.term, RewardKind::EeDistance | RewardKind::EeDistanceTanh | RewardKind::EeObjectDistanceTanh)
+                matches!(
+                    r.term,
+                    RewardKind::EeDistance
+                        | RewardKind::EeDistanceTanh
+                        | RewardKind::EeObjectDistanceTanh
+                        | RewardKind::ObjectGrasped
+                )
             })
             || matches!(config.success, SuccessTerm::EeNearTarget { .. });
         let needs_object = |terms: &[ObsTerm]| terms.iter().any(|t| is_object_obs(t.term));
@@ -109,6 +115,7 @@ impl SceneSpec {
                     r.term,
                     RewardKind::EeObjectDistanceTanh
                         | RewardKind::ObjectLifted
+                        | RewardKind::ObjectGrasped
                         | RewardKind::ObjectGoalDistanceTanh
                         | RewardKind::TCoverage
                 )
@@ -122,6 +129,9 @@ impl SceneSpec {
             || config.observations.critic.as_deref().is_some_and(uses_opening);
         if opening && gripper.is_none() {
             return Err(bad("the `gripper_opening` observation needs `env.action.gripper`".into()));
+        }
+        if gripper.is_none() && config.rewards.values().any(|r| r.term == RewardKind::ObjectGrasped) {
+            return Err(bad("the `object_grasped` reward needs `env.action.gripper`".into()));
         }
         if uses_ee && end_effector.is_none() {
             return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
@@ -626,6 +636,7 @@ impl Scene {
                 1.0 - ((self.object_position() - self.ee_position(spec)).length() / std).tanh()
             }
             RewardKind::ObjectLifted => (self.object_lift(spec) > term.min_height) as u8 as f32,
+            RewardKind::ObjectGrasped => self.object_grasped(spec) as u8 as f32,
             RewardKind::ObjectGoalDistanceTanh => {
                 let lifted = self.object_lift(spec) > term.min_height;
                 lifted as u8 as f32 * (1.0 - ((self.target - self.object_position()).length() / std).tanh())
@@ -701,6 +712,17 @@ impl Scene {
     }
 
     /// Height of the object above its resting height on the table, m.
+    /// See [`RewardKind::ObjectGrasped`].
+    fn object_grasped(&self, spec: &SceneSpec) -> bool {
+        let (Some(j), Some(g), Some(object)) = (spec.gripper, &spec.config.action.gripper, spec.config.scene.objects.first())
+        else {
+            return false;
+        };
+        let opening = (self.q[j] - g.closed) / (g.open - g.closed);
+        let near = (self.object_position() - self.ee_position(spec)).length() < object.shape.half_height();
+        near && (0.05..0.95).contains(&opening)
+    }
+
     fn object_lift(&self, spec: &SceneSpec) -> f32 {
         let rest = spec.objects.table_top + spec.config.scene.objects[0].shape.half_height();
         self.objects.pose(&self.world, 0).translation.z - rest
