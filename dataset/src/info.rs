@@ -74,8 +74,7 @@ impl Feature {
     }
 }
 
-/// `meta/info.json`. Fields LeRobot writes that embodia does not use are kept as they are
-/// read in `extra` (e.g. `splits`-like additions of newer LeRobot versions).
+/// `meta/info.json`, as LeRobot v3.0 writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Info {
     /// LeRobot dataset format version, `v3.0`.
@@ -113,7 +112,7 @@ pub struct Info {
     pub video_path: Option<String>,
     /// The frame table's features, by name.
     pub features: BTreeMap<String, Feature>,
-    /// Other fields, kept as read.
+    /// Fields embodia does not model (newer LeRobot versions add some), kept as read.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
 }

@@ -181,7 +181,7 @@ fn read_task(root: &Path) -> Result<String, DatasetError> {
 fn read_episode_table(root: &Path) -> Result<Vec<EpisodeMeta>, DatasetError> {
     let dir = root.join(EPISODES_DIR);
     let mut paths = Vec::new();
-    for chunk in sorted_entries(&dir)? {
+    for chunk in sorted_entries(&dir)?.into_iter().filter(|p| p.is_dir()) {
         paths.extend(sorted_entries(&chunk)?.into_iter().filter(|p| p.extension().is_some_and(|e| e == "parquet")));
     }
     if paths.is_empty() {
