@@ -44,7 +44,7 @@ impl Default for WriteOptions {
 pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Result<Info, DatasetError> {
     validate(demos)?;
     let (od, ad) = (demos.obs_dim, demos.action_dim);
-    let fps = f64::from(demos.fps);
+    let fps = info_fps(demos.fps);
     let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
 
     // Whole episodes per data file; chunk-NNN rolls over every `chunks_size` files.
@@ -67,7 +67,7 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     for (f, range) in files.iter().enumerate() {
         let (chunk, file) = ((f / chunks) as i64, (f % chunks) as i64);
         let path = dir.join(info::format_path(DATA_PATH, chunk, file));
-        let batch = frame_batch(demos, range.clone(), index)?;
+        let batch = frame_batch(demos, range.clone(), index, fps)?;
         write_parquet(&path, &batch, &props)?;
         for e in range.clone() {
             let len = demos.episodes[e].len() as i64;
@@ -79,7 +79,7 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     write_parquet(&dir.join(TASKS_PATH), &tasks_batch(&demos.task)?, &props)?;
 
     let stats_path = dir.join(STATS_PATH);
-    write_json(&stats_path, &crate::stats::to_json(&frame_stats(demos)))?;
+    write_json(&stats_path, &crate::stats::to_json(&frame_stats(demos, fps)))?;
     let total_episodes = demos.episodes.len();
     let info = Info {
         codebase_version: CODEBASE_VERSION.to_string(),
@@ -182,8 +182,16 @@ fn validate(demos: &Demonstrations) -> Result<(), DatasetError> {
     Ok(())
 }
 
-/// The frame rows of `episodes`, the first with dataset index `index`.
-fn frame_batch(demos: &Demonstrations, episodes: Range<usize>, mut index: i64) -> Result<RecordBatch, DatasetError> {
+/// The rate written into `info.json`: LeRobot's `fps` is an integer, and a control rate
+/// computed in f32 is often not quite one (1 / 0.1 s is 10.000001), so a rate within 1e-4
+/// (relative) of an integer is written as that integer.
+fn info_fps(fps: f32) -> f64 {
+    let fps = f64::from(fps);
+    if (fps - fps.round()).abs() <= 1e-4 * fps.abs().max(1.0) { fps.round() } else { fps }
+}
+
+/// The frame rows of `episodes`, the first with dataset index `index`; timestamps at `fps`.
+fn frame_batch(demos: &Demonstrations, episodes: Range<usize>, mut index: i64, fps: f64) -> Result<RecordBatch, DatasetError> {
     let eps = &demos.episodes[episodes.clone()];
     let n: usize = eps.iter().map(|e| e.len()).sum();
     let mut state = Vec::with_capacity(n * demos.obs_dim);
@@ -198,7 +206,7 @@ fn frame_batch(demos: &Demonstrations, episodes: Range<usize>, mut index: i64) -
         for t in 0..ep.len() {
             done.push(t == last && ep.terminated);
             success.push(t == last && ep.success);
-            timestamp.push((t as f64 / f64::from(demos.fps)) as f32);
+            timestamp.push((t as f64 / fps) as f32);
             frame_index.push(t as i64);
             episode_index.push(e as i64);
             global_index.push(index);
@@ -316,9 +324,8 @@ fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), DatasetError
 
 /// `stats.json` entries: observation and action per dimension, and the numeric scalar
 /// columns (LeRobot computes them for every non-string feature).
-fn frame_stats(demos: &Demonstrations) -> BTreeMap<String, FeatureStats> {
+fn frame_stats(demos: &Demonstrations, fps: f64) -> BTreeMap<String, FeatureStats> {
     let norm = demos.norm_stats();
-    let fps = f64::from(demos.fps);
     let mut index = 0.0;
     let (mut reward, mut timestamp, mut frame, mut episode, mut global) = (vec![], vec![], vec![], vec![], vec![]);
     for (e, ep) in demos.episodes.iter().enumerate() {

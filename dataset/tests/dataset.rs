@@ -165,6 +165,25 @@ fn frame_columns_follow_lerobot_conventions() {
 }
 
 #[test]
+fn a_rate_just_off_an_integer_is_written_as_that_integer() {
+    // 1 / 0.1 s computed in f32, as recorders do: LeRobot's fps is an integer.
+    let mut demos = synthetic(2);
+    demos.fps = 1.0 / 0.1f32;
+    assert_ne!(demos.fps, 10.0);
+    let dir = written("fps", &demos);
+    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
+    assert_eq!(info["fps"], serde_json::json!(10));
+    let ds = read(&dir).unwrap();
+    assert_eq!(ds.demonstrations.fps, 10.0);
+    assert_eq!(ds.demonstrations.episodes, demos.episodes);
+
+    // A rate that is not an integer is kept.
+    demos.fps = 12.5;
+    let dir = written("fps-fraction", &demos);
+    assert_eq!(read(&dir).unwrap().demonstrations.fps, 12.5);
+}
+
+#[test]
 fn save_refuses_a_non_empty_directory_unless_told_to_replace_it() {
     let root = scratch("overwrite");
     let dir = root.join("ds");
@@ -217,7 +236,7 @@ fn vector_of_the_wrong_length_in_one_episode_is_named() {
     // The same list layout with the right lengths reads fine.
     let lens = vec![3; 12];
     rewrite(&data_file(&dir), |cols| {
-        let (field, array) = list_column(&vec![0.5; 36], &lens);
+        let (field, array) = list_column(&[0.5; 36], &lens);
         cols[0] = (field.with_name("observation.state"), array);
     });
     let ds = read(&dir).unwrap();
