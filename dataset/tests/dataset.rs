@@ -166,9 +166,10 @@ fn frame_columns_follow_lerobot_conventions() {
 
 #[test]
 fn a_rate_just_off_an_integer_is_written_as_that_integer() {
-    // 1 / 0.1 s computed in f32, as recorders do: LeRobot's fps is an integer.
+    // push-t's control rate, 1 / (0.01 s × 10) in f32, as the recorder computes it; LeRobot's
+    // fps is an integer.
     let mut demos = synthetic(2);
-    demos.fps = 1.0 / 0.1f32;
+    demos.fps = 1.0 / (std::hint::black_box(0.01f32) * 10.0);
     assert_ne!(demos.fps, 10.0);
     let dir = written("fps", &demos);
     let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
