@@ -79,7 +79,7 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
         if !matches!(f.dtype.as_str(), "float32" | "float64") || f.shape.len() != 1 {
             return Err(meta(
                 &format!("features.{name}"),
-                format!("is {} of shape {:?}; expected a float32 vector", f.dtype, f.shape),
+                format!("is {} of shape {:?}; expected a 1-D float32 or float64 vector", f.dtype, f.shape),
             ));
         }
         Ok(f.shape[0])
