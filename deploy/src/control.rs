@@ -215,10 +215,10 @@ impl<'a> ControlLoop<'a> {
         }
     }
 
-    /// Turns torque on and runs cycles at the configured rate until `cycles` have run, the
-    /// safety layer has disabled the robot, or `hook` (called after every cycle) returns
-    /// false. `stop` is polled every cycle: when it turns true the loop performs a safe stop
-    /// and ends.
+    /// Turns torque on and runs cycles at the configured rate until `cycles` have run or `hook`
+    /// (called after every cycle) returns false; [`ControlLoop::until_disabled`] is the hook
+    /// that ends the run when the safety layer has turned torque off. `stop` is polled every
+    /// cycle: when it turns true the safety layer performs a safe stop.
     pub fn run(
         &mut self,
         cycles: u64,
@@ -238,11 +238,16 @@ impl<'a> ControlLoop<'a> {
             }
             let late = Instant::now().saturating_duration_since(scheduled);
             let kind = self.step(late, stop());
-            if !hook(self, kind) || self.safety.mode() == Mode::Disabled {
+            if !hook(self, kind) {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// A [`ControlLoop::run`] hook: go on until the safety layer has turned torque off.
+    pub fn until_disabled(&mut self, _: CycleKind) -> bool {
+        self.safety.mode() != Mode::Disabled
     }
 }
 

@@ -243,12 +243,43 @@ struct Reply {
 pub struct ServoChain {
     servos: Vec<Servo>,
     log: Vec<InjectedFault>,
+    /// Goal positions written, in bus order, when recording (id, ticks).
+    goal_writes: Option<Vec<(u8, u16)>>,
 }
 
 impl ServoChain {
     /// Factory-default servos with these ids, in bus order.
     pub fn new(ids: &[u8]) -> Self {
-        Self { servos: ids.iter().map(|&id| Servo::new(id)).collect(), log: Vec::new() }
+        Self { servos: ids.iter().map(|&id| Servo::new(id)).collect(), log: Vec::new(), goal_writes: None }
+    }
+
+    /// Starts recording every goal position written (for checking what reached the servos).
+    pub fn record_goal_writes(&mut self) {
+        self.goal_writes.get_or_insert_with(Vec::new);
+    }
+
+    /// Moves the goal writes recorded so far, in the order the servos received them, to `out`.
+    pub fn take_goal_writes(&mut self, out: &mut Vec<(u8, u16)>) {
+        if let Some(w) = &mut self.goal_writes {
+            out.append(w);
+        }
+    }
+
+    /// Writes `data` at `addr` of the servo at `index`, recording a goal change.
+    fn write_at(&mut self, index: usize, addr: u8, data: &[u8]) {
+        let s = &mut self.servos[index];
+        s.write(addr, data);
+        let end = addr as usize + data.len();
+        if let Some(w) = &mut self.goal_writes
+            && addr <= ct::GOAL_POSITION.addr
+            && end >= ct::GOAL_POSITION.addr as usize + 2
+        {
+            w.push((s.id(), s.get(ct::GOAL_POSITION)));
+        }
+    }
+
+    fn index_of(&self, id: u8) -> Option<usize> {
+        self.servos.iter().position(|s| s.id() == id)
     }
 
     /// The servo with `id`.
@@ -330,23 +361,23 @@ impl ServoChain {
                 Instruction::SyncWrite if p.params.len() >= 2 => {
                     let (addr, len) = (p.params[0], p.params[1] as usize);
                     for item in p.params[2..].chunks_exact(len + 1) {
-                        if let Some(s) = self.servo_mut(item[0]) {
-                            s.write(addr, &item[1..]);
+                        if let Some(i) = self.index_of(item[0]) {
+                            self.write_at(i, addr, &item[1..]);
                         }
                     }
                 }
                 Instruction::Write | Instruction::RegWrite if !p.params.is_empty() => {
-                    for s in &mut self.servos {
+                    for i in 0..self.servos.len() {
                         match instr {
-                            Instruction::Write => s.write(p.params[0], &p.params[1..]),
-                            _ => s.pending = Some((p.params[0], p.params[1..].to_vec())),
+                            Instruction::Write => self.write_at(i, p.params[0], &p.params[1..]),
+                            _ => self.servos[i].pending = Some((p.params[0], p.params[1..].to_vec())),
                         }
                     }
                 }
                 Instruction::Action => {
-                    for s in &mut self.servos {
-                        if let Some((addr, data)) = s.pending.take() {
-                            s.write(addr, &data);
+                    for i in 0..self.servos.len() {
+                        if let Some((addr, data)) = self.servos[i].pending.take() {
+                            self.write_at(i, addr, &data);
                         }
                     }
                 }
@@ -354,31 +385,30 @@ impl ServoChain {
             }
             return;
         }
-        let Some(s) = self.servo_mut(p.id) else { return };
-        let replies_to_all = s.get(ct::RESPONSE_STATUS_LEVEL) != 0;
+        let Some(i) = self.index_of(p.id) else { return };
+        let replies_to_all = self.servos[i].get(ct::RESPONSE_STATUS_LEVEL) != 0;
         match instr {
-            Instruction::Ping => push_reply(replies, s, &[]),
+            Instruction::Ping => push_reply(replies, &self.servos[i], &[]),
             Instruction::Read if p.params.len() == 2 => {
                 let mut data = [0u8; 255];
-                s.read(p.params[0], p.params[1], &mut data);
-                push_reply(replies, s, &data[..p.params[1] as usize]);
+                self.servos[i].read(p.params[0], p.params[1], &mut data);
+                push_reply(replies, &self.servos[i], &data[..p.params[1] as usize]);
             }
-            Instruction::Write | Instruction::RegWrite if !p.params.is_empty() => {
-                if instr == Instruction::Write {
-                    s.write(p.params[0], &p.params[1..]);
-                } else {
-                    s.pending = Some((p.params[0], p.params[1..].to_vec()));
+            Instruction::Write | Instruction::RegWrite | Instruction::Action => {
+                match instr {
+                    Instruction::Write if !p.params.is_empty() => self.write_at(i, p.params[0], &p.params[1..]),
+                    Instruction::RegWrite if !p.params.is_empty() => {
+                        self.servos[i].pending = Some((p.params[0], p.params[1..].to_vec()))
+                    }
+                    Instruction::Action => {
+                        if let Some((addr, data)) = self.servos[i].pending.take() {
+                            self.write_at(i, addr, &data);
+                        }
+                    }
+                    _ => return,
                 }
                 if replies_to_all {
-                    push_reply(replies, s, &[]);
-                }
-            }
-            Instruction::Action => {
-                if let Some((addr, data)) = s.pending.take() {
-                    s.write(addr, &data);
-                }
-                if replies_to_all {
-                    push_reply(replies, s, &[]);
+                    push_reply(replies, &self.servos[i], &[]);
                 }
             }
             _ => {}

@@ -103,7 +103,7 @@ fn a_silent_servo_holds_within_two_periods_then_torque_goes_off() {
             responder.lock().unwrap().chain.inject(3, Fault::Silence(Duration::from_secs(5)), now);
             fault_at = Some((lp.cycles(), now));
         }
-        true
+        lp.until_disabled(kind)
     })
     .unwrap();
     let (fault_cycle, at) = fault_at.unwrap();
@@ -133,7 +133,7 @@ fn overheat_and_undervoltage_hold_the_present_position_then_disable() {
             if lp.cycles() == 5 {
                 responder.lock().unwrap().chain.inject(2, fault, Instant::now());
             }
-            true
+            lp.until_disabled(kind)
         })
         .unwrap();
         assert_eq!(kinds[5], CycleKind::Held, "{fault:?}: {kinds:?}");
@@ -158,7 +158,7 @@ fn sigint_is_a_safe_stop() {
             // SAFETY: raising a signal whose handler only sets a flag.
             assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
         }
-        true
+        lp.until_disabled(kind)
     })
     .unwrap();
     embodia_deploy::signal::clear_stop_request();
