@@ -327,6 +327,8 @@ impl RobotIo for SimIo {
 pub struct EpisodeOutcome {
     /// Target, m in the base frame.
     pub target: [f32; 3],
+    /// Final end-effector position, m in the base frame.
+    pub final_position: [f32; 3],
     /// Final end-effector distance to the target, m.
     pub final_distance: f32,
     /// Whether it ended within the task's success distance.
@@ -491,9 +493,10 @@ pub fn deploy(
         ] {
             dst.extend(src);
         }
+        let final_position = policy.ee_position(&position);
         let d = policy.distance(&position);
         let success = policy.success_distance().is_some_and(|r| d <= r) && stopped_early.is_none();
-        episodes.push(EpisodeOutcome { target: policy.target, final_distance: d, success, cycles: ran });
+        episodes.push(EpisodeOutcome { target: policy.target, final_position, final_distance: d, success, cycles: ran });
         if stopped_early.is_some() {
             break;
         }
@@ -627,7 +630,9 @@ fn emulated_robot(
     let port = embodia_deploy::SerialBusPort::open(emulator.path(), 1_000_000)?;
     let timeout = std::time::Duration::from_secs_f64((0.25 / hz).min(0.01));
     let bus = embodia_deploy::Bus::new(port, embodia_deploy::BusConfig { timeout, retries: 0 });
-    Ok((emulator, embodia_deploy::ServoRobot::new(bus, map.clone())))
+    let mut robot = embodia_deploy::ServoRobot::new(bus, map.clone());
+    robot.configure(embodia_deploy::ServoGains::default())?;
+    Ok((emulator, robot))
 }
 
 /// `embodia bench deploy`: a loop at `hz` for `seconds` against the emulator on a

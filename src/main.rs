@@ -662,6 +662,7 @@ fn deploy(
             retries: 0,
         };
         let mut io = embodia::deploy::ServoRobot::new(embodia::deploy::Bus::new(port, bus_config), map.clone());
+        io.configure(embodia::deploy::ServoGains::default())?;
         deployment::deploy(&mut policy, Target::Servos(&mut io), &map, &settings, &stop)?
     };
     if json {

@@ -6,7 +6,8 @@
 //! 1 (the factory setting), nothing answers the broadcast id except SYNC_READ (each listed
 //! servo in turn). With torque on, each servo moves its present position toward the goal with
 //! a trapezoidal speed profile limited by the goal speed and acceleration registers (0 = the
-//! firmware's maximum); with torque off it stays where it is, or where a hand puts it
+//! firmware's maximum) and, near the goal, by its P gain (speed ≤ P × error, a modelling
+//! choice: the firmware's loop is not published); with torque off it stays where it is, or where a hand puts it
 //! ([`ServoChain::move_by_hand`]). The error byte reports voltage outside the limits, a
 //! temperature above the limit and overload, from the present registers.
 //!
@@ -198,13 +199,16 @@ impl Servo {
                 0 => ct::MAX_ACCELERATION_TICKS,
                 a => f64::from(a) * 100.0,
             };
+            // The position loop's proportional gain, read as 1/s: near the goal the speed is
+            // at most P × error, a first-order approach (factory P = 32: ~31 ms time constant).
+            let kp = f64::from(self.get(ct::P_COEFFICIENT).max(1));
             // Sub-steps of at most 1 ms keep the braking distance accurate.
             let steps = (dt / 1e-3).ceil().max(1.0) as usize;
             let h = dt / steps as f64;
             for _ in 0..steps {
                 let err = goal - self.position;
                 // Fastest speed from which the servo can still stop at the goal.
-                let v_des = err.signum() * v_max.min((2.0 * a_max * err.abs()).sqrt());
+                let v_des = err.signum() * v_max.min((2.0 * a_max * err.abs()).sqrt()).min(kp * err.abs());
                 self.speed += (v_des - self.speed).clamp(-a_max * h, a_max * h);
                 let next = self.position + self.speed * h;
                 if (goal - next).signum() != err.signum() || err == 0.0 {
@@ -574,6 +578,24 @@ mod tests {
         assert_eq!(s.get(ct::MOVING), 0);
         // 1000 ticks at 5000 ticks/s² cannot reach 3072 ticks/s: peak is √(a·d) ≈ 2236.
         assert!((2000.0..2300.0).contains(&top), "peak speed {top}");
+    }
+
+    #[test]
+    fn a_lower_p_gain_approaches_the_goal_more_slowly() {
+        let t0 = Instant::now();
+        let settle = |p: u8| {
+            let mut s = Servo::new(1);
+            s.write(ct::P_COEFFICIENT.addr, &[p]);
+            s.write(ct::TORQUE_ENABLE.addr, &[1]);
+            s.write(ct::GOAL_POSITION.addr, &2248u16.to_le_bytes());
+            (1..).find(|&ms| {
+                s.advance(0.001, t0 + Duration::from_millis(ms));
+                (2248.0 - s.position) < 200.0 * (-1.0f64).exp()
+            })
+        };
+        // From rest the acceleration limit dominates; then speed ≤ P × error slows the approach.
+        let (fast, slow) = (settle(32).unwrap(), settle(8).unwrap());
+        assert!(slow > fast + 30 && fast < 120, "{fast} ms, {slow} ms");
     }
 
     #[test]

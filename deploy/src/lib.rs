@@ -31,6 +31,6 @@ pub use emulator::{Fault, InjectedFault, ServoChain};
 pub use protocol::StatusFlags;
 pub use pty::PtyEmulator;
 pub use safety::{Safety, SafetyConfig, SafetyEvent};
-pub use servo_io::ServoRobot;
+pub use servo_io::{ServoGains, ServoRobot};
 pub use state::{IoError, JointState, RobotIo};
 pub use transport::{EmulatedPort, Port, SerialBusPort};

@@ -8,6 +8,25 @@ use crate::protocol::StatusFlags;
 use crate::state::{IoError, JointState, RobotIo};
 use crate::transport::Port;
 
+/// Position-loop gains of STS3215 servos (registers 21–23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServoGains {
+    /// Proportional gain (factory 32).
+    pub p: u8,
+    /// Derivative gain (factory 32).
+    pub d: u8,
+    /// Integral gain (factory 0).
+    pub i: u8,
+}
+
+impl Default for ServoGains {
+    /// LeRobot's SO-101 follower settings: P 16 (its "lower value to avoid shakiness"), D 32,
+    /// I 0.
+    fn default() -> Self {
+        Self { p: 16, d: 32, i: 0 }
+    }
+}
+
 /// The joints of a [`HardwareMap`] driven through one bus.
 pub struct ServoRobot<P: Port> {
     bus: Bus<P>,
@@ -41,6 +60,15 @@ impl<P: Port> ServoRobot<P> {
     /// The hardware map.
     pub fn map(&self) -> &HardwareMap {
         &self.map
+    }
+
+    /// Turns torque off and writes the position-loop gains of every servo (as LeRobot does on
+    /// every connect; the values are not made permanent).
+    pub fn configure(&mut self, gains: ServoGains) -> Result<(), IoError> {
+        let n = self.ids.len();
+        self.bus.sync_write(ct::TORQUE_ENABLE.addr, 1, &self.ids, &vec![0; n])?;
+        let block: Vec<u8> = (0..n).flat_map(|_| [gains.p, gains.d, gains.i]).collect();
+        Ok(self.bus.sync_write(ct::P_COEFFICIENT.addr, 3, &self.ids, &block)?)
     }
 
     fn send_goal_ticks(&mut self, goals: &[f64]) -> Result<(), IoError> {
