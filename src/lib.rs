@@ -2,13 +2,15 @@
 //!
 //! This crate is the `embodia` command line and the glue around the member crates, which it
 //! re-exports: [`robots`] (robot models), [`sim`] (vectorized environments), [`policies`]
-//! (burn networks), [`algos`] (PPO, SAC and their machinery) and [`dataset`] (demonstration
-//! datasets in the LeRobot layout).
+//! (burn networks), [`algos`] (PPO, SAC and their machinery), [`dataset`] (demonstration
+//! datasets in the LeRobot layout) and [`deploy`] (servo bus, emulator, control loop, safety
+//! layer).
 #![warn(missing_docs)]
 
 pub mod bench;
 pub mod config;
 pub mod demos;
+pub mod deployment;
 pub mod plot;
 pub mod render;
 pub mod run;
@@ -16,6 +18,7 @@ pub mod viz;
 
 pub use embodia_algos as algos;
 pub use embodia_dataset as dataset;
+pub use embodia_deploy as deploy;
 pub use embodia_policies as policies;
 pub use embodia_robots as robots;
 pub use embodia_sim as sim;

@@ -147,6 +147,64 @@ enum Command {
         #[command(subcommand)]
         robot: RobotCommand,
     },
+    /// Run a trained policy on a robot in a fixed-rate loop with the safety layer: servos on a
+    /// serial bus (`--port`), the servo emulator on a pseudo-terminal (`--dry-run`), or the
+    /// rapier simulation through the same loop (`--sim`).
+    Deploy {
+        /// Run directory (a PPO or SAC run of a rapier arm task, e.g. `reach`).
+        #[arg(long)]
+        run: PathBuf,
+        /// Robot (hardware map).
+        #[arg(long, default_value = "so101")]
+        robot: String,
+        /// Serial port of the servo bus, e.g. /dev/ttyUSB0 (needs `--calibration`).
+        #[arg(long, required_unless_present_any = ["dry_run", "sim"], conflicts_with_all = ["dry_run", "sim"])]
+        port: Option<String>,
+        /// Calibration file written by `embodia calibrate`.
+        #[arg(long, requires = "port")]
+        calibration: Option<PathBuf>,
+        /// Control rate, Hz.
+        #[arg(long, default_value_t = 50.0)]
+        hz: f64,
+        /// Run against the servo emulator on a pseudo-terminal instead of hardware.
+        #[arg(long, conflicts_with = "sim")]
+        dry_run: bool,
+        /// Run against the rapier simulation of the run's task.
+        #[arg(long)]
+        sim: bool,
+        /// Episodes (a new target each; servo robots home to the default pose before each).
+        #[arg(long, default_value_t = 5)]
+        episodes: usize,
+        /// Seed of the targets.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print one JSON object instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record each joint's range into a calibration file: torque goes off, move every joint
+    /// through its full range, then press Enter.
+    Calibrate {
+        /// Serial port of the servo bus, e.g. /dev/ttyUSB0.
+        #[arg(long)]
+        port: String,
+        /// Robot (hardware map).
+        #[arg(long, default_value = "so101")]
+        robot: String,
+        /// Output file (default: calibration-<robot>.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Record for this many seconds instead of until Enter (non-interactive).
+        #[arg(long)]
+        seconds: Option<f64>,
+    },
+    /// Emulate a robot's STS3215 servos on a new pseudo-terminal: prints its /dev/pts/N path on
+    /// the first line, then serves (protocol 0, ids as on the robot) until Ctrl-C.
+    ServoEmulator {
+        /// Robot whose servos to emulate.
+        #[arg(long, default_value = "so101")]
+        robot: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -159,6 +217,29 @@ enum BenchCommand {
         /// Seeds 1..=N.
         #[arg(long, default_value_t = 5)]
         seeds: u64,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The deploy loop against the servo emulator on a pseudo-terminal: timing of a loop at
+    /// `--hz` for `--seconds` (read, infer, write, jitter), then fault injection (every fault
+    /// kind in turn): commands outside the limits, faults detected, time to a safe state.
+    Deploy {
+        /// Run whose policy drives the arm (default: a joint sweep beyond the limits).
+        #[arg(long)]
+        run: Option<PathBuf>,
+        /// Control rate, Hz.
+        #[arg(long, default_value_t = 50.0)]
+        hz: f64,
+        /// Seconds of the timing phase.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Faults to inject.
+        #[arg(long, default_value_t = 1000)]
+        faults: usize,
+        /// Seed of the fault schedule.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
         /// Also print one JSON object with all results.
         #[arg(long)]
         json: bool,
@@ -295,6 +376,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
         }
+        Command::Bench { bench: BenchCommand::Deploy { run, hz, seconds, faults, seed, json } } => {
+            bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
+        }
+        Command::Deploy { run, robot, port, calibration, hz, dry_run: _, sim, episodes, seed, json } => {
+            deploy(&run, &robot, port.as_deref(), calibration.as_deref(), hz, sim, episodes, seed, json)
+        }
+        Command::Calibrate { port, robot, out, seconds } => calibrate(&port, &robot, out, seconds),
+        Command::ServoEmulator { robot } => servo_emulator(&robot),
         Command::Plot { runs, out } => plot(&runs, &out),
         Command::Record { task, expert, episodes, out, seed, envs, only_success, force } => {
             let req = embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force };
@@ -569,6 +658,151 @@ fn bench_sim(settings: &Settings, envs: &[usize], threads: &[usize], steps: u64,
     }
     if json {
         println!("{}", serde_json::json!({ "task": config.task, "results": results }));
+    }
+    Ok(())
+}
+
+fn deploy(
+    run: &Path,
+    robot: &str,
+    port: Option<&str>,
+    calibration: Option<&Path>,
+    hz: f64,
+    sim: bool,
+    episodes: usize,
+    seed: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    use embodia::deployment::{self, DeploySettings, SimIo, Target};
+    anyhow::ensure!(hz > 0.0 && hz <= 1000.0, "invalid value for `--hz`: {hz} (allowed: 0 < hz ≤ 1000)");
+    anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
+    let model = embodia::robots::builtin(robot)?;
+    let base_map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    let map = match (port, calibration) {
+        (Some(_), Some(file)) => {
+            let cal = embodia::robots::Calibration::load(file)?;
+            base_map.calibrated(&cal, &file.display().to_string())?
+        }
+        (Some(port), None) => anyhow::bail!(
+            "no calibration for {robot}: run `embodia calibrate --port {port} --robot {robot}` and pass its file with --calibration"
+        ),
+        // The emulator's servos start centred, where the uncalibrated map puts each joint's zero.
+        (None, _) => base_map,
+    };
+    let mut policy = deployment::load_policy(run, &map)?;
+    let settings = DeploySettings {
+        hz,
+        episodes,
+        episode_cycles: None,
+        home_cycles: hz as u64,
+        seed,
+        safety: embodia::deploy::SafetyConfig::default(),
+    };
+    embodia::deploy::signal::install_stop_handler()?;
+    let stop = embodia::deploy::signal::stop_requested;
+    let target = if sim { "the rapier simulation" } else if port.is_some() { "the servo bus" } else { "the servo emulator" };
+    eprintln!(
+        "deploying {} on {robot} via {target} at {hz} Hz, {episodes} episodes (in-process policy: deterministic mean action; Ctrl-C stops safely)",
+        run.display()
+    );
+    let report = if sim {
+        let mut io = SimIo::new(&policy, seed)?;
+        deployment::deploy(&mut policy, Target::Sim(&mut io), &map, &settings, &stop)?
+    } else {
+        let emulator;
+        let path = match port {
+            Some(p) => p.to_string(),
+            None => {
+                let ids = map.ids();
+                emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&ids))?;
+                emulator.path().to_string()
+            }
+        };
+        let port = embodia::deploy::SerialBusPort::open(&path, 1_000_000).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        let bus_config = embodia::deploy::BusConfig {
+            timeout: std::time::Duration::from_secs_f64((0.25 / hz).min(0.01)),
+            retries: 0,
+        };
+        let mut io = embodia::deploy::ServoRobot::new(embodia::deploy::Bus::new(port, bus_config), map.clone());
+        io.configure(embodia::deploy::ServoGains::default())?;
+        deployment::deploy(&mut policy, Target::Servos(&mut io), &map, &settings, &stop)?
+    };
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", deployment::describe(&report));
+    }
+    Ok(())
+}
+
+fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: Option<f64>) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let model = embodia::robots::builtin(robot)?;
+    let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("calibration-{robot}.json")));
+    let serial = embodia::deploy::SerialBusPort::open(port, 1_000_000).map_err(|e| anyhow::anyhow!("{port}: {e}"))?;
+    let mut bus = embodia::deploy::Bus::new(serial, embodia::deploy::BusConfig::default());
+    let names: Vec<_> = map.joints.iter().map(|j| j.joint.clone()).collect();
+    let enter = std::sync::Arc::new(AtomicBool::new(false));
+    match seconds {
+        Some(s) => {
+            anyhow::ensure!(s > 0.0, "invalid value for `--seconds`: {s} (allowed: > 0)");
+            eprintln!("torque off: move every joint of the {robot} through its full range ({s} s)");
+        }
+        None => {
+            eprintln!("torque off: move every joint of the {robot} through its full range, then press Enter");
+            let enter = enter.clone();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+                enter.store(true, Ordering::SeqCst);
+            });
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut last_print = start;
+    let cal = embodia::deploy::calibrate::record_ranges(&mut bus, &map, std::time::Duration::from_millis(20), &mut |p| {
+        if last_print.elapsed().as_secs_f64() > 0.5 {
+            last_print = std::time::Instant::now();
+            let ranges: Vec<_> = names.iter().zip(p.min.iter().zip(&p.max)).map(|(n, (lo, hi))| format!("{n} {lo}..{hi}")).collect();
+            eprint!("\r{}", ranges.join("  "));
+        }
+        match seconds {
+            Some(s) => start.elapsed().as_secs_f64() >= s,
+            None => enter.load(Ordering::SeqCst),
+        }
+    })?;
+    eprintln!();
+    // Refuse a range that was not moved through before writing anything.
+    map.calibrated(&cal, &out.display().to_string())?;
+    cal.save(&out)?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+fn servo_emulator(robot: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let model = embodia::robots::builtin(robot)?;
+    let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    embodia::deploy::signal::install_stop_handler()?;
+    let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&map.ids()))?;
+    println!("{}", emulator.path());
+    std::io::stdout().flush()?;
+    eprintln!("emulating {} STS3215 servos (ids {:?}, protocol 0, 1 Mbaud) until Ctrl-C", map.ids().len(), map.ids());
+    while !embodia::deploy::signal::stop_requested() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    emulator.stop()?;
+    Ok(())
+}
+
+fn bench_deploy(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(hz > 0.0 && hz <= 1000.0, "invalid value for `--hz`: {hz} (allowed: 0 < hz ≤ 1000)");
+    anyhow::ensure!(seconds >= 0.0, "invalid value for `--seconds`: {seconds} (allowed: ≥ 0)");
+    let r = embodia::deployment::bench(run, hz, seconds, faults, seed)?;
+    print!("{}", embodia::deployment::describe_bench(&r));
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
     }
     Ok(())
 }

@@ -3,17 +3,20 @@
 //! This crate holds the [`RobotModel`] of a robot (links, joints, limits, inertias, shapes),
 //! imported from URDF by [`load_urdf`] / [`parse_urdf`], actuator configuration, the physical
 //! parameters of the built-in classic-control robots and a [`catalog`] of the built-in robot
-//! descriptions (what `embodia list` prints). Hardware maps are added here as they are written.
+//! descriptions (what `embodia list` prints), and [`hardware`] maps (servo ids, calibration,
+//! joint↔servo conversion).
 #![warn(missing_docs)]
 
 pub mod actuator;
 pub mod builtin;
+pub mod hardware;
 pub mod model;
 mod summary;
 pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
 pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
+pub use hardware::{Calibration, HardwareError, HardwareMap, JointCalibration, ServoJoint};
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,

@@ -1,0 +1,143 @@
+//! Deployment end to end: the policy's observation on hardware equals the simulator's, and the
+//! `deploy`, `calibrate`, `servo-emulator` and `bench deploy` commands against the emulator.
+//!
+//! Run with `cargo test --release --test deploy`; budgets are small (one short PPO run, loops of
+//! a few seconds).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use embodia::config::{ConfigSources, resolve};
+use embodia::deploy::JointState;
+use embodia::deployment::TaskPolicy;
+use embodia::robots::HardwareMap;
+use embodia::sim::rapier::scene::{Scene, SceneSpec};
+use rand::SeedableRng;
+
+fn so101_map() -> HardwareMap {
+    HardwareMap::builtin("so101", &embodia::robots::builtin("so101").unwrap()).unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("embodia-deploy-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn embodia(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).current_dir(dir).stdin(Stdio::null()).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(!stderr.contains("panicked"), "embodia {args:?} panicked:\n{stderr}");
+    (out.status.code(), stdout, stderr)
+}
+
+#[test]
+fn the_deployed_observation_is_the_simulators() {
+    let config = resolve(&ConfigSources { task: Some("reach"), algorithm: Some("ppo"), ..Default::default() }).unwrap();
+    let env = embodia::sim::make("reach", 1).unwrap();
+    let learner = embodia::run::build_learner(&config, env.as_ref(), &embodia::run::default_device()).unwrap();
+    let mut policy = TaskPolicy::new(&config, learner, &so101_map()).unwrap();
+    let task = embodia::sim::task_config("reach").unwrap();
+    let spec = SceneSpec::new(task, embodia::robots::builtin("so101").unwrap()).unwrap();
+    let mut scene = Scene::new(&spec, rand_chacha::ChaCha8Rng::seed_from_u64(3)).unwrap();
+    scene.reset(&spec);
+    policy.target = scene.target().to_array();
+    let mut state = JointState::new(6);
+    let mut goals = [0.0; 6];
+    let (mut sim_obs, mut checked) = (vec![0.0f32; spec.obs_dim], 0);
+    for _ in 0..20 {
+        for j in 0..6 {
+            state.position[j] = f64::from(scene.joint_positions()[j]);
+            state.velocity[j] = f64::from(scene.joint_velocities()[j]);
+        }
+        // Same state and last action on both sides: the observations agree term by term.
+        let obs = policy.observe(&state).to_vec();
+        scene.observe(&spec, &spec.config.observations.policy, false, &mut sim_obs);
+        for (i, (a, b)) in obs.iter().zip(&sim_obs).enumerate() {
+            assert!((a - b).abs() < 1e-4, "observation {i}: deployed {a} vs simulated {b}");
+        }
+        checked += 1;
+        use embodia::deploy::Policy;
+        policy.predict(&state, &mut goals).unwrap();
+        // The policy's goals, as actions, are what the simulator steps with.
+        let action: Vec<f32> = (0..6).map(|j| ((goals[j] as f32) - spec.default_q[j]) / spec.config.action.scale).collect();
+        scene.step(&spec, &action);
+    }
+    assert_eq!(checked, 20);
+    assert_eq!(sim_obs.len(), 6 + 6 + 3 + 3 + 6);
+}
+
+#[test]
+fn servo_emulator_prints_its_pty_and_answers_the_driver_until_interrupted() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["servo-emulator", "--robot", "so101"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let path = first.trim();
+    assert!(path.starts_with("/dev/pts/"), "first line: {first:?}");
+    let port = embodia::deploy::SerialBusPort::open(path, 1_000_000).unwrap();
+    let mut bus = embodia::deploy::Bus::new(port, embodia::deploy::BusConfig::default());
+    for id in 1..=6 {
+        assert_eq!(bus.read_register(id, embodia::deploy::control_table::MODEL_NUMBER), Ok(777), "servo {id}");
+    }
+    assert!(bus.ping(7).is_err());
+    drop(bus);
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn calibrate_refuses_joints_that_did_not_move_and_deploy_refuses_a_missing_calibration() {
+    let dir = temp_dir("cal");
+    let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&[1, 2, 3, 4, 5, 6])).unwrap();
+    let (code, _, err) = embodia(&dir, &["calibrate", "--port", emulator.path(), "--seconds", "0.2"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("calibration-so101.json: shoulder_pan.range_max: range 2048..2048 spans 0 ticks"), "{err}");
+    assert!(!dir.join("calibration-so101.json").exists());
+    let (code, _, err) = embodia(&dir, &["deploy", "--run", "nowhere", "--port", emulator.path()]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no calibration for so101: run `embodia calibrate"), "{err}");
+}
+
+#[test]
+fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
+    let dir = temp_dir("run");
+    let (code, _, err) =
+        embodia(&dir, &["train", "--task", "reach", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/r", "--quiet"]);
+    assert_eq!(code, Some(0), "{err}");
+    for target in ["--dry-run", "--sim"] {
+        let (code, out, err) = embodia(&dir, &["deploy", "--run", "runs/r", target, "--episodes", "1", "--hz", "100", "--json"]);
+        assert_eq!(code, Some(0), "{target}: {err}");
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["episodes"].as_array().unwrap().len(), 1, "{out}");
+        assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
+        assert!(report["timing"]["latency"]["n"].as_u64().unwrap() >= 190, "{out}");
+        assert!(report["stopped_early"].is_null(), "{out}");
+        let d = report["episodes"][0]["final_distance"].as_f64().unwrap();
+        assert!(d > 0.0 && d < 0.5, "{target}: final distance {d}");
+    }
+}
+
+#[test]
+fn bench_deploy_injects_every_fault_kind_and_detects_each() {
+    let dir = temp_dir("bench");
+    let (code, out, err) = embodia(&dir, &["bench", "deploy", "--seconds", "0.5", "--faults", "24", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let faults = json["faults"].as_object().unwrap();
+    assert_eq!(faults.len(), 8, "{out}");
+    for (kind, s) in faults {
+        assert_eq!(s["injected"], 3, "{kind}");
+        assert_eq!(s["detected"], 3, "{kind}: {out}");
+    }
+    assert_eq!(json["commands_outside_limits"], 0);
+    assert_eq!(json["commands_over_step"], 0);
+    assert!(json["commands_checked"].as_u64().unwrap() > 24);
+}
