@@ -793,13 +793,13 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                 let given_up = lp.cycles() - *since > 200;
                 if lp.safety.mode() == Mode::Disabled && over {
                     // The operator's part after a latched stop: re-arm and hold torque again.
-                    lp.safety.rearm();
+                    // Torque on first (it writes goal = present position, a step of any size:
+                    // tagged apart from the policy's goals); re-arm only once it worked.
                     if lp.io().set_torque(true).is_err() {
                         return true;
                     }
-                    // Torque on wrote goal = present position (a step of any size): tagged
-                    // apart from the policy's goals. A failed torque-on wrote no goals.
                     tags.push_back(CycleKind::TorqueOff);
+                    lp.safety.rearm();
                 }
                 if (*detected && over && kind == CycleKind::Sent) || given_up {
                     current = None;
