@@ -150,38 +150,7 @@ enum Command {
     /// Run a trained policy on a robot in a fixed-rate loop with the safety layer: servos on a
     /// serial bus (`--port`), the servo emulator on a pseudo-terminal (`--dry-run`), or the
     /// rapier simulation through the same loop (`--sim`).
-    Deploy {
-        /// Run directory (a PPO or SAC run of a rapier arm task, e.g. `reach`).
-        #[arg(long)]
-        run: PathBuf,
-        /// Robot (hardware map).
-        #[arg(long, default_value = "so101")]
-        robot: String,
-        /// Serial port of the servo bus, e.g. /dev/ttyUSB0 (needs `--calibration`).
-        #[arg(long, required_unless_present_any = ["dry_run", "sim"], conflicts_with_all = ["dry_run", "sim"])]
-        port: Option<String>,
-        /// Calibration file written by `embodia calibrate`.
-        #[arg(long, requires = "port")]
-        calibration: Option<PathBuf>,
-        /// Control rate, Hz.
-        #[arg(long, default_value_t = 50.0)]
-        hz: f64,
-        /// Run against the servo emulator on a pseudo-terminal instead of hardware.
-        #[arg(long, conflicts_with = "sim")]
-        dry_run: bool,
-        /// Run against the rapier simulation of the run's task.
-        #[arg(long)]
-        sim: bool,
-        /// Episodes (a new target each; servo robots home to the default pose before each).
-        #[arg(long, default_value_t = 5)]
-        episodes: usize,
-        /// Seed of the targets.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Print one JSON object instead of a summary.
-        #[arg(long)]
-        json: bool,
-    },
+    Deploy(DeployArgs),
     /// Record each joint's range into a calibration file: torque goes off, move every joint
     /// through its full range, then press Enter.
     Calibrate {
@@ -205,6 +174,41 @@ enum Command {
         #[arg(long, default_value = "so101")]
         robot: String,
     },
+}
+
+/// Arguments of `embodia deploy`.
+#[derive(Args)]
+struct DeployArgs {
+    /// Run directory (a PPO or SAC run of a rapier arm task, e.g. `reach`).
+    #[arg(long)]
+    run: PathBuf,
+    /// Robot (hardware map).
+    #[arg(long, default_value = "so101")]
+    robot: String,
+    /// Serial port of the servo bus, e.g. /dev/ttyUSB0 (needs `--calibration`).
+    #[arg(long, required_unless_present_any = ["dry_run", "sim"], conflicts_with_all = ["dry_run", "sim"])]
+    port: Option<String>,
+    /// Calibration file written by `embodia calibrate`.
+    #[arg(long, requires = "port")]
+    calibration: Option<PathBuf>,
+    /// Control rate, Hz.
+    #[arg(long, default_value_t = 50.0)]
+    hz: f64,
+    /// Run against the servo emulator on a pseudo-terminal instead of hardware.
+    #[arg(long, conflicts_with = "sim")]
+    dry_run: bool,
+    /// Run against the rapier simulation of the run's task.
+    #[arg(long)]
+    sim: bool,
+    /// Episodes (a new target each; servo robots home to the default pose before each).
+    #[arg(long, default_value_t = 5)]
+    episodes: usize,
+    /// Seed of the targets.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print one JSON object instead of a summary.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -379,9 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Deploy { run, hz, seconds, faults, seed, json } } => {
             bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
         }
-        Command::Deploy { run, robot, port, calibration, hz, dry_run: _, sim, episodes, seed, json } => {
-            deploy(&run, &robot, port.as_deref(), calibration.as_deref(), hz, sim, episodes, seed, json)
-        }
+        Command::Deploy(args) => deploy(&args),
         Command::Calibrate { port, robot, out, seconds } => calibrate(&port, &robot, out, seconds),
         Command::ServoEmulator { robot } => servo_emulator(&robot),
         Command::Plot { runs, out } => plot(&runs, &out),
@@ -662,23 +664,15 @@ fn bench_sim(settings: &Settings, envs: &[usize], threads: &[usize], steps: u64,
     Ok(())
 }
 
-fn deploy(
-    run: &Path,
-    robot: &str,
-    port: Option<&str>,
-    calibration: Option<&Path>,
-    hz: f64,
-    sim: bool,
-    episodes: usize,
-    seed: u64,
-    json: bool,
-) -> anyhow::Result<()> {
+fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
+    let DeployArgs { run, robot, port, calibration, hz, sim, episodes, seed, json, .. } = args;
+    let (robot, port, hz, sim, episodes, seed, json) = (robot.as_str(), port.as_deref(), *hz, *sim, *episodes, *seed, *json);
     use embodia::deployment::{self, DeploySettings, SimIo, Target};
     anyhow::ensure!(hz > 0.0 && hz <= 1000.0, "invalid value for `--hz`: {hz} (allowed: 0 < hz ≤ 1000)");
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let model = embodia::robots::builtin(robot)?;
     let base_map = embodia::robots::HardwareMap::builtin(robot, &model)?;
-    let map = match (port, calibration) {
+    let map = match (port, calibration.as_deref()) {
         (Some(_), Some(file)) => {
             let cal = embodia::robots::Calibration::load(file)?;
             base_map.calibrated(&cal, &file.display().to_string())?
@@ -719,10 +713,7 @@ fn deploy(
             }
         };
         let port = embodia::deploy::SerialBusPort::open(&path, 1_000_000).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-        let bus_config = embodia::deploy::BusConfig {
-            timeout: std::time::Duration::from_secs_f64((0.25 / hz).min(0.01)),
-            retries: 0,
-        };
+        let bus_config = embodia::deploy::BusConfig { timeout: deployment::bus_timeout(hz), retries: 0 };
         let mut io = embodia::deploy::ServoRobot::new(embodia::deploy::Bus::new(port, bus_config), map.clone());
         io.configure(embodia::deploy::ServoGains::default())?;
         deployment::deploy(&mut policy, Target::Servos(&mut io), &map, &settings, &stop)?

@@ -136,6 +136,7 @@ fn bench_deploy_injects_every_fault_kind_and_detects_each() {
     for (kind, s) in faults {
         assert_eq!(s["injected"], 3, "{kind}");
         assert_eq!(s["detected"], 3, "{kind}: {out}");
+        assert_eq!(s["safe_within_two_cycles"], 3, "{kind}: {out}");
     }
     assert_eq!(json["commands_outside_limits"], 0);
     assert_eq!(json["commands_over_step"], 0);

@@ -227,7 +227,7 @@ impl<'a> ControlLoop<'a> {
     ) -> Result<(), crate::state::IoError> {
         self.io.set_torque(true)?;
         self.policy.reset();
-        self.timing = Timing::with_capacity(cycles.min(1 << 20) as usize);
+        self.timing = Timing::with_capacity(cycles.min(1 << 16) as usize);
         let period = self.config.period();
         let start = Instant::now();
         for k in 0..cycles {

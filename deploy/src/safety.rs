@@ -170,7 +170,8 @@ pub struct Safety {
     /// Largest goal change per cycle per joint, rad.
     step: Vec<f64>,
     last_goal: Option<Vec<f64>>,
-    last_position: Option<Vec<f64>>,
+    /// Joint positions of the last fresh state, rad (valid once `last_fresh` is set).
+    last_position: Vec<f64>,
     last_fresh: Option<Instant>,
     mode: Mode,
     /// Why the stop under way happened, when it started, whether the hold was sent.
@@ -195,7 +196,7 @@ impl Safety {
             upper,
             step,
             last_goal: None,
-            last_position: None,
+            last_position: vec![0.0; map.joints.len()],
             last_fresh: None,
             mode: Mode::Active,
             stop: None,
@@ -250,7 +251,7 @@ impl Safety {
     ) -> Decision {
         if let Ok(state) = read {
             self.last_fresh = Some(now);
-            self.last_position = Some(state.position.clone());
+            self.last_position.copy_from_slice(&state.position);
             if let Some(reason) = self.servo_fault(state) {
                 self.start_stop(reason, cycle, now, events);
             }
@@ -298,9 +299,9 @@ impl Safety {
         let Some((reason, since, hold_sent)) = &mut self.stop else { return Decision::Skip };
         if !*hold_sent {
             *hold_sent = true;
-            if let Some(p) = &self.last_position {
-                self.last_goal = Some(p.clone());
-                return Decision::HoldAt(p.clone());
+            if self.last_fresh.is_some() {
+                self.last_goal = Some(self.last_position.clone());
+                return Decision::HoldAt(self.last_position.clone());
             }
         }
         if now.duration_since(*since) >= self.config.hold_before_disable {

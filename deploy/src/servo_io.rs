@@ -8,6 +8,9 @@ use crate::protocol::StatusFlags;
 use crate::state::{IoError, JointState, RobotIo};
 use crate::transport::Port;
 
+/// Reads tried before turning torque on fails.
+pub const TORQUE_ON_ATTEMPTS: u32 = 5;
+
 /// Position-loop gains of STS3215 servos (registers 21–23).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServoGains {
@@ -108,8 +111,15 @@ impl<P: Port> RobotIo for ServoRobot<P> {
         let n = self.ids.len();
         if on {
             // Goal = present position first, so enabling torque does not jump to a stale goal.
+            // Not time-critical: a few attempts ride over a busy host or a noisy bus.
             let mut s = JointState::new(n);
-            self.read_state(&mut s)?;
+            let mut attempt = 0;
+            while let Err(e) = self.read_state(&mut s) {
+                attempt += 1;
+                if attempt >= TORQUE_ON_ATTEMPTS {
+                    return Err(e);
+                }
+            }
             self.send_goal_ticks(&s.position)?;
         }
         let value = vec![u8::from(on); n];
