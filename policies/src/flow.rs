@@ -296,6 +296,11 @@ impl FlowPolicy {
         self.denoise_steps
     }
 
+    /// The value head (its parameters form PPO's value parameter group).
+    pub fn value_head(&self) -> &Mlp {
+        &self.value_head
+    }
+
     /// Observation features (the counterpart of π0's prefix cache), computed once per
     /// environment step: `[batch, obs_dim] → [batch, width]`.
     pub fn encode(&self, obs: Tensor<2>) -> Tensor<2> {
