@@ -169,15 +169,25 @@ struct Settings {
     /// Task (see `embodia list`). Default: pendulum.
     #[arg(long)]
     task: Option<String>,
-    /// Algorithm (sac, ppo). Default: sac.
+    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise). Default: sac.
     #[arg(long)]
     algo: Option<String>,
     /// Seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Total environment-step budget.
+    /// Total environment-step budget (sft: gradient steps).
     #[arg(long)]
     steps: Option<u64>,
+    /// sft: record this many successful scripted-expert demonstrations in memory
+    /// (sets algo.demos).
+    #[arg(long, value_name = "N")]
+    demos: Option<usize>,
+    /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.
+    #[arg(long, value_name = "DIR", conflicts_with = "demos")]
+    dataset: Option<PathBuf>,
+    /// ppo-flow-sde / ppo-flow-noise: the SFT run to start from (sets algo.init).
+    #[arg(long, value_name = "RUN_DIR")]
+    init: Option<PathBuf>,
     /// TOML file overriding the defaults (see `embodia config`).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -188,13 +198,27 @@ struct Settings {
 
 impl Settings {
     fn resolve(&self) -> anyhow::Result<TrainConfig> {
+        if let Some(dir) = &self.dataset {
+            anyhow::bail!(
+                "--dataset {}: reading LeRobot datasets is not wired yet; use --demos N to record scripted demonstrations",
+                dir.display()
+            );
+        }
+        let mut overrides = self.set.clone();
+        if let Some(n) = self.demos {
+            overrides.insert(0, format!("algo.demos={n}"));
+        }
+        if let Some(dir) = &self.init {
+            let dir = dir.to_str().ok_or_else(|| anyhow::anyhow!("--init {}: not valid UTF-8", dir.display()))?;
+            overrides.insert(0, format!("algo.init={}", toml::Value::String(dir.into())));
+        }
         Ok(resolve(&ConfigSources {
             task: self.task.as_deref(),
             algorithm: self.algo.as_deref(),
             file: self.config.as_deref(),
             seed: self.seed,
             total_steps: self.steps,
-            overrides: &self.set,
+            overrides: &overrides,
         })?)
     }
 }

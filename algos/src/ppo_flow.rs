@@ -39,10 +39,11 @@ use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_ho
 use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
 
 /// Which flow-RL variant (`ppo-flow-sde` or `ppo-flow-noise` on the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum FlowRlMethod {
     /// Hybrid ODE-SDE: one SDE step per environment step, log-prob of that step only.
+    #[default]
     Sde,
     /// Learned bounded noise on every step, joint log-prob over all steps and an entropy bonus.
     Noise,
@@ -67,7 +68,8 @@ pub enum LogProbType {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PpoFlowConfig {
-    /// Variant; set from the algorithm name. Default sde.
+    /// Variant; set from the algorithm name (`ppo-flow-sde`, `ppo-flow-noise`), not a config key.
+    #[serde(skip)]
     pub method: FlowRlMethod,
     /// SFT run directory the policy starts from (`--init`). Required.
     pub init: String,

@@ -97,8 +97,16 @@ impl Default for SftConfig {
 }
 
 impl SftConfig {
-    /// Checks every value's range; errors name the field.
+    /// Checks every value's range, the policy's widths included; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
+        self.validate_fields()?;
+        check_range("policy.obs_dim", self.policy.obs_dim, self.policy.obs_dim > 0, "≥ 1 (set from the task)")?;
+        check_range("policy.action_dim", self.policy.action_dim, self.policy.action_dim > 0, "≥ 1 (set from the task)")
+    }
+
+    /// Checks every value's range except the policy's observation and action widths, which
+    /// come from the task.
+    pub fn validate_fields(&self) -> Result<(), AlgoError> {
         check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
         check_range("demos", self.demos, self.demos > 0, "≥ 1")?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
@@ -118,9 +126,9 @@ impl SftConfig {
         check_range("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay), "0 ≤ ema_decay < 1")?;
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         self.policy.validate().map_err(|e| AlgoError::Config {
-            field: "algo.policy".into(),
-            value: e,
-            allowed: "see the field named".into(),
+            field: format!("algo.policy.{}", e.field),
+            value: e.value,
+            allowed: e.allowed,
         })
     }
 }

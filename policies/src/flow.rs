@@ -29,6 +29,18 @@ use serde::{Deserialize, Serialize};
 use crate::distributions::LOG_SQRT_2PI;
 use crate::mlp::{Activation, Mlp, MlpConfig};
 
+/// A [`FlowPolicyConfig`] field out of its range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid value for `{field}`: {value} (allowed: {allowed})")]
+pub struct InvalidConfig {
+    /// The field's name.
+    pub field: String,
+    /// The value given.
+    pub value: String,
+    /// The allowed range, in words.
+    pub allowed: String,
+}
+
 /// Layout of a [`FlowPolicy`] and its sampler settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -80,10 +92,10 @@ impl Default for FlowPolicyConfig {
 }
 
 impl FlowPolicyConfig {
-    /// Checks the layout; the error names the field (`policy.<field>`).
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the layout; the error names the field.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         let bad = |field: &str, value: String, allowed: &str| {
-            Err(format!("invalid value for `policy.{field}`: {value} (allowed: {allowed})"))
+            Err(InvalidConfig { field: field.into(), value, allowed: allowed.into() })
         };
         if self.horizon == 0 {
             return bad("horizon", self.horizon.to_string(), "≥ 1");
