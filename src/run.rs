@@ -82,6 +82,12 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
             Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
         }
         AlgoConfig::PpoFlow(c) => {
+            if c.init.is_empty() {
+                return Err(RunError::Io {
+                    path: "algo.init".into(),
+                    message: format!("{} starts from an SFT run: pass --init runs/<sft-run>", config.algorithm),
+                });
+            }
             let init = Path::new(&c.init);
             check_run_dir(init)?;
             let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;

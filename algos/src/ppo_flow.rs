@@ -71,7 +71,7 @@ pub struct PpoFlowConfig {
     /// Variant; set from the algorithm name (`ppo-flow-sde`, `ppo-flow-noise`), not a config key.
     #[serde(skip)]
     pub method: FlowRlMethod,
-    /// SFT run directory the policy starts from (`--init`). Required.
+    /// SFT run directory the policy starts from (`--init`); the runner requires it.
     pub init: String,
     /// Parallel environments. Default 32.
     pub num_envs: usize,
@@ -122,6 +122,13 @@ pub struct PpoFlowConfig {
     pub noise_anneal_iterations: u64,
     /// Flow-SDE: never make the last denoising step the stochastic one. Default false.
     pub ignore_last: bool,
+    /// Multiplier of the chunk rewards (not in RLinf, whose LIBERO rewards are 0/1; our dense
+    /// task rewards sum to O(100) per episode, which a fresh value head under a Huber loss
+    /// with δ = 10 learns slowly). Default 1.
+    pub reward_scale: f64,
+    /// Iterations at the start that update only the value head (DPPO's critic warmup; RLinf
+    /// has none). Default 0.
+    pub critic_warmup_iterations: u64,
 }
 
 impl Default for PpoFlowConfig {
@@ -153,6 +160,8 @@ impl Default for PpoFlowConfig {
             noise_end: 0.3,
             noise_anneal_iterations: 400,
             ignore_last: false,
+            reward_scale: 1.0,
+            critic_warmup_iterations: 0,
         }
     }
 }
@@ -160,7 +169,6 @@ impl Default for PpoFlowConfig {
 impl PpoFlowConfig {
     /// Checks every value's range; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
-        check_range("init", "\"\"", !self.init.is_empty(), "an SFT run directory (--init runs/<sft-run>)")?;
         check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
         check_range("chunk_steps", self.chunk_steps, self.chunk_steps > 0, "≥ 1")?;
         check_range("update_epochs", self.update_epochs, self.update_epochs > 0, "≥ 1")?;
@@ -184,6 +192,7 @@ impl PpoFlowConfig {
         check_range("huber_delta", self.huber_delta, self.huber_delta > 0.0, "> 0")?;
         check_range("value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0.0, "≥ 0")?;
         check_range("entropy_coef", self.entropy_coef, self.entropy_coef >= 0.0, "≥ 0")?;
+        check_range("reward_scale", self.reward_scale, self.reward_scale > 0.0, "> 0")?;
         for (field, level) in
             [("noise_level", self.noise_level), ("noise_start", self.noise_start), ("noise_end", self.noise_end)]
         {
@@ -418,7 +427,8 @@ impl PpoFlow {
                 let b = env.buffers();
                 self.episodes.push_ended(b);
                 let s = &mut self.scratch;
-                s.rewards.extend_from_slice(&b.reward);
+                let scale = self.config.reward_scale as f32;
+                s.rewards.extend(b.reward.iter().map(|r| r * scale));
                 s.terminated.extend_from_slice(&b.terminated);
                 s.truncated.extend_from_slice(&b.truncated);
                 let cut: Vec<usize> = (0..n).filter(|&i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0).collect();
@@ -561,7 +571,9 @@ impl PpoFlow {
         let value_grads = GradientsParams::from_module(&mut grads, self.model.value_head());
         let policy_grads = GradientsParams::from_grads(grads, &self.model);
         let clip = Some(self.config.max_grad_norm);
-        let (model, norm) = self.policy_optim.step(self.config.policy_lr, self.model.clone(), &policy_grads, clip);
+        let policy_lr =
+            if self.iterations < self.config.critic_warmup_iterations { 0.0 } else { self.config.policy_lr };
+        let (model, norm) = self.policy_optim.step(policy_lr, self.model.clone(), &policy_grads, clip);
         check_finite("flow PPO policy gradients", norm.unwrap_or(0.0), self.env_steps)?;
         let (model, norm) = self.value_optim.step(self.config.value_lr, model, &value_grads, clip);
         check_finite("flow PPO value gradients", norm.unwrap_or(0.0), self.env_steps)?;

@@ -257,8 +257,8 @@ pub struct ChainEval {
     pub log_prob: Tensor<2>,
     /// Mean value over the re-evaluated steps, `[batch, 1]`.
     pub value: Tensor<2>,
-    /// Mean Gaussian entropy per element over (steps, C, D) (Flow-Noise: with the N(0, 1) term),
-    /// `[batch, 1]`; zeros when no step is stochastic.
+    /// Mean Gaussian entropy per element over (steps, C, D) including the N(0, 1) term, for
+    /// [`StochasticSteps::Joint`] (Flow-Noise), `[batch, 1]`; zeros otherwise (Flow-SDE: 0).
     pub entropy: Tensor<2>,
 }
 
@@ -460,7 +460,10 @@ impl FlowPolicy {
             let tr = self.transition(features.clone(), at(k), k, method, true);
             if let Some(std) = tr.std {
                 let std = self.executed(std);
-                entropies.push(gaussian_entropy_elementwise(std.clone()).mean_dim(1));
+                // Only the joint (Flow-Noise) objective has an entropy; Flow-SDE's is 0 (§1.5).
+                if steps == StochasticSteps::Joint {
+                    entropies.push(gaussian_entropy_elementwise(std.clone()).mean_dim(1));
+                }
                 terms.push(gaussian_elementwise(self.executed(at(k + 1)), self.executed(tr.mean), std));
             }
             values.push(tr.value);
