@@ -118,6 +118,38 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Flow-policy recipe: SFT on scripted demonstrations (success S0), then flow RL for a
+    /// wall-time budget (success S1), with rollout throughput and the sim / inference / update
+    /// time split; per task and seed.
+    Flow {
+        /// Tasks, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "pick-cube,push-t")]
+        tasks: Vec<String>,
+        /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise.
+        #[arg(long, default_value = "ppo-flow-sde")]
+        algo: String,
+        /// Successful scripted demonstrations for SFT.
+        #[arg(long, default_value_t = 20)]
+        demos: usize,
+        /// SFT gradient steps.
+        #[arg(long, default_value_t = 4000)]
+        sft_steps: u64,
+        /// Wall-time budget of flow RL per task and seed, seconds.
+        #[arg(long, default_value_t = 300.0)]
+        rl_seconds: f64,
+        /// Parallel environments of flow RL.
+        #[arg(long, default_value_t = 32)]
+        envs: usize,
+        /// Evaluation episodes for S0 and S1.
+        #[arg(long, default_value_t = 100)]
+        eval_episodes: usize,
+        /// Seeds 1..=N.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// Also print one JSON object per result.
+        #[arg(long)]
+        json: bool,
+    },
     /// Env steps and wall seconds until the deterministic evaluation first reaches the task's
     /// solve threshold, per seed, then medians.
     Solve {
@@ -274,6 +306,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
+        Command::Bench {
+            bench: BenchCommand::Flow { tasks, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json },
+        } => {
+            anyhow::ensure!(envs > 0 && eval_episodes > 0 && seeds > 0, "--envs, --eval-episodes and --seeds must be ≥ 1");
+            println!(
+                "bench flow: SFT on {demos} scripted demos ({sft_steps} gradient steps), then {algo} for {rl_seconds} s with {envs} envs; success over {eval_episodes} deterministic episodes"
+            );
+            for task in &tasks {
+                for seed in 1..=seeds {
+                    let r = embodia::bench::flow_bench(task, &algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seed)?;
+                    println!(
+                        "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s; rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s",
+                        r.task, r.sft_success, r.sft_seconds, r.rl_success, r.rl_env_steps, r.rl_seconds, r.chunk_steps_per_s,
+                        r.sim_seconds, r.inference_seconds, r.update_seconds
+                    );
+                    if json {
+                        println!("{}", serde_json::to_string(&r)?);
+                    }
+                }
+            }
+            Ok(())
+        }
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
         }
