@@ -24,7 +24,7 @@ enum Command {
     List,
     /// Print the full default configuration of an algorithm on a task, as TOML.
     Config {
-        /// Algorithm (sac, ppo).
+        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise).
         algo: String,
         /// Task.
         #[arg(long, default_value = "pendulum")]
@@ -230,13 +230,11 @@ struct Settings {
 
 impl Settings {
     fn resolve(&self) -> anyhow::Result<TrainConfig> {
-        if let Some(dir) = &self.dataset {
-            anyhow::bail!(
-                "--dataset {}: reading LeRobot datasets is not wired yet; use --demos N to record scripted demonstrations",
-                dir.display()
-            );
-        }
         let mut overrides = self.set.clone();
+        if let Some(dir) = &self.dataset {
+            let dir = dir.to_str().ok_or_else(|| anyhow::anyhow!("--dataset {}: not valid UTF-8", dir.display()))?;
+            overrides.insert(0, format!("algo.dataset={}", toml::Value::String(dir.into())));
+        }
         if let Some(n) = self.demos {
             overrides.insert(0, format!("algo.demos={n}"));
         }
@@ -309,17 +307,37 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             bench: BenchCommand::Flow { tasks, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json },
         } => {
-            anyhow::ensure!(envs > 0 && eval_episodes > 0 && seeds > 0, "--envs, --eval-episodes and --seeds must be ≥ 1");
+            anyhow::ensure!(
+                envs > 0 && eval_episodes > 0 && seeds > 0,
+                "--envs, --eval-episodes and --seeds must be ≥ 1"
+            );
             println!(
                 "bench flow: SFT on {demos} scripted demos ({sft_steps} gradient steps), then {algo} for {rl_seconds} s with {envs} envs; success over {eval_episodes} deterministic episodes"
             );
             for task in &tasks {
                 for seed in 1..=seeds {
-                    let r = embodia::bench::flow_bench(task, &algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seed)?;
+                    let r = embodia::bench::flow_bench(
+                        task,
+                        &algo,
+                        demos,
+                        sft_steps,
+                        rl_seconds,
+                        envs,
+                        eval_episodes,
+                        seed,
+                    )?;
                     println!(
                         "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s; rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s",
-                        r.task, r.sft_success, r.sft_seconds, r.rl_success, r.rl_env_steps, r.rl_seconds, r.chunk_steps_per_s,
-                        r.sim_seconds, r.inference_seconds, r.update_seconds
+                        r.task,
+                        r.sft_success,
+                        r.sft_seconds,
+                        r.rl_success,
+                        r.rl_env_steps,
+                        r.rl_seconds,
+                        r.chunk_steps_per_s,
+                        r.sim_seconds,
+                        r.inference_seconds,
+                        r.update_seconds
                     );
                     if json {
                         println!("{}", serde_json::to_string(&r)?);

@@ -78,6 +78,12 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
         AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), env, device.clone(), config.seed)?),
         AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), env, device.clone(), config.seed)?),
         AlgoConfig::Sft(c) => {
+            if let Some(dir) = &c.dataset {
+                return Err(RunError::Io {
+                    path: dir.clone(),
+                    message: "training on a LeRobot dataset (`algo.dataset`) is not wired yet; use --demos N to record scripted demonstrations".into(),
+                });
+            }
             let demos = record_demos(&config.task, config.env.as_ref(), c.demos, config.seed)?;
             Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
         }

@@ -46,6 +46,9 @@ pub struct SftConfig {
     /// Scripted-expert demonstrations to record when no dataset is given (successful episodes
     /// only). Default 20.
     pub demos: usize,
+    /// LeRobot dataset directory to train on instead of recorded demonstrations (`--dataset`).
+    /// Default none.
+    pub dataset: Option<String>,
     /// Mini-batch size. Default 128.
     pub batch_size: usize,
     /// Gradient steps per iteration; each iteration ends with an evaluation. Default 500.
@@ -79,6 +82,7 @@ impl Default for SftConfig {
         Self {
             num_envs: 20,
             demos: 20,
+            dataset: None,
             batch_size: 128,
             updates_per_iteration: 500,
             learning_rate: 1e-3,

@@ -10,7 +10,8 @@ use embodia_sim::rapier::expert::record_task_expert;
 fn sft_on_reach(steps: usize) -> (Sft, f64) {
     let demos = record_task_expert("reach", None, 10, 10, 7).unwrap();
     let policy = FlowPolicyConfig { width: 128, hidden: vec![128, 128], ..Default::default() };
-    let config = SftConfig { num_envs: 20, updates_per_iteration: steps, decay_steps: 1000, policy, ..Default::default() };
+    let config =
+        SftConfig { num_envs: 20, updates_per_iteration: steps, decay_steps: 1000, policy, ..Default::default() };
     let env = embodia_sim::make("reach", 1).unwrap();
     let mut sft = Sft::new(config, env.as_ref(), &demos, Device::flex().autodiff(), 1).unwrap();
     let mut last = f64::INFINITY;

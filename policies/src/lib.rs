@@ -17,8 +17,8 @@ mod squashed;
 pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
 pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
 pub use flow::{
-    ChainEval, FlowPolicy, InvalidConfig, FlowPolicyConfig, FlowSample, NoiseMethod, StochasticSteps, Transition, sample_flow_time,
-    sde_sigma, timesteps,
+    ChainEval, FlowPolicy, FlowPolicyConfig, FlowSample, InvalidConfig, NoiseMethod, StochasticSteps, Transition,
+    sample_flow_time, sde_sigma, timesteps,
 };
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
