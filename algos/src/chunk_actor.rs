@@ -4,6 +4,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::{FlowPolicy, FlowPolicyConfig, NoiseMethod, StochasticSteps};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,9 @@ pub struct ChunkActor {
     /// Upper action bounds of the task, `[action_dim]`.
     pub action_high: Vec<f32>,
 }
+
+/// Seed of the initial noise of deterministic actions.
+const DETERMINISTIC_NOISE_SEED: u64 = 0x0DE7;
 
 /// Metadata key of the [`ChunkActor`] in checkpoints.
 pub const CHUNK_ACTOR_KEY: &str = "chunk_actor";
@@ -52,8 +56,11 @@ impl ChunkActor {
     }
 
     /// ODE actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
-    /// (`[n, C, D]`): from `x_1 = 0` (the noise distribution's mean; our deterministic action)
-    /// when `sampling` is `None`, from `x_1 ~ N(0, I)` drawn with it otherwise.
+    /// (`[n, C, D]`), from `x_1 ~ N(0, I)` (RLinf's evaluation mode: every step ODE). The noise
+    /// is drawn with `sampling`; deterministic actions use one fixed draw (the same `x_1` for
+    /// every row and call), so they are a function of the observation alone. Starting from
+    /// `x_1 = 0` instead would query the velocity field far from where training and RL put
+    /// `x_1` (norm ≈ √(H·D)).
     pub fn act(
         &self,
         model: &FlowPolicy,
@@ -65,8 +72,15 @@ impl ChunkActor {
         let (od, hd, k) = (self.policy.obs_dim, self.policy.chunk_width(), self.policy.denoise_steps);
         let n = obs.len() / od;
         let mut noise = vec![0.0f32; (k + 1) * n * hd];
-        if let Some(rng) = sampling {
-            fill_normal(rng, &mut noise[..n * hd]);
+        match sampling {
+            Some(rng) => fill_normal(rng, &mut noise[..n * hd]),
+            None => {
+                let mut first = vec![0.0f32; hd];
+                fill_normal(&mut ChaCha8Rng::seed_from_u64(DETERMINISTIC_NOISE_SEED), &mut first);
+                for row in noise[..n * hd].chunks_exact_mut(hd) {
+                    row.copy_from_slice(&first);
+                }
+            }
         }
         let obs = to_tensor(&self.normalized_obs(obs), n, od, device);
         let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);

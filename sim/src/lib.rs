@@ -132,9 +132,7 @@ mod tests {
     #[test]
     fn unknown_task_lists_valid_names() {
         let err = make("foo", 1).err().expect("must fail");
-        assert!(
-            err.to_string().starts_with("unknown task `foo`; valid tasks: pendulum, mountain-car-continuous, cartpole")
-        );
+        assert!(err.to_string().starts_with("unknown task `foo`; valid tasks: pendulum, mountain-car-continuous, cartpole"));
         match err {
             SimError::UnknownTask { name, valid } => {
                 assert_eq!(name, "foo");

@@ -221,8 +221,7 @@ fn recorded_expert_episodes_replay_to_the_same_rewards_and_outcomes() {
     // seeded from the batch seed, so a fresh batch reproduces it).
     let mut e = env("reach", task_config("reach").unwrap(), envs).unwrap();
     e.reset(3);
-    let first =
-        &demos.episodes.iter().find(|ep| ep.observations[..demos.obs_dim] == e.buffers().obs[..demos.obs_dim]).unwrap();
+    let first = &demos.episodes.iter().find(|ep| ep.observations[..demos.obs_dim] == e.buffers().obs[..demos.obs_dim]).unwrap();
     let ad = demos.action_dim;
     let mut actions = vec![0.0; envs * ad];
     for t in 0..first.len() {

@@ -47,8 +47,7 @@ impl RapierEnv {
         if num_envs == 0 {
             return Err(SimError::ZeroEnvs);
         }
-        let info =
-            TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
+        let info = TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
         let spec = SceneSpec::new(config, model)?;
         let scenes = (0..num_envs).map(|i| Scene::new(&spec, env_rng(0, i))).collect::<Result<Vec<_>, _>>()?;
         let clip = spec.config.action.clip;
@@ -179,11 +178,9 @@ impl VecEnv for RapierEnv {
                 obs.copy_from_slice(final_obs);
             }
         };
-        let rows = self
-            .scenes
-            .par_iter_mut()
-            .zip(self.outcomes.par_iter_mut())
-            .zip(b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)).zip(actions.par_chunks(ad.max(1))));
+        let rows = self.scenes.par_iter_mut().zip(self.outcomes.par_iter_mut()).zip(
+            b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)).zip(actions.par_chunks(ad.max(1))),
+        );
         match self.spec.critic_dim {
             cd if critic_terms.is_some() => rows.zip(b.final_critic_obs.par_chunks_mut(cd)).for_each(
                 |(((scene, out), ((obs, final_obs), action)), final_critic)| {
@@ -225,11 +222,7 @@ impl VecEnv for RapierEnv {
             rng: self
                 .scenes
                 .iter()
-                .map(|s| RngState {
-                    seed: s.rng.get_seed(),
-                    stream: s.rng.get_stream(),
-                    word_pos: s.rng.get_word_pos(),
-                })
+                .map(|s| RngState { seed: s.rng.get_seed(), stream: s.rng.get_stream(), word_pos: s.rng.get_word_pos() })
                 .collect(),
             obs: Vec::new(),
         }

@@ -8,9 +8,7 @@ use rapier3d::prelude::*;
 
 use super::articulation::{Articulation, SpawnOptions};
 use super::objects::{Objects, ObjectsSpec, coverage, planar};
-use super::task::{
-    ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm,
-};
+use super::task::{ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
 use crate::SimError;
 
 /// What every environment of a batch shares: the task and everything derived from it once.
@@ -47,9 +45,9 @@ impl SceneSpec {
         config.validate().map_err(bad)?;
         let actuated = model.actuated_joints();
         let find = |field: &str, name: &str| {
-            (0..actuated.len())
-                .find(|&i| model.joints[actuated[i]].name == name)
-                .ok_or_else(|| bad(format!("`env.{field}`: robot \"{}\" has no actuated joint \"{name}\"", model.name)))
+            (0..actuated.len()).find(|&i| model.joints[actuated[i]].name == name).ok_or_else(|| {
+                bad(format!("`env.{field}`: robot \"{}\" has no actuated joint \"{name}\"", model.name))
+            })
         };
         let find_all = |field: &str, names: &[String]| -> Result<Vec<usize>, SimError> {
             if names.is_empty() {
@@ -422,8 +420,11 @@ impl Scene {
     fn sample_commands(&mut self, spec: &SceneSpec) {
         let c = &spec.config.command;
         if let Some(r) = c.target {
-            self.target =
-                Vector::new(uniform(&mut self.rng, r[0]), uniform(&mut self.rng, r[1]), uniform(&mut self.rng, r[2]));
+            self.target = Vector::new(
+                uniform(&mut self.rng, r[0]),
+                uniform(&mut self.rng, r[1]),
+                uniform(&mut self.rng, r[2]),
+            );
         }
         if let Some(r) = c.target_yaw {
             self.target_yaw = uniform(&mut self.rng, r);
@@ -605,7 +606,9 @@ impl Scene {
             RewardKind::JointVelL2 => sum_sq(&|j| self.qd[j]),
             RewardKind::JointAccL2 => sum_sq(&|j| (self.qd[j] - self.prev_qd[j]) / self.dt),
             RewardKind::JointTorqueL2 => sum_sq(&|j| self.effort(spec, j)),
-            RewardKind::ActionRateL2 => self.action.iter().zip(&self.prev_action).map(|(a, b)| (a - b).powi(2)).sum(),
+            RewardKind::ActionRateL2 => {
+                self.action.iter().zip(&self.prev_action).map(|(a, b)| (a - b).powi(2)).sum()
+            }
             RewardKind::ActionL2 => self.action.iter().map(|a| a * a).sum(),
             RewardKind::JointPosLimits => joints()
                 .map(|j| {
