@@ -306,46 +306,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
         Command::Bench {
             bench: BenchCommand::Flow { tasks, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json },
-        } => {
-            anyhow::ensure!(
-                envs > 0 && eval_episodes > 0 && seeds > 0,
-                "--envs, --eval-episodes and --seeds must be ≥ 1"
-            );
-            println!(
-                "bench flow: SFT on {demos} scripted demos ({sft_steps} gradient steps), then {algo} for {rl_seconds} s with {envs} envs; success over {eval_episodes} deterministic episodes"
-            );
-            for task in &tasks {
-                for seed in 1..=seeds {
-                    let r = embodia::bench::flow_bench(
-                        task,
-                        &algo,
-                        demos,
-                        sft_steps,
-                        rl_seconds,
-                        envs,
-                        eval_episodes,
-                        seed,
-                    )?;
-                    println!(
-                        "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s; rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s",
-                        r.task,
-                        r.sft_success,
-                        r.sft_seconds,
-                        r.rl_success,
-                        r.rl_env_steps,
-                        r.rl_seconds,
-                        r.chunk_steps_per_s,
-                        r.sim_seconds,
-                        r.inference_seconds,
-                        r.update_seconds
-                    );
-                    if json {
-                        println!("{}", serde_json::to_string(&r)?);
-                    }
-                }
-            }
-            Ok(())
-        }
+        } => bench_flow(&tasks, &algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json),
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
         }
@@ -404,11 +365,12 @@ fn train(
     };
     let config = run.config.clone();
     eprintln!(
-        "training {} on {} (seed {}, {} env steps) in {}",
+        "training {} on {} (seed {}, {} {}) in {}",
         config.algorithm,
         config.task,
         config.seed,
         config.total_steps,
+        if config.algorithm == "sft" { "gradient steps" } else { "env steps" },
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);
@@ -575,6 +537,46 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
             "solved": solved.len(), "median_env_steps": med_steps, "median_wall_s": med_wall,
         });
         println!("{out}");
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_flow(
+    tasks: &[String],
+    algo: &str,
+    demos: usize,
+    sft_steps: u64,
+    rl_seconds: f64,
+    envs: usize,
+    eval_episodes: usize,
+    seeds: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(envs > 0 && eval_episodes > 0 && seeds > 0, "--envs, --eval-episodes and --seeds must be ≥ 1");
+    println!(
+        "bench flow: SFT on {demos} scripted demos ({sft_steps} gradient steps), then {algo} for {rl_seconds} s with {envs} envs; success over {eval_episodes} deterministic episodes"
+    );
+    for task in tasks {
+        for seed in 1..=seeds {
+            let r = embodia::bench::flow_bench(task, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seed)?;
+            println!(
+                "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s; rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s",
+                r.task,
+                r.sft_success,
+                r.sft_seconds,
+                r.rl_success,
+                r.rl_env_steps,
+                r.rl_seconds,
+                r.chunk_steps_per_s,
+                r.sim_seconds,
+                r.inference_seconds,
+                r.update_seconds
+            );
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            }
+        }
     }
     Ok(())
 }

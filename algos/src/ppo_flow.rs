@@ -431,19 +431,21 @@ impl PpoFlow {
                 s.rewards.extend(b.reward.iter().map(|r| r * scale));
                 s.terminated.extend_from_slice(&b.terminated);
                 s.truncated.extend_from_slice(&b.truncated);
+                let base = s.trunc_values.len();
+                s.trunc_values.resize(base + n, 0.0);
+                // Truncated, not terminated: bootstrap from V(final_obs) (empty, so allocation-free,
+                // on the steps where no episode was cut).
                 let cut: Vec<usize> = (0..n).filter(|&i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0).collect();
-                let mut trunc_values = vec![0.0f32; n];
                 if !cut.is_empty() {
                     let start = Instant::now();
                     let final_obs: Vec<f32> =
                         cut.iter().flat_map(|&i| b.final_obs[i * od..(i + 1) * od].iter().copied()).collect();
                     let v = self.values(&model, &final_obs)?;
                     for (&i, v) in cut.iter().zip(v) {
-                        trunc_values[i] = v;
+                        self.scratch.trunc_values[base + i] = v;
                     }
                     split.inference += start.elapsed().as_secs_f64();
                 }
-                self.scratch.trunc_values.extend(trunc_values);
             }
             let s = &self.scratch;
             chunk_rewards(&s.rewards, &s.terminated, &s.truncated, &s.trunc_values, gamma, &mut rewards, &mut dones);
