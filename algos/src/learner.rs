@@ -66,11 +66,6 @@ impl ActionQueue {
         Self { chunk: vec![0.0; num_envs * chunk_len * action_dim], chunk_len, action_dim, next: chunk_len }
     }
 
-    /// Forgets the current chunk, so the next step queries the learner (after a reset).
-    pub fn clear(&mut self) {
-        self.next = self.chunk_len;
-    }
-
     /// Writes the next action of every environment into `actions` (`[n, action_dim]`),
     /// querying `learner` on `obs` (`[n, obs_dim]`) when the chunk is used up.
     pub fn step(

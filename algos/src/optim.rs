@@ -240,6 +240,17 @@ mod tests {
     }
 
     #[test]
+    fn decoupled_weight_decay_shrinks_parameters_without_gradient_signal() {
+        let mut adam = Adam::default().with_weight_decay(0.5);
+        let p = point(&[2.0, -4.0]);
+        // Σ (w − w)² has a zero gradient: only the decay moves the weights, by lr·λ·w.
+        let g = GradientsParams::from_grads((p.w.val() - p.w.val().detach()).square().sum().backward(), &p);
+        let p = adam.step(0.1, p, &g, None).0;
+        let w = named_params(&p)["w"].1.clone();
+        assert!((w[0] - 1.9).abs() < 1e-6 && (w[1] + 3.8).abs() < 1e-6, "{w:?}");
+    }
+
+    #[test]
     fn clipping_reports_the_norm_and_state_round_trips() {
         let mut adam = Adam::default();
         let p = point(&[0.0, 0.0]);
