@@ -129,3 +129,102 @@ pub fn sim_throughput(
         Ok(SimThroughput { envs, threads, env_steps: steps, resets, steps_per_s: steps as f64 / seconds })
     })
 }
+
+/// Figures of `embodia bench flow`: SFT from scripted demonstrations, then flow RL for a wall
+/// time budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowBenchResult {
+    /// Task.
+    pub task: String,
+    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`).
+    pub algorithm: String,
+    /// Demonstrations (successful scripted-expert episodes).
+    pub demos: usize,
+    /// SFT gradient steps.
+    pub sft_steps: u64,
+    /// Wall seconds of SFT (recording the demonstrations included).
+    pub sft_seconds: f64,
+    /// Success rate of the SFT policy (deterministic, `eval_episodes` episodes).
+    pub sft_success: f64,
+    /// Success rate after flow RL (same protocol).
+    pub rl_success: f64,
+    /// Environment steps of flow RL.
+    pub rl_env_steps: u64,
+    /// Wall seconds of flow RL (without the evaluations).
+    pub rl_seconds: f64,
+    /// Chunk steps (policy queries × environments) per second of RL rollouts.
+    pub chunk_steps_per_s: f64,
+    /// Seconds spent stepping environments during RL.
+    pub sim_seconds: f64,
+    /// Seconds spent sampling chunks and bootstrap values during RL.
+    pub inference_seconds: f64,
+    /// Seconds spent in advantages and updates during RL.
+    pub update_seconds: f64,
+}
+
+/// SFT of the default flow policy on `demos` scripted demonstrations of `task` for `sft_steps`
+/// gradient steps, evaluation (S0), then `algorithm` from that policy for `rl_seconds` of
+/// wall time with `num_envs` environments, evaluation (S1). Evaluations run `eval_episodes`
+/// deterministic episodes from the evaluation seed.
+#[allow(clippy::too_many_arguments)]
+pub fn flow_bench(
+    task: &str,
+    algorithm: &str,
+    demos: usize,
+    sft_steps: u64,
+    rl_seconds: f64,
+    num_envs: usize,
+    eval_episodes: usize,
+    seed: u64,
+) -> Result<FlowBenchResult, RunError> {
+    use embodia_algos::{FlowRlMethod, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate};
+    let method = match algorithm {
+        "ppo-flow-sde" => FlowRlMethod::Sde,
+        "ppo-flow-noise" => FlowRlMethod::Noise,
+        other => return Err(crate::config::ConfigError::UnknownAlgorithm(other.into()).into()),
+    };
+    let env_config = embodia_sim::task_config(task);
+    let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
+    let mut eval_env = embodia_sim::make_with(task, eval_episodes, env_config.as_ref())?;
+    let start = Instant::now();
+    let recorded = crate::run::record_demos(task, env_config.as_ref(), demos, seed)?;
+    let config =
+        SftConfig { decay_steps: sft_steps.max(SftConfig::default().warmup_steps + 1), ..SftConfig::default() };
+    let mut sft = Sft::new(config, eval_env.as_ref(), &recorded, default_device(), seed)?;
+    for _ in 0..sft_steps {
+        sft.update()?;
+    }
+    let sft_seconds = start.elapsed().as_secs_f64();
+    let sft_success = evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+
+    let config = PpoFlowConfig { method, num_envs, init: "(in memory)".into(), ..PpoFlowConfig::default() };
+    let mut env = embodia_sim::make_with(task, num_envs, env_config.as_ref())?;
+    env.reset(seed);
+    let mut rl = PpoFlow::new(config.clone(), env.as_ref(), &sft.checkpoint()?, default_device(), seed)?;
+    let (mut sim, mut inference, mut update, mut rl_time) = (0.0, 0.0, 0.0, 0.0);
+    let mut chunk_steps = 0u64;
+    while rl_time < rl_seconds {
+        let t = Instant::now();
+        rl.iterate(env.as_mut())?;
+        rl_time += t.elapsed().as_secs_f64();
+        let split = rl.last_time_split();
+        (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
+        chunk_steps += (config.chunk_steps * num_envs) as u64;
+    }
+    let rl_success = evaluate(&rl, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+    Ok(FlowBenchResult {
+        task: task.into(),
+        algorithm: algorithm.into(),
+        demos,
+        sft_steps,
+        sft_seconds,
+        sft_success,
+        rl_success,
+        rl_env_steps: rl.env_steps(),
+        rl_seconds: rl_time,
+        chunk_steps_per_s: chunk_steps as f64 / (sim + inference).max(1e-9),
+        sim_seconds: sim,
+        inference_seconds: inference,
+        update_seconds: update,
+    })
+}

@@ -3,14 +3,17 @@
 
 use std::path::Path;
 
-use embodia_algos::{PpoConfig, SacConfig};
+use embodia_algos::{FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig};
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// Algorithms `embodia train` can run, with one-line descriptions.
-pub const ALGORITHMS: [(&str, &str); 2] = [
+pub const ALGORITHMS: [(&str, &str); 5] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
+    ("sft", "flow-matching behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
+    ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>)"),
+    ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>)"),
 ];
 
 /// Everything a training run needs; written to `runs/<name>/config.toml`.
@@ -44,6 +47,10 @@ pub enum AlgoConfig {
     Sac(SacConfig),
     /// PPO.
     Ppo(PpoConfig),
+    /// Flow-policy behaviour cloning.
+    Sft(SftConfig),
+    /// PPO on a flow policy (`ppo-flow-sde`, `ppo-flow-noise`).
+    PpoFlow(PpoFlowConfig),
 }
 
 impl AlgoConfig {
@@ -52,6 +59,8 @@ impl AlgoConfig {
         match self {
             Self::Sac(c) => c.num_envs,
             Self::Ppo(c) => c.num_envs,
+            Self::Sft(c) => c.num_envs,
+            Self::PpoFlow(c) => c.num_envs,
         }
     }
 }
@@ -60,7 +69,7 @@ impl AlgoConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Unknown algorithm name.
-    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo")]
+    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise")]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
     #[error("{path}: {message}")]
@@ -98,6 +107,8 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
     let algo = match algorithm {
         "sac" => toml::Table::try_from(SacConfig::default()),
         "ppo" => toml::Table::try_from(PpoConfig::default()),
+        "sft" => toml::Table::try_from(SftConfig::default()),
+        "ppo-flow-sde" | "ppo-flow-noise" => toml::Table::try_from(PpoFlowConfig::default()),
         other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
     }
     .map_err(|e| ConfigError::Invalid(e.to_string()))?;
@@ -105,7 +116,9 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
     t.insert("task".into(), task.into());
     t.insert("algorithm".into(), algorithm.into());
     t.insert("seed".into(), toml::Value::Integer(1));
-    t.insert("total_steps".into(), toml::Value::Integer(100_000));
+    // An sft run's budget counts gradient steps.
+    let total_steps = if algorithm == "sft" { SftConfig::default().decay_steps as i64 } else { 100_000 };
+    t.insert("total_steps".into(), toml::Value::Integer(total_steps));
     t.insert("eval_episodes".into(), toml::Value::Integer(10));
     t.insert("checkpoint_every".into(), toml::Value::Integer(1));
     t.insert("algo".into(), toml::Value::Table(algo));
@@ -181,6 +194,8 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
     }
     let result = match algorithm {
         "sac" => toml::from_str::<File<SacConfig>>(text).map(|_| ()),
+        "sft" => toml::from_str::<File<SftConfig>>(text).map(|_| ()),
+        "ppo-flow-sde" | "ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
         _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
     };
     result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
@@ -374,6 +389,9 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
     match algorithm {
         "sac" => build(table, AlgoConfig::Sac),
         "ppo" => build(table, AlgoConfig::Ppo),
+        "sft" => build(table, AlgoConfig::Sft),
+        "ppo-flow-sde" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
+        "ppo-flow-noise" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
         other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
     }
 }
@@ -404,6 +422,8 @@ impl TrainConfig {
         match &self.algo {
             AlgoConfig::Sac(c) => c.validate(),
             AlgoConfig::Ppo(c) => c.validate(),
+            AlgoConfig::Sft(c) => c.validate_fields(),
+            AlgoConfig::PpoFlow(c) => c.validate(),
         }
         .map_err(|e| match e {
             embodia_algos::AlgoError::Config { field, value, allowed } => {

@@ -24,7 +24,7 @@ enum Command {
     List,
     /// Print the full default configuration of an algorithm on a task, as TOML.
     Config {
-        /// Algorithm (sac, ppo).
+        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise).
         algo: String,
         /// Task.
         #[arg(long, default_value = "pendulum")]
@@ -213,6 +213,38 @@ struct DeployArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Flow-policy recipe: SFT on scripted demonstrations (success S0), then flow RL for a
+    /// wall-time budget (success S1), with rollout throughput and the sim / inference / update
+    /// time split; per task and seed.
+    Flow {
+        /// Tasks, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "pick-cube,push-t")]
+        tasks: Vec<String>,
+        /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise.
+        #[arg(long, default_value = "ppo-flow-sde")]
+        algo: String,
+        /// Successful scripted demonstrations for SFT.
+        #[arg(long, default_value_t = 20)]
+        demos: usize,
+        /// SFT gradient steps.
+        #[arg(long, default_value_t = 4000)]
+        sft_steps: u64,
+        /// Wall-time budget of flow RL per task and seed, seconds.
+        #[arg(long, default_value_t = 300.0)]
+        rl_seconds: f64,
+        /// Parallel environments of flow RL.
+        #[arg(long, default_value_t = 32)]
+        envs: usize,
+        /// Evaluation episodes for S0 and S1.
+        #[arg(long, default_value_t = 100)]
+        eval_episodes: usize,
+        /// Seeds 1..=N.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// Also print one JSON object per result.
+        #[arg(long)]
+        json: bool,
+    },
     /// Env steps and wall seconds until the deterministic evaluation first reaches the task's
     /// solve threshold, per seed, then medians.
     Solve {
@@ -296,15 +328,25 @@ struct Settings {
     /// Task (see `embodia list`). Default: pendulum.
     #[arg(long)]
     task: Option<String>,
-    /// Algorithm (sac, ppo). Default: sac.
+    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise). Default: sac.
     #[arg(long)]
     algo: Option<String>,
     /// Seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Total environment-step budget.
+    /// Total environment-step budget (sft: gradient steps).
     #[arg(long)]
     steps: Option<u64>,
+    /// sft: record this many successful scripted-expert demonstrations in memory
+    /// (sets algo.demos).
+    #[arg(long, value_name = "N")]
+    demos: Option<usize>,
+    /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.
+    #[arg(long, value_name = "DIR", conflicts_with = "demos")]
+    dataset: Option<PathBuf>,
+    /// ppo-flow-sde / ppo-flow-noise: the SFT run to start from (sets algo.init).
+    #[arg(long, value_name = "RUN_DIR")]
+    init: Option<PathBuf>,
     /// TOML file overriding the defaults (see `embodia config`).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -315,13 +357,25 @@ struct Settings {
 
 impl Settings {
     fn resolve(&self) -> anyhow::Result<TrainConfig> {
+        let mut overrides = self.set.clone();
+        if let Some(dir) = &self.dataset {
+            let dir = dir.to_str().ok_or_else(|| anyhow::anyhow!("--dataset {}: not valid UTF-8", dir.display()))?;
+            overrides.insert(0, format!("algo.dataset={}", toml::Value::String(dir.into())));
+        }
+        if let Some(n) = self.demos {
+            overrides.insert(0, format!("algo.demos={n}"));
+        }
+        if let Some(dir) = &self.init {
+            let dir = dir.to_str().ok_or_else(|| anyhow::anyhow!("--init {}: not valid UTF-8", dir.display()))?;
+            overrides.insert(0, format!("algo.init={}", toml::Value::String(dir.into())));
+        }
         Ok(resolve(&ConfigSources {
             task: self.task.as_deref(),
             algorithm: self.algo.as_deref(),
             file: self.config.as_deref(),
             seed: self.seed,
             total_steps: self.steps,
-            overrides: &self.set,
+            overrides: &overrides,
         })?)
     }
 }
@@ -377,6 +431,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
+        Command::Bench {
+            bench: BenchCommand::Flow { tasks, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json },
+        } => bench_flow(&tasks, &algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json),
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)
         }
@@ -461,11 +518,12 @@ fn train(
     };
     let config = run.config.clone();
     eprintln!(
-        "training {} on {} (seed {}, {} env steps) in {}",
+        "training {} on {} (seed {}, {} {}) in {}",
         config.algorithm,
         config.task,
         config.seed,
         config.total_steps,
+        if config.algorithm == "sft" { "gradient steps" } else { "env steps" },
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);
@@ -632,6 +690,46 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
             "solved": solved.len(), "median_env_steps": med_steps, "median_wall_s": med_wall,
         });
         println!("{out}");
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_flow(
+    tasks: &[String],
+    algo: &str,
+    demos: usize,
+    sft_steps: u64,
+    rl_seconds: f64,
+    envs: usize,
+    eval_episodes: usize,
+    seeds: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(envs > 0 && eval_episodes > 0 && seeds > 0, "--envs, --eval-episodes and --seeds must be ≥ 1");
+    println!(
+        "bench flow: SFT on {demos} scripted demos ({sft_steps} gradient steps), then {algo} for {rl_seconds} s with {envs} envs; success over {eval_episodes} deterministic episodes"
+    );
+    for task in tasks {
+        for seed in 1..=seeds {
+            let r = embodia::bench::flow_bench(task, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seed)?;
+            println!(
+                "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s; rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s",
+                r.task,
+                r.sft_success,
+                r.sft_seconds,
+                r.rl_success,
+                r.rl_env_steps,
+                r.rl_seconds,
+                r.chunk_steps_per_s,
+                r.sim_seconds,
+                r.inference_seconds,
+                r.update_seconds
+            );
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            }
+        }
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::Device;
-use embodia_algos::{Checkpoint, EvalResult, Learner, MetricRow, MetricSink, Ppo, Sac, evaluate};
+use embodia_algos::{Checkpoint, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, evaluate};
 use embodia_sim::{EnvSnapshot, VecEnv};
 
 use crate::config::{AlgoConfig, TrainConfig};
@@ -77,7 +77,61 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
     Ok(match &config.algo {
         AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), env, device.clone(), config.seed)?),
         AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), env, device.clone(), config.seed)?),
+        AlgoConfig::Sft(c) => {
+            if let Some(dir) = &c.dataset {
+                return Err(RunError::Io {
+                    path: dir.clone(),
+                    message: "training on a LeRobot dataset (`algo.dataset`) is not wired yet; use --demos N to record scripted demonstrations".into(),
+                });
+            }
+            let demos = record_demos(&config.task, config.env.as_ref(), c.demos, config.seed)?;
+            Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
+        }
+        AlgoConfig::PpoFlow(c) => {
+            if c.init.is_empty() {
+                return Err(RunError::Io {
+                    path: "algo.init".into(),
+                    message: format!("{} starts from an SFT run: pass --init runs/<sft-run>", config.algorithm),
+                });
+            }
+            let init = Path::new(&c.init);
+            check_run_dir(init)?;
+            let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;
+            Box::new(PpoFlow::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
+        }
     })
+}
+
+/// `count` successful episodes of the task's scripted expert, recorded in memory from seed
+/// `seed` (rounds of `count` episodes until enough succeed; at most 10 rounds).
+pub fn record_demos(
+    task: &str,
+    env: Option<&embodia_sim::TaskConfig>,
+    count: usize,
+    seed: u64,
+) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
+    use embodia_sim::rapier::expert::record_task_expert;
+    let mut demos = record_task_expert(task, env, 16, count, seed)?;
+    demos.episodes.retain(|e| e.success);
+    for round in 1..10 {
+        if demos.episodes.len() >= count {
+            break;
+        }
+        let more = record_task_expert(task, env, 16, count, seed.wrapping_add(round))?;
+        demos.episodes.extend(more.episodes.into_iter().filter(|e| e.success));
+    }
+    if demos.episodes.len() < count {
+        return Err(RunError::Io {
+            path: task.to_string(),
+            message: format!(
+                "the scripted expert succeeded in only {} of {} episodes; cannot record {count} demonstrations",
+                demos.episodes.len(),
+                10 * count
+            ),
+        });
+    }
+    demos.episodes.truncate(count);
+    Ok(demos)
 }
 
 /// A training run in a directory.

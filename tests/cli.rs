@@ -832,3 +832,54 @@ fn eval_runs_a_tasks_scripted_expert() {
     let e = fail_at_once(d, &["eval", "--task", "cartpole", "--expert", "scripted"]);
     assert_mentions(&e, &["no scripted expert"]);
 }
+
+#[test]
+fn sft_then_flow_rl_from_the_command_line() {
+    let dir = tmp();
+    let d = dir.path();
+    let small = ["--set", "algo.policy.width=32", "--set", "algo.policy.hidden=[32]", "--quiet"];
+    let mut args =
+        vec!["train", "--task", "reach", "--algo", "sft", "--demos", "4", "--steps", "40", "--run-dir", "sft"];
+    args.extend(["--set", "algo.updates_per_iteration=20", "--set", "algo.num_envs=2"]);
+    ok(d, &[&args[..], &small[..]].concat());
+    let (header, rows) = metrics(&d.join("sft"));
+    let success = header.iter().position(|h| h == "success_rate").unwrap();
+    assert_eq!(rows.len(), 2, "one row per 20 gradient steps");
+    assert!(rows.iter().all(|r| r[success].parse::<f64>().is_ok_and(|s| (0.0..=1.0).contains(&s))), "{rows:?}");
+    assert!(d.join("sft/eval.json").exists());
+
+    ok(
+        d,
+        &[
+            "train",
+            "--task",
+            "reach",
+            "--algo",
+            "ppo-flow-noise",
+            "--init",
+            "sft",
+            "--steps",
+            "800",
+            "--set",
+            "algo.num_envs=4",
+            "--set",
+            "algo.chunk_steps=50",
+            "--run-dir",
+            "rl",
+            "--quiet",
+        ],
+    );
+    let eval = eval_json(d, "rl");
+    assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
+
+    let e = fail(d, &["train", "--task", "reach", "--algo", "ppo-flow-sde", "--run-dir", "no-init", "--quiet"]);
+    assert_mentions(&e, &["--init"]);
+    let e = fail(
+        d,
+        &["train", "--task", "reach", "--algo", "ppo-flow-sde", "--init", "rl", "--run-dir", "bad-init", "--quiet"],
+    );
+    assert_mentions(&e, &["sft run", "ppo-flow-noise"]);
+    let e =
+        fail(d, &["train", "--task", "reach", "--algo", "sft", "--dataset", "data/x", "--run-dir", "ds", "--quiet"]);
+    assert_mentions(&e, &["data/x", "not wired yet"]);
+}

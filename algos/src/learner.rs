@@ -28,14 +28,64 @@ pub trait Learner {
 
     /// Actions in the environment's units for raw observations: the policy's mode when
     /// `sampling` is `None`, otherwise a sample drawn with that generator.
-    /// `obs`: `[n, obs_dim]`; `actions`: `[n, action_dim]`, overwritten.
+    /// `obs`: `[n, obs_dim]`; `actions`: `[n, chunk_len, action_dim]` (the next
+    /// [`Learner::chunk_len`] actions of each environment, to be executed in order), overwritten.
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError>;
+
+    /// Actions [`Learner::act`] returns per environment and query: the executed chunk length `C`
+    /// of action-chunk policies, 1 for per-step policies. Use an [`ActionQueue`] to step them.
+    fn chunk_len(&self) -> usize {
+        1
+    }
 
     /// Everything needed to continue training exactly: networks, optimizers, buffers, RNG.
     fn checkpoint(&self) -> Result<Checkpoint, AlgoError>;
 
     /// Restores a state written by [`Learner::checkpoint`] of a learner with the same config.
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError>;
+}
+
+/// Feeds a learner's action chunks to an environment one step at a time: queries the learner
+/// for all environments every [`Learner::chunk_len`] steps (open loop within a chunk, as
+/// action-chunk policies are run) and hands out the next action of each.
+#[derive(Debug, Clone)]
+pub struct ActionQueue {
+    /// `[n, chunk_len, action_dim]`.
+    chunk: Vec<f32>,
+    chunk_len: usize,
+    action_dim: usize,
+    /// Index of the next action within the chunk; `chunk_len` when a query is due.
+    next: usize,
+}
+
+impl ActionQueue {
+    /// A queue for `num_envs` environments with `action_dim` actions, empty (the first
+    /// [`ActionQueue::step`] queries the learner).
+    pub fn new(learner: &dyn Learner, num_envs: usize, action_dim: usize) -> Self {
+        let chunk_len = learner.chunk_len().max(1);
+        Self { chunk: vec![0.0; num_envs * chunk_len * action_dim], chunk_len, action_dim, next: chunk_len }
+    }
+
+    /// Writes the next action of every environment into `actions` (`[n, action_dim]`),
+    /// querying `learner` on `obs` (`[n, obs_dim]`) when the chunk is used up.
+    pub fn step(
+        &mut self,
+        learner: &dyn Learner,
+        obs: &[f32],
+        actions: &mut [f32],
+        sampling: Option<&mut ChaCha8Rng>,
+    ) -> Result<(), AlgoError> {
+        if self.next == self.chunk_len {
+            learner.act(obs, &mut self.chunk, sampling)?;
+            self.next = 0;
+        }
+        let (c, ad, k) = (self.chunk_len, self.action_dim, self.next);
+        for (i, a) in actions.chunks_exact_mut(ad).enumerate() {
+            a.copy_from_slice(&self.chunk[(i * c + k) * ad..(i * c + k + 1) * ad]);
+        }
+        self.next += 1;
+        Ok(())
+    }
 }
 
 /// Result of a deterministic evaluation.
@@ -57,7 +107,8 @@ pub struct EvalResult {
 
 /// Runs one episode in each environment of `env` (so `env.num_envs()` episodes), starting from
 /// `reset(seed)`, with the learner's deterministic actions, or with sampled actions if
-/// `stochastic` (drawn from a generator seeded by `seed`).
+/// `stochastic` (drawn from a generator seeded by `seed`). Action-chunk learners execute each
+/// chunk open loop (see [`ActionQueue`]).
 pub fn evaluate(
     learner: &dyn Learner,
     env: &mut dyn VecEnv,
@@ -73,9 +124,10 @@ pub fn evaluate(
     let mut lengths = vec![0u32; n];
     let mut success = vec![false; n];
     let mut finished = vec![false; n];
+    let mut queue = ActionQueue::new(learner, n, action_dim);
     env.reset(seed);
     while finished.iter().any(|f| !f) {
-        learner.act(&env.buffers().obs, &mut actions, rng.as_mut())?;
+        queue.step(learner, &env.buffers().obs, &mut actions, rng.as_mut())?;
         env.step(&actions)?;
         let b = env.buffers();
         for i in 0..n {

@@ -1,4 +1,5 @@
-//! Reinforcement-learning algorithms for embodia: PPO and SAC, with their buffers, normalizer,
+//! Reinforcement-learning algorithms for embodia: PPO, SAC, and flow-policy behaviour cloning
+//! (SFT) and RL, with their buffers, normalizer,
 //! optimizer, checkpoints and metrics.
 //!
 //! Algorithms implement [`Learner`]; they take a [`VecEnv`](embodia_sim::VecEnv), report
@@ -6,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod checkpoint;
+mod chunk_actor;
 mod gae;
 mod learner;
 mod metrics;
@@ -13,19 +15,24 @@ mod noise;
 mod normalizer;
 mod optim;
 pub mod ppo;
+pub mod ppo_flow;
 mod replay;
 pub mod sac;
+pub mod sft;
 
 pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
+pub use chunk_actor::ChunkActor;
 pub use gae::compute_gae;
-pub use learner::{EvalResult, Learner, evaluate};
+pub use learner::{ActionQueue, EvalResult, Learner, evaluate};
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};
 pub use noise::{ExplorationNoise, PINK_OCTAVES, PinkNoise};
-pub use normalizer::RunningNormalizer;
+pub use normalizer::{RunningNormalizer, Standardizer};
 pub use optim::Adam;
 pub use ppo::{Ppo, PpoConfig};
+pub use ppo_flow::{FlowRlMethod, PpoFlow, PpoFlowConfig};
 pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};
+pub use sft::{Sft, SftConfig};
 
 /// Errors of the learners.
 #[derive(Debug, thiserror::Error)]

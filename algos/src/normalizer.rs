@@ -74,6 +74,52 @@ impl RunningNormalizer {
     }
 }
 
+/// Fixed per-feature standardization `z = (x − mean)/std` fitted once to a dataset (the norm
+/// stats of demonstrations): for observations and actions of behaviour cloning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Standardizer {
+    /// Per-feature mean, `[dim]`.
+    pub mean: Vec<f32>,
+    /// Per-feature standard deviation, `[dim]`, at least the `min_std` it was fitted with.
+    pub std: Vec<f32>,
+}
+
+impl Standardizer {
+    /// Mean and population std of the rows of `data` (`[n, dim]`, n ≥ 1), the std floored at
+    /// `min_std` so constant features map to 0 instead of dividing by zero.
+    pub fn fit(data: &[f32], dim: usize, min_std: f32) -> Self {
+        let mut stats = RunningNormalizer::new(dim, f32::INFINITY);
+        stats.update(data);
+        Self {
+            mean: stats.mean().iter().map(|&m| m as f32).collect(),
+            std: stats.var().iter().map(|&v| (v.sqrt() as f32).max(min_std)).collect(),
+        }
+    }
+
+    /// Number of features.
+    pub fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    /// `[n, dim]` in place: `(x − mean)/std`.
+    pub fn normalize(&self, batch: &mut [f32]) {
+        for row in batch.chunks_exact_mut(self.dim()) {
+            for ((x, m), s) in row.iter_mut().zip(&self.mean).zip(&self.std) {
+                *x = (*x - m) / s;
+            }
+        }
+    }
+
+    /// `[n, dim]` in place: `z·std + mean`.
+    pub fn denormalize(&self, batch: &mut [f32]) {
+        for row in batch.chunks_exact_mut(self.dim()) {
+            for ((x, m), s) in row.iter_mut().zip(&self.mean).zip(&self.std) {
+                *x = *x * s + m;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +141,18 @@ mod tests {
             assert!((norm.var()[j] - var).abs() < 1e-9 * var.max(1.0), "var {j}: {} vs {var}", norm.var()[j]);
         }
         assert_eq!(norm.count(), n);
+    }
+
+    #[test]
+    fn standardizer_round_trips_and_floors_constant_features() {
+        let data = [1.0, 5.0, 3.0, 5.0]; // feature 0: mean 2, std 1; feature 1 constant
+        let s = Standardizer::fit(&data, 2, 0.01);
+        assert_eq!((s.mean.clone(), s.std.clone()), (vec![2.0, 5.0], vec![1.0, 0.01]));
+        let mut x = [3.0, 5.0];
+        s.normalize(&mut x);
+        assert_eq!(x, [1.0, 0.0]);
+        s.denormalize(&mut x);
+        assert_eq!(x, [3.0, 5.0]);
     }
 
     #[test]

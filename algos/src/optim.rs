@@ -9,7 +9,8 @@ use embodia_policies::NamedParams;
 
 use crate::AlgoError;
 
-/// Adam (Kingma & Ba) with optional global gradient-norm clipping.
+/// Adam (Kingma & Ba) with optional global gradient-norm clipping, and AdamW's decoupled
+/// weight decay `x ← x − lr·λ·x` when [`Adam::with_weight_decay`] sets λ > 0.
 ///
 /// The bias correction is folded into the step size, `x ← x − lr·√(1−β₂ᵗ)/(1−β₁ᵗ) · m/(√v + ε)`,
 /// as in the paper's efficient form (PyTorch puts ε after the correction; the difference is
@@ -19,6 +20,7 @@ pub struct Adam {
     beta1: f64,
     beta2: f64,
     eps: f64,
+    weight_decay: f64,
     steps: u64,
     /// First and second moments by dotted parameter path.
     moments: HashMap<String, (Tensor<1>, Tensor<1>)>,
@@ -33,7 +35,14 @@ impl Default for Adam {
 impl Adam {
     /// Adam with the given decay rates and ε.
     pub fn new(beta1: f64, beta2: f64, eps: f64) -> Self {
-        Self { beta1, beta2, eps, steps: 0, moments: HashMap::new() }
+        Self { beta1, beta2, eps, weight_decay: 0.0, steps: 0, moments: HashMap::new() }
+    }
+
+    /// The same optimizer with decoupled weight decay λ (AdamW), applied to every parameter
+    /// that has a gradient.
+    pub fn with_weight_decay(mut self, weight_decay: f64) -> Self {
+        self.weight_decay = weight_decay;
+        self
     }
 
     /// Number of steps taken.
@@ -61,7 +70,8 @@ impl Adam {
         self.steps += 1;
         let t = self.steps as i32;
         let step_size = lr * (1.0 - self.beta2.powi(t)).sqrt() / (1.0 - self.beta1.powi(t));
-        let mut mapper = AdamMapper { adam: self, grads, clip, step_size, path: Vec::new() };
+        let decay = lr * self.weight_decay;
+        let mut mapper = AdamMapper { adam: self, grads, clip, step_size, decay, path: Vec::new() };
         (module.map(&mut mapper), norm)
     }
 
@@ -140,6 +150,8 @@ struct AdamMapper<'a> {
     grads: &'a GradientsParams,
     clip: f64,
     step_size: f64,
+    /// `lr·λ` of the decoupled weight decay.
+    decay: f64,
     path: Vec<String>,
 }
 
@@ -173,6 +185,7 @@ impl ModuleMapper for AdamMapper<'_> {
         };
         let update = m.clone().mul_scalar(self.step_size) / v.clone().sqrt().add_scalar(self.adam.eps);
         self.adam.moments.insert(path, (m, v));
+        let x = if self.decay > 0.0 { x.clone() - x.mul_scalar(self.decay) } else { x };
         let mut x = (x - update).reshape(shape);
         if autodiff {
             x = x.autodiff();
@@ -224,6 +237,17 @@ mod tests {
         }
         let w = named_params(&p)["w"].1.clone();
         assert!((w[0] - 3.0).abs() < 1e-2 && (w[1] + 1.0).abs() < 1e-2, "{w:?}");
+    }
+
+    #[test]
+    fn decoupled_weight_decay_shrinks_parameters_without_gradient_signal() {
+        let mut adam = Adam::default().with_weight_decay(0.5);
+        let p = point(&[2.0, -4.0]);
+        // Σ (w − w)² has a zero gradient: only the decay moves the weights, by lr·λ·w.
+        let g = GradientsParams::from_grads((p.w.val() - p.w.val().detach()).square().sum().backward(), &p);
+        let p = adam.step(0.1, p, &g, None).0;
+        let w = named_params(&p)["w"].1.clone();
+        assert!((w[0] - 1.9).abs() < 1e-6 && (w[1] + 3.8).abs() < 1e-6, "{w:?}");
     }
 
     #[test]

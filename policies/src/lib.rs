@@ -8,6 +8,7 @@
 
 mod critic;
 mod distributions;
+mod flow;
 mod gaussian;
 mod mlp;
 mod params;
@@ -15,6 +16,10 @@ mod squashed;
 
 pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
 pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
+pub use flow::{
+    ChainEval, FlowPolicy, FlowPolicyConfig, FlowSample, InvalidConfig, NoiseMethod, StochasticSteps, Transition,
+    sample_flow_time, sde_sigma, timesteps,
+};
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};
