@@ -50,6 +50,9 @@ pub enum RunError {
     /// Bad configuration.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// A demonstration dataset could not be read.
+    #[error(transparent)]
+    Dataset(#[from] embodia_dataset::DatasetError),
     /// Metrics could not be read or curves drawn.
     #[error(transparent)]
     Plot(#[from] crate::plot::PlotError),
@@ -78,13 +81,10 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
         AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), env, device.clone(), config.seed)?),
         AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), env, device.clone(), config.seed)?),
         AlgoConfig::Sft(c) => {
-            if let Some(dir) = &c.dataset {
-                return Err(RunError::Io {
-                    path: dir.clone(),
-                    message: "training on a LeRobot dataset (`algo.dataset`) is not wired yet; use --demos N to record scripted demonstrations".into(),
-                });
-            }
-            let demos = record_demos(&config.task, config.env.as_ref(), c.demos, config.seed)?;
+            let demos = match &c.dataset {
+                Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
+                None => record_demos(&config.task, config.env.as_ref(), c.demos, config.seed)?,
+            };
             Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
         }
         AlgoConfig::PpoFlow(c) => {
@@ -163,14 +163,15 @@ impl Run {
                 message: "exists and would be overwritten; choose another --run-dir".into(),
             });
         }
+        // The learner first: a bad config, init run or dataset leaves no run directory behind.
+        let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
+        env.reset(config.seed);
+        let learner = build_learner(&config, env.as_ref(), &default_device())?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let config_path = dir.join(CONFIG_FILE);
         fs::write(&config_path, config.to_toml()).map_err(io_err(&config_path))?;
         let metrics_path = dir.join(METRICS_FILE);
         fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
-        let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
-        env.reset(config.seed);
-        let learner = build_learner(&config, env.as_ref(), &default_device())?;
         Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0 })
     }
 

@@ -881,5 +881,15 @@ fn sft_then_flow_rl_from_the_command_line() {
     assert_mentions(&e, &["sft run", "ppo-flow-noise"]);
     let e =
         fail(d, &["train", "--task", "reach", "--algo", "sft", "--dataset", "data/x", "--run-dir", "ds", "--quiet"]);
-    assert_mentions(&e, &["data/x", "not wired yet"]);
+    assert_mentions(&e, &["data/x", "info.json"]);
+    assert!(!d.join("ds").exists(), "a failed start leaves no run directory");
+
+    // SFT from a recorded LeRobot dataset instead of in-memory demonstrations.
+    ok(d, &["record", "--task", "reach", "--expert", "scripted", "--episodes", "4", "--out", "data/reach-4"]);
+    let mut args = vec!["train", "--task", "reach", "--algo", "sft", "--dataset", "data/reach-4", "--steps", "20"];
+    args.extend(["--set", "algo.updates_per_iteration=20", "--set", "algo.num_envs=2", "--run-dir", "ds"]);
+    ok(d, &[&args[..], &small[..]].concat());
+    assert_eq!(metrics(&d.join("ds")).1.len(), 1, "one row per 20 gradient steps");
+    let e = fail(d, &["train", "--task", "cartpole", "--algo", "sft", "--dataset", "data/reach-4", "--run-dir", "ds2", "--quiet"]);
+    assert_mentions(&e, &["obs_dim", "action_dim"]);
 }
