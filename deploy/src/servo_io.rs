@@ -8,8 +8,8 @@ use crate::protocol::StatusFlags;
 use crate::state::{IoError, JointState, RobotIo};
 use crate::transport::Port;
 
-/// Reads tried before turning torque on fails.
-pub const TORQUE_ON_ATTEMPTS: u32 = 5;
+/// Reads tried (10 ms apart) before turning torque on fails.
+pub const TORQUE_ON_ATTEMPTS: u32 = 10;
 
 /// Position-loop gains of STS3215 servos (registers 21–23).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +119,7 @@ impl<P: Port> RobotIo for ServoRobot<P> {
                 if attempt >= TORQUE_ON_ATTEMPTS {
                     return Err(e);
                 }
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
             self.send_goal_ticks(&s.position)?;
         }
