@@ -3,7 +3,7 @@
 //! (`embodia bench flow` reports the figures on pick-cube and push-t.)
 
 use burn::tensor::Device;
-use embodia_algos::{Checkpoint, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate};
+use embodia_algos::{ActionQueue, Checkpoint, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate};
 use embodia_policies::FlowPolicyConfig;
 use embodia_sim::rapier::expert::record_task_expert;
 
@@ -34,6 +34,44 @@ fn sft_fits_reach_demonstrations_and_succeeds_in_closed_loop() {
     // The scripted expert succeeds in 90%; a partly working clone is the starting point of RL.
     let success = eval.success_rate.unwrap();
     assert!(success >= 0.5, "SFT success {success} on 20 reach episodes");
+}
+
+/// A frozen, deterministic policy succeeds as often in episodes that start with an auto-reset
+/// as in the first batch after `reset(seed)`: nothing of a previous episode leaks into the next
+/// (sim side: `embodia-sim`'s `auto_reset` tests), and action chunks stay aligned with episode
+/// starts (reach's 200-step limit is a multiple of C = 4). Counted per episode index over 32
+/// environments for 4 episodes each, from the demonstrations' seed (the first batch starts
+/// where the demonstrations did) and from another seed.
+#[test]
+fn frozen_sft_policy_succeeds_as_often_after_auto_resets_as_in_the_first_batch() {
+    let (sft, _) = sft_on_reach(600);
+    let (n, episodes) = (32, 4);
+    for seed in [7u64, 99] {
+        let mut env = embodia_sim::make("reach", n).unwrap();
+        let ad = env.action_spec().bounds.dim();
+        let mut queue = ActionQueue::new(&sft, n, ad);
+        let mut actions = vec![0.0f32; n * ad];
+        // Successes per episode index; every environment ends its k-th episode at the same step.
+        let mut successes = vec![0u32; episodes];
+        let mut ended = vec![0usize; n];
+        env.reset(seed);
+        while ended.iter().any(|&e| e < episodes) {
+            queue.step(&sft, &env.buffers().obs, &mut actions, None).unwrap();
+            env.step(&actions).unwrap();
+            let b = env.buffers();
+            for (i, e) in ended.iter_mut().enumerate() {
+                if b.done(i) && *e < episodes {
+                    successes[*e] += u32::from(b.success[i] > 0.0);
+                    *e += 1;
+                }
+            }
+        }
+        let first = successes[0] as f64 / n as f64;
+        let later = successes[1..].iter().sum::<u32>() as f64 / ((episodes - 1) * n) as f64;
+        assert!(first >= 0.5, "seed {seed}: first-batch success {first} (per episode {successes:?})");
+        // Binomial noise over 32 and 96 episodes at ~0.8 is ~0.08: 0.2 is ~2.5 standard errors.
+        assert!(later >= first - 0.2, "seed {seed}: success {first} in the first batch, {later} after auto-resets");
+    }
 }
 
 /// With the policy frozen (critic warmup), recomputed log-probabilities equal the rollout's
