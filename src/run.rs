@@ -102,8 +102,14 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
     })
 }
 
+/// Offset of the seed demonstrations are recorded from, relative to the training seed: each
+/// environment's random stream depends on the seed only, so recording from the training seed
+/// would start the first training episodes from the demonstrations' initial states.
+pub const DEMO_SEED_OFFSET: u64 = 2_000_029;
+
 /// `count` successful episodes of the task's scripted expert, recorded in memory from seed
-/// `seed` (rounds of `count` episodes until enough succeed; at most 10 rounds).
+/// `seed + DEMO_SEED_OFFSET` (rounds of `count` episodes until enough succeed; at most 10
+/// rounds).
 pub fn record_demos(
     task: &str,
     env: Option<&embodia_sim::TaskConfig>,
@@ -111,6 +117,7 @@ pub fn record_demos(
     seed: u64,
 ) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
     use embodia_sim::rapier::expert::record_task_expert;
+    let seed = seed.wrapping_add(DEMO_SEED_OFFSET);
     let mut demos = record_task_expert(task, env, 16, count, seed)?;
     demos.episodes.retain(|e| e.success);
     for round in 1..10 {
