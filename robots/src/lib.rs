@@ -9,11 +9,13 @@
 pub mod actuator;
 pub mod builtin;
 pub mod model;
+pub mod quadrotor;
 mod summary;
 pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
 pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
+pub use quadrotor::QuadrotorParams;
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,

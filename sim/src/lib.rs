@@ -22,6 +22,7 @@
 
 pub mod classic;
 pub mod demonstrations;
+pub mod dynamics;
 pub mod rapier;
 mod vec_env;
 pub mod view;
@@ -81,6 +82,7 @@ static TASKS: LazyLock<Vec<TaskInfo>> = LazyLock::new(|| {
         let config = (t.config)();
         TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..t.info }
     }));
+    tasks.extend([classic::quadrotor::HOVER_INFO, classic::quadrotor::TRACK_INFO]);
     tasks
 });
 
@@ -108,7 +110,9 @@ pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Re
     match (name, config) {
         ("pendulum", None) => return Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
         ("mountain-car-continuous", None) => return Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),
-        ("pendulum" | "mountain-car-continuous", Some(_)) => {
+        ("quadrotor-hover", None) => return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::hover(), num_envs)?)),
+        ("quadrotor-track", None) => return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::track(), num_envs)?)),
+        ("pendulum" | "mountain-car-continuous" | "quadrotor-hover" | "quadrotor-track", Some(_)) => {
             return Err(SimError::InvalidTask(format!("task `{name}` is classic-control and takes no `env` config")));
         }
         _ => {}
