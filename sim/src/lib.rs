@@ -24,6 +24,7 @@ pub mod classic;
 pub mod demonstrations;
 pub mod dynamics;
 pub mod rapier;
+pub mod tensor;
 mod vec_env;
 pub mod view;
 
@@ -70,6 +71,9 @@ pub enum SimError {
     /// A robot description cannot be simulated (massless moving link, loop, bad actuator).
     #[error("invalid robot: {0}")]
     InvalidRobot(String),
+    /// The operation is not supported by this kind of environment (says which and why).
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// A physical state passed to a `set_state` hook is malformed (wrong length, non-finite,
     /// or environment index out of range).
     #[error("invalid state: {0}")]

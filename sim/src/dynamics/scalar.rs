@@ -27,6 +27,8 @@ pub trait Scalar:
     fn cos(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
+    /// Largest integer not greater than the value.
+    fn floor(self) -> Self;
     /// Each value limited to `[low, high]`.
     fn clamp(self, low: f32, high: f32) -> Self;
     /// `value` everywhere, shaped like `self` (a batch of constants for tensors).
@@ -48,6 +50,9 @@ impl Scalar for f32 {
     fn sqrt(self) -> Self {
         f32::sqrt(self)
     }
+    fn floor(self) -> Self {
+        f32::floor(self)
+    }
     fn clamp(self, low: f32, high: f32) -> Self {
         f32::clamp(self, low, high)
     }
@@ -66,6 +71,9 @@ impl Scalar for Tensor<1> {
     }
     fn sqrt(self) -> Self {
         Tensor::sqrt(self)
+    }
+    fn floor(self) -> Self {
+        Tensor::floor(self)
     }
     fn clamp(self, low: f32, high: f32) -> Self {
         Tensor::clamp(self, low, high)
