@@ -13,7 +13,7 @@
 //! (10 cm hover, 20 cm track) at every step from 2 s to the end of the episode.
 
 use super::{ClassicTask, StepOutcome, uniform};
-use crate::dynamics::flight::{self, ACTION_DIM, FigureEight, OBS_DIM, Target};
+use crate::dynamics::flight::{self, ACTION_DIM, FigureEight, OBS_DIM, RewardWeights, Target};
 use crate::dynamics::quadrotor::{self, QuadBody, QuadConstants, QuadState, Quat};
 use crate::dynamics::{Scalar, Vec3};
 use crate::{ActionSpec, BoxSpace, ObsSpec, TaskInfo};
@@ -121,6 +121,8 @@ pub struct Quadrotor {
     pub noise: ObservationNoise,
     /// Success radius, m.
     pub success_radius: f32,
+    /// Reward terms.
+    pub reward: RewardWeights,
 }
 
 impl Quadrotor {
@@ -139,7 +141,33 @@ impl Quadrotor {
             randomization: Randomization { mass: 0.1, thrust_coefficient: 0.1, motor_time_constant: 0.2 },
             noise: ObservationNoise { position: 0.001, orientation: 0.001, velocity: 0.002, angular_velocity: 0.002 },
             success_radius: 0.1,
+            reward: RewardWeights::L2F,
         }
+        .with_experiment_overrides()
+    }
+
+    /// TEMPORARY: reward weights and initial ranges from `EMBODIA_QR` / `EMBODIA_QI`.
+    fn with_experiment_overrides(mut self) -> Self {
+        let read = |name: &str| -> Option<Vec<f32>> {
+            std::env::var(name).ok().map(|v| v.split(',').map(|x| x.trim().parse().expect("number")).collect())
+        };
+        if let Some(v) = read("EMBODIA_QR") {
+            self.reward = RewardWeights {
+                constant: v[0],
+                position: v[1],
+                position_sq: v[2],
+                orientation: v[3],
+                velocity_sq: v[4],
+                angular_velocity_sq: v[5],
+                throttle: v[6],
+                action_change: v[7],
+                termination: v[8],
+            };
+        }
+        if let Some(v) = read("EMBODIA_QI") {
+            self.init = InitialState { position: v[0], max_angle: v[1].to_radians(), velocity: v[2], angular_velocity: v[3] };
+        }
+        self
     }
 
     /// `quadrotor-track`: the hover task's randomization and noise, starting near the origin
@@ -283,7 +311,8 @@ impl ClassicTask for Quadrotor {
         for ((o, c), n) in obs.iter_mut().zip(clean).zip(s.noise) {
             *o = c + n;
         }
-        obs[18..22].copy_from_slice(&s.prev_action);
+        obs[18..22].copy_from_slice(&flight::observe_rotors(&s.body, self.params.max_rpm as f32));
+        obs[22..26].copy_from_slice(&s.prev_action);
     }
 
     fn step(&self, s: &mut QuadrotorState, action: &[f32], elapsed: u32, rng: &mut ChaCha8Rng) -> StepOutcome {
@@ -291,7 +320,7 @@ impl ClassicTask for Quadrotor {
         let a: [f32; 4] = std::array::from_fn(|i| action[i].clamp(-1.0, 1.0));
         s.body = quadrotor::rk4_step(&s.body, &quadrotor::rpm_command(a, &c), &s.params, &c, DT);
         s.time = (elapsed + 1) as f32 * DT;
-        s.prev_action = a;
+        let prev = std::mem::replace(&mut s.prev_action, a);
         s.noise = self.draw_noise(rng);
         let target = self.target(s.time);
         let error = s.body.position.sub(target.position);
@@ -299,7 +328,11 @@ impl ClassicTask for Quadrotor {
         if elapsed + 1 >= SUCCESS_FROM_STEP {
             s.held &= error.norm_sq() < self.success_radius.square();
         }
-        let reward = 1.0 - 0.1 * flight::cost(&s.body, &target, &a, self.hover_throttle());
+        let reward = if terminated {
+            self.reward.termination
+        } else {
+            flight::reward(&self.reward, &s.body, &target, &a, &prev, self.hover_throttle())
+        };
         StepOutcome {
             reward: f64::from(reward),
             terminated,

@@ -255,6 +255,7 @@ impl BatchTask for BatchQuadrotor {
             .zip(noise)
             .map(|(c, sd)| if sd > 0.0 { c + normal(n, sd, &device) } else { c })
             .collect();
+        obs.extend(flight::observe_rotors(&body, self.0.params.max_rpm as f32));
         obs.extend(s[STATE_DIM + 3..STATE_DIM + 7].iter().cloned());
         debug_assert_eq!(obs.len(), OBS_DIM);
         obs
@@ -275,7 +276,9 @@ impl BatchTask for BatchQuadrotor {
         let within = e.norm_sq().lower_elem(task.success_radius * task.success_radius);
         let held = state[QUAD_COLUMNS - 1].clone().greater_elem(0.5).bool_and(within.bool_or(past.clone().bool_not()));
         let success = held.clone().bool_and(past).bool_and(terminated.clone().bool_not());
-        let reward = -flight::cost(&body, &target, &a, task.hover_throttle()) * 0.1 + 1.0;
+        let prev: [Col; ACTION_DIM] = std::array::from_fn(|i| state[STATE_DIM + 3 + i].clone());
+        let reward = flight::reward(&task.reward, &body, &target, &a, &prev, task.hover_throttle())
+            .mask_fill(terminated.clone(), task.reward.termination);
         let mut cols: Vec<Col> = body.to_array().into();
         cols.extend([params.mass, params.thrust_coefficient, params.motor_time_constant]);
         cols.extend(a);

@@ -1,6 +1,7 @@
 use super::*;
 use crate::VecEnv;
 use burn::tensor::Tensor;
+use crate::dynamics::flight::OBS_DIM as OBS;
 use crate::classic::quadrotor::{InitialState, ObservationNoise, Randomization};
 use crate::classic::{Quadrotor, QuadrotorEnv};
 
@@ -72,7 +73,7 @@ fn falling_quadrotors_terminate_and_reset() {
                 assert_eq!(b.success[i], 0.0);
                 assert!(b.episode_length[i] > 0);
                 // The new episode starts inside the initial box (±0.2 m, plus noise).
-                assert!(b.obs[i * 22..i * 22 + 3].iter().all(|p| p.abs() < 0.25));
+                assert!(b.obs[i * OBS..i * OBS + 3].iter().all(|p| p.abs() < 0.25));
             }
         }
     }
