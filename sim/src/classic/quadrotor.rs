@@ -126,48 +126,25 @@ pub struct Quadrotor {
 }
 
 impl Quadrotor {
-    /// `quadrotor-hover`: L2F's initial ranges (±0.2 m, ±1 m/s, ±1 rad/s) with tilts up to 45°,
-    /// ±10 % mass and thrust coefficient, ±20 % motor time constant, and small sensor noise.
+    /// `quadrotor-hover`: starts within ±0.2 m (L2F's range), ±0.5 m/s, ±0.5 rad/s and tilted
+    /// up to 20° (L2F: ±1 m/s, ±1 rad/s, 90°); ±10 % mass and thrust coefficient, ±20 % motor
+    /// time constant; small sensor noise; L2F's reward plus a distance term
+    /// ([`RewardWeights::L2F_WITH_DISTANCE`]).
     pub fn hover() -> Self {
         Self {
             params: QuadrotorParams::CRAZYFLIE,
             mission: Mission::Hover,
             init: InitialState {
                 position: 0.2,
-                max_angle: std::f32::consts::FRAC_PI_4,
-                velocity: 1.0,
-                angular_velocity: 1.0,
+                max_angle: 20f32.to_radians(),
+                velocity: 0.5,
+                angular_velocity: 0.5,
             },
             randomization: Randomization { mass: 0.1, thrust_coefficient: 0.1, motor_time_constant: 0.2 },
             noise: ObservationNoise { position: 0.001, orientation: 0.001, velocity: 0.002, angular_velocity: 0.002 },
             success_radius: 0.1,
-            reward: RewardWeights::L2F,
+            reward: RewardWeights::L2F_WITH_DISTANCE,
         }
-        .with_experiment_overrides()
-    }
-
-    /// TEMPORARY: reward weights and initial ranges from `EMBODIA_QR` / `EMBODIA_QI`.
-    fn with_experiment_overrides(mut self) -> Self {
-        let read = |name: &str| -> Option<Vec<f32>> {
-            std::env::var(name).ok().map(|v| v.split(',').map(|x| x.trim().parse().expect("number")).collect())
-        };
-        if let Some(v) = read("EMBODIA_QR") {
-            self.reward = RewardWeights {
-                constant: v[0],
-                position: v[1],
-                position_sq: v[2],
-                orientation: v[3],
-                velocity_sq: v[4],
-                angular_velocity_sq: v[5],
-                throttle: v[6],
-                action_change: v[7],
-                termination: v[8],
-            };
-        }
-        if let Some(v) = read("EMBODIA_QI") {
-            self.init = InitialState { position: v[0], max_angle: v[1].to_radians(), velocity: v[2], angular_velocity: v[3] };
-        }
-        self
     }
 
     /// `quadrotor-track`: the hover task's randomization and noise, starting near the origin
