@@ -523,10 +523,14 @@ fn bench_sim(settings: &Settings, envs: &[usize], threads: &[usize], steps: u64,
 
 fn bench_tensor_sim(settings: &Settings, envs: &[usize], steps: u64, device: &str, json: bool) -> anyhow::Result<()> {
     let config = settings.resolve()?;
-    println!("bench sim --tensor: {} on {device}, device-side uniform random actions, at least {steps} env steps", config.task);
+    println!(
+        "bench sim --tensor: {} on {device}, device-side uniform random actions, at least {steps} env steps",
+        config.task
+    );
     let mut results = Vec::new();
     for &n in envs {
-        let r = embodia::bench::tensor_sim_throughput(&config.task, n, &embodia::run::plain_device(), steps, config.seed)?;
+        let r =
+            embodia::bench::tensor_sim_throughput(&config.task, n, &embodia::run::plain_device(), steps, config.seed)?;
         println!("envs={:<8} tensor env_steps/s={:>12.0} resets={}", r.envs, r.steps_per_s, r.resets);
         results.push(r);
     }

@@ -85,7 +85,8 @@ pub fn named_device(name: &str) -> Result<Device, RunError> {
         "gpu" => Ok(Device::vulkan(Default::default())),
         #[cfg(not(feature = "gpu"))]
         "gpu" => Err(RunError::Device(
-            "this embodia was built without the `gpu` feature; rebuild with `cargo build --release --features gpu`".into(),
+            "this embodia was built without the `gpu` feature; rebuild with `cargo build --release --features gpu`"
+                .into(),
         )),
         other => Err(RunError::Device(format!("unknown device `{other}`; valid devices: {}", DEVICES.join(", ")))),
     }

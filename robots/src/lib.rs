@@ -15,11 +15,11 @@ pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
 pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
-pub use quadrotor::QuadrotorParams;
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,
 };
+pub use quadrotor::QuadrotorParams;
 pub use urdf::{UrdfError, UrdfErrorKind, load_urdf, parse_urdf};
 
 /// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.

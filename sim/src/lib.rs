@@ -114,8 +114,12 @@ pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Re
     match (name, config) {
         ("pendulum", None) => return Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
         ("mountain-car-continuous", None) => return Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),
-        ("quadrotor-hover", None) => return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::hover(), num_envs)?)),
-        ("quadrotor-track", None) => return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::track(), num_envs)?)),
+        ("quadrotor-hover", None) => {
+            return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::hover(), num_envs)?));
+        }
+        ("quadrotor-track", None) => {
+            return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::track(), num_envs)?));
+        }
         ("pendulum" | "mountain-car-continuous" | "quadrotor-hover" | "quadrotor-track", Some(_)) => {
             return Err(SimError::InvalidTask(format!("task `{name}` is classic-control and takes no `env` config")));
         }

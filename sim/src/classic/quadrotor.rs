@@ -134,12 +134,7 @@ impl Quadrotor {
         Self {
             params: QuadrotorParams::CRAZYFLIE,
             mission: Mission::Hover,
-            init: InitialState {
-                position: 0.2,
-                max_angle: 20f32.to_radians(),
-                velocity: 0.5,
-                angular_velocity: 0.5,
-            },
+            init: InitialState { position: 0.2, max_angle: 20f32.to_radians(), velocity: 0.5, angular_velocity: 0.5 },
             randomization: Randomization { mass: 0.1, thrust_coefficient: 0.1, motor_time_constant: 0.2 },
             noise: ObservationNoise { position: 0.001, orientation: 0.001, velocity: 0.002, angular_velocity: 0.002 },
             success_radius: 0.1,
@@ -152,12 +147,7 @@ impl Quadrotor {
     pub fn track() -> Self {
         Self {
             mission: Mission::Track(FigureEight::default()),
-            init: InitialState {
-                position: 0.05,
-                max_angle: 10f32.to_radians(),
-                velocity: 0.2,
-                angular_velocity: 0.5,
-            },
+            init: InitialState { position: 0.05, max_angle: 10f32.to_radians(), velocity: 0.2, angular_velocity: 0.5 },
             success_radius: 0.2,
             ..Self::hover()
         }
@@ -261,7 +251,8 @@ impl ClassicTask for Quadrotor {
             }
         };
         let half = 0.5 * uniform(rng, 0.0, f64::from(i.max_angle)) as f32;
-        let orientation = Quat { w: half.cos(), x: axis.x * half.sin(), y: axis.y * half.sin(), z: axis.z * half.sin() };
+        let orientation =
+            Quat { w: half.cos(), x: axis.x * half.sin(), y: axis.y * half.sin(), z: axis.z * half.sin() };
         let r = &self.randomization;
         let p = &self.params;
         let mut scale = |range: f32| 1.0 + uniform(rng, -f64::from(range), f64::from(range)) as f32;

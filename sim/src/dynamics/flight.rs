@@ -141,7 +141,10 @@ pub fn reward<S: Scalar>(
     let sum = |f: &dyn Fn(usize) -> S| (1..4).fold(f(0), |acc, i| acc + f(i));
     let throttle = sum(&|i| ((action[i].clone().clamp(-1.0, 1.0) + 1.0) * 0.5 - hover_throttle).square());
     let change = sum(&|i| (action[i].clone() - prev_action[i].clone()).square());
-    let mut cost = e2.clone() * w.position_sq + tilt * w.orientation + v2 * w.velocity_sq + throttle * w.throttle
+    let mut cost = e2.clone() * w.position_sq
+        + tilt * w.orientation
+        + v2 * w.velocity_sq
+        + throttle * w.throttle
         + change * w.action_change
         + s.angular_velocity.clone().norm_sq() * w.angular_velocity_sq;
     if w.position != 0.0 {
@@ -187,6 +190,8 @@ mod tests {
         off.position.x = 0.1;
         assert!((reward(&w, &off, &target, &a, &a, hover) - 0.99).abs() < 1e-6);
         let w = RewardWeights { position: 1.0, action_change: 1.0, ..w };
-        assert!((reward(&w, &off, &target, &a, &[0.0; 4], hover) - (0.99 - 0.1 - 4.0 * a_hover * a_hover)).abs() < 1e-5);
+        assert!(
+            (reward(&w, &off, &target, &a, &[0.0; 4], hover) - (0.99 - 0.1 - 4.0 * a_hover * a_hover)).abs() < 1e-5
+        );
     }
 }

@@ -30,8 +30,8 @@ pub fn step<S: Scalar>(theta: S, theta_dot: S, u: S, p: &PendulumParams) -> (S, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classic::{ClassicTask, Pendulum};
     use crate::classic::pendulum::PendulumState;
+    use crate::classic::{ClassicTask, Pendulum};
     use rand_chacha::rand_core::SeedableRng;
 
     #[test]

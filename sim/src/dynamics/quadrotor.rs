@@ -132,11 +132,14 @@ impl From<&QuadrotorParams> for QuadConstants {
 }
 
 /// Time derivative of `s` under the rotor speed commands `rpm_cmd` (RPM).
-pub fn derivative<S: Scalar>(s: &QuadState<S>, rpm_cmd: &[S; 4], body: &QuadBody<S>, c: &QuadConstants) -> QuadState<S> {
+pub fn derivative<S: Scalar>(
+    s: &QuadState<S>,
+    rpm_cmd: &[S; 4],
+    body: &QuadBody<S>,
+    c: &QuadConstants,
+) -> QuadState<S> {
     let thrust: [S; 4] = std::array::from_fn(|i| s.rpm[i].clone().square() * body.thrust_coefficient.clone());
-    let sum = |f: &dyn Fn(usize) -> f32| {
-        (1..4).fold(thrust[0].clone() * f(0), |acc, i| acc + thrust[i].clone() * f(i))
-    };
+    let sum = |f: &dyn Fn(usize) -> f32| (1..4).fold(thrust[0].clone() * f(0), |acc, i| acc + thrust[i].clone() * f(i));
     let total = sum(&|_| 1.0);
     // Rotor i at (x, y, 0) pushing along +z gives the torque r × F = (y F, −x F, 0).
     let torque = Vec3::new(
@@ -172,7 +175,13 @@ pub fn derivative<S: Scalar>(s: &QuadState<S>, rpm_cmd: &[S; 4], body: &QuadBody
     };
 
     let rpm_dot = std::array::from_fn(|i| (rpm_cmd[i].clone() - s.rpm[i].clone()) / body.motor_time_constant.clone());
-    QuadState { position: s.velocity.clone(), orientation: q_dot, velocity: accel, angular_velocity: om_dot, rpm: rpm_dot }
+    QuadState {
+        position: s.velocity.clone(),
+        orientation: q_dot,
+        velocity: accel,
+        angular_velocity: om_dot,
+        rpm: rpm_dot,
+    }
 }
 
 /// `s + h · k`, component by component.
@@ -326,8 +335,7 @@ mod tests {
             motor_time_constant: column(&|_| body.motor_time_constant, &states),
         };
         for _ in 0..50 {
-            let actions: Vec<[f32; 4]> =
-                (0..n).map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0))).collect();
+            let actions: Vec<[f32; 4]> = (0..n).map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0))).collect();
             for (s, a) in states.iter_mut().zip(&actions) {
                 *s = rk4_step(s, &rpm_command(*a, &c), &body, &c, DT);
             }

@@ -236,7 +236,13 @@ impl BatchTask for BatchQuadrotor {
         let motor_time_constant = scale(r.motor_time_constant, p.motor_time_constant);
         let hover_rpm = (mass.clone() * p.gravity as f32 / (thrust_coefficient.clone() * 4.0)).sqrt();
         let hover_action = hover_rpm.clone() * (2.0 / p.max_rpm as f32) - 1.0;
-        let state = QuadState { position, orientation, velocity, angular_velocity, rpm: std::array::from_fn(|_| hover_rpm.clone()) };
+        let state = QuadState {
+            position,
+            orientation,
+            velocity,
+            angular_velocity,
+            rpm: std::array::from_fn(|_| hover_rpm.clone()),
+        };
         let mut cols: Vec<Col> = state.to_array().into();
         cols.extend([mass, thrust_coefficient, motor_time_constant]);
         cols.extend(std::iter::repeat_n(hover_action.clone(), 4));
@@ -250,11 +256,8 @@ impl BatchTask for BatchQuadrotor {
         let device = elapsed.device();
         let clean = flight::observe_state(&body, &self.target(&(elapsed.clone() * DT)));
         let noise = self.0.noise.per_entry();
-        let mut obs: Vec<Col> = clean
-            .into_iter()
-            .zip(noise)
-            .map(|(c, sd)| if sd > 0.0 { c + normal(n, sd, &device) } else { c })
-            .collect();
+        let mut obs: Vec<Col> =
+            clean.into_iter().zip(noise).map(|(c, sd)| if sd > 0.0 { c + normal(n, sd, &device) } else { c }).collect();
         obs.extend(flight::observe_rotors(&body, self.0.params.max_rpm as f32));
         obs.extend(s[STATE_DIM + 3..STATE_DIM + 7].iter().cloned());
         debug_assert_eq!(obs.len(), OBS_DIM);

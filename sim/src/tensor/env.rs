@@ -188,7 +188,8 @@ impl<T: BatchTask> VecEnv for TensorEnv<T> {
         let columns = [s.reward, s.terminated, s.truncated, s.success, s.episode_return, s.episode_length];
         let mut parts = vec![s.obs, s.final_obs];
         parts.extend(columns.into_iter().map(|c| c.reshape([n, 1])));
-        let host: Vec<f32> = Tensor::cat(parts, 1).into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 results");
+        let host: Vec<f32> =
+            Tensor::cat(parts, 1).into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 results");
         let width = 2 * od + 6;
         let b = &mut self.buffers;
         for (i, row) in host.chunks_exact(width).enumerate() {
@@ -211,7 +212,8 @@ impl<T: BatchTask> VecEnv for TensorEnv<T> {
 
     fn snapshot(&self) -> EnvSnapshot {
         let n = self.num_envs;
-        let host = |t: Tensor<2>| -> Vec<f32> { t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 state") };
+        let host =
+            |t: Tensor<2>| -> Vec<f32> { t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 state") };
         let state = host(Tensor::stack(self.state.clone(), 1));
         let counters = host(Tensor::stack(vec![self.elapsed.clone(), self.running_return.clone()], 1));
         EnvSnapshot {

@@ -22,7 +22,8 @@ use crate::{SimError, TaskInfo};
 use burn::tensor::Device;
 
 /// Names of the tasks available as tensor environments.
-pub const TENSOR_TASKS: [&str; 5] = ["pendulum", "cartpole-balance", "cartpole-swingup", "quadrotor-hover", "quadrotor-track"];
+pub const TENSOR_TASKS: [&str; 5] =
+    ["pendulum", "cartpole-balance", "cartpole-swingup", "quadrotor-hover", "quadrotor-track"];
 
 /// Makes a batch of `num_envs` tensor environments of the task `name` on `device`, reset with
 /// seed 0. Errors with [`SimError::UnknownTask`] (listing [`TENSOR_TASKS`]) or

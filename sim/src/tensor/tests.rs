@@ -1,9 +1,9 @@
 use super::*;
 use crate::VecEnv;
-use burn::tensor::Tensor;
-use crate::dynamics::flight::OBS_DIM as OBS;
 use crate::classic::quadrotor::{InitialState, ObservationNoise, Randomization};
 use crate::classic::{Quadrotor, QuadrotorEnv};
+use crate::dynamics::flight::OBS_DIM as OBS;
+use burn::tensor::Tensor;
 
 fn device() -> Device {
     Device::flex()
@@ -126,7 +126,10 @@ fn tensor_envs_reject_bad_input_and_restore() {
     assert_eq!(snap.state.len(), 2 * 4);
     assert!(matches!(env.restore(&snap), Err(SimError::Unsupported(_))));
     assert!(matches!(make_tensor("ant-run", 1, &device()), Err(SimError::UnknownTask { .. })));
-    assert_eq!(make_tensor("pendulum", 0, &device()).err().map(|e| e.to_string()), Some(SimError::ZeroEnvs.to_string()));
+    assert_eq!(
+        make_tensor("pendulum", 0, &device()).err().map(|e| e.to_string()),
+        Some(SimError::ZeroEnvs.to_string())
+    );
 }
 
 #[test]
