@@ -6,7 +6,7 @@
 #
 # 1. builds embodia with --features gpu and prints the build time;
 # 2. lists the Vulkan devices (vulkaninfo --summary, when installed);
-# 3. steps the tensor environments (quadrotor-hover, cartpole-balance, pendulum) on the GPU at
+# 3. steps the tensor environments (quadrotor-hover, quadrotor-track, pendulum) on the GPU at
 #    ENVS environments and prints env-steps/s (device-side random actions, nothing copied back),
 #    after the same batch of CPU environments;
 # 4. runs PPO iterations on quadrotor-hover with the networks on the GPU (4,096 CPU
@@ -29,7 +29,7 @@ echo "== Vulkan devices"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 
 echo "== tensor environments on the GPU, $envs environments"
-for task in quadrotor-hover cartpole-balance pendulum; do
+for task in quadrotor-hover quadrotor-track pendulum; do
   timeout 120 "$bin" --device gpu bench sim --task "$task" --tensor --envs "$envs" \
     --measure-steps $(( envs * 20 )) --json | tee -a "$out/tensor.txt"
 done
