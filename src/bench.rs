@@ -228,3 +228,41 @@ pub fn flow_bench(
         update_seconds: update,
     })
 }
+
+/// Steps `envs` tensor environments of `task` on `device` with uniform random actions drawn on
+/// the device, through [`embodia_sim::tensor::TensorVecEnv::step_tensor`] (nothing comes back
+/// to the host but one reset count per measurement), until at least `env_steps` steps are
+/// taken, after a warm-up of one step. `threads` in the result is 0: the backend decides.
+pub fn tensor_sim_throughput(
+    task: &str,
+    envs: usize,
+    device: &burn::tensor::Device,
+    env_steps: u64,
+    seed: u64,
+) -> Result<SimThroughput, RunError> {
+    use burn::tensor::{Distribution, Tensor};
+    let mut env = embodia_sim::tensor::make_tensor(task, envs, device)?;
+    env.reset(seed);
+    let bounds = env.action_spec().bounds.clone();
+    let dim = bounds.dim();
+    let low = Tensor::<1>::from_floats(bounds.low.as_slice(), device).reshape([1, dim]);
+    let span = Tensor::<1>::from_floats(
+        bounds.low.iter().zip(&bounds.high).map(|(l, h)| (h - l).min(2e3)).collect::<Vec<_>>().as_slice(),
+        device,
+    )
+    .reshape([1, dim]);
+    let draw = || Tensor::<2>::random([envs, dim], Distribution::Default, device) * span.clone() + low.clone();
+    env.step_tensor(draw())?;
+    let mut ended = Tensor::<1>::zeros([envs], device);
+    let mut steps = 0u64;
+    let start = Instant::now();
+    while steps < env_steps {
+        let s = env.step_tensor(draw())?;
+        ended = ended + (s.terminated + s.truncated).clamp(0.0, 1.0);
+        steps += envs as u64;
+    }
+    // Reading the count waits for the device to finish the queued steps.
+    let resets = ended.sum().into_scalar::<f32>() as u64;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(SimThroughput { envs, threads: 0, env_steps: steps, resets, steps_per_s: steps as f64 / seconds })
+}

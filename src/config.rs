@@ -136,6 +136,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("pendulum", "ppo") => include_str!("../assets/configs/pendulum-ppo.toml"),
         ("mountain-car-continuous", "sac") => include_str!("../assets/configs/mountain-car-continuous-sac.toml"),
         ("mountain-car-continuous", "ppo") => include_str!("../assets/configs/mountain-car-continuous-ppo.toml"),
+        ("quadrotor-hover", "sac") => include_str!("../assets/configs/quadrotor-hover-sac.toml"),
         ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
         _ => return None,

@@ -16,6 +16,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Compute device for networks and tensor environments: cpu, or gpu (Vulkan; needs the
+    /// `gpu` cargo feature).
+    #[arg(long, global = true, default_value = "cpu")]
+    device: String,
 }
 
 #[derive(Subcommand)]
@@ -294,6 +298,10 @@ enum BenchCommand {
         /// Environment steps per measurement.
         #[arg(long = "measure-steps", default_value_t = 20_000)]
         measure_steps: u64,
+        /// Also measure the task's tensor environment on `--device` (stepped on the device with
+        /// device-side random actions, results left there).
+        #[arg(long)]
+        tensor: bool,
         /// Also print one JSON object with all results.
         #[arg(long)]
         json: bool,
@@ -391,6 +399,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    embodia::run::select_device(&cli.device)?;
     match cli.command {
         Command::List => list(),
         Command::Config { algo, task } => {
@@ -434,8 +443,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             bench: BenchCommand::Flow { tasks, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json },
         } => bench_flow(&tasks, &algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json),
-        Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, json } } => {
-            bench_sim(&settings, &envs, &threads, measure_steps, json)
+        Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, tensor, json } } => {
+            bench_sim(&settings, &envs, &threads, measure_steps, json)?;
+            if tensor { bench_tensor_sim(&settings, &envs, measure_steps, &cli.device, json) } else { Ok(()) }
         }
         Command::Bench { bench: BenchCommand::Deploy { run, hz, seconds, faults, seed, json } } => {
             bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
@@ -892,6 +902,25 @@ fn bench_deploy(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: 
     print!("{}", embodia::deployment::describe_bench(&r));
     if json {
         println!("{}", serde_json::to_string(&r)?);
+    }
+    Ok(())
+}
+
+fn bench_tensor_sim(settings: &Settings, envs: &[usize], steps: u64, device: &str, json: bool) -> anyhow::Result<()> {
+    let config = settings.resolve()?;
+    println!(
+        "bench sim --tensor: {} on {device}, device-side uniform random actions, at least {steps} env steps",
+        config.task
+    );
+    let mut results = Vec::new();
+    for &n in envs {
+        let r =
+            embodia::bench::tensor_sim_throughput(&config.task, n, &embodia::run::plain_device(), steps, config.seed)?;
+        println!("envs={:<8} tensor env_steps/s={:>12.0} resets={}", r.envs, r.steps_per_s, r.resets);
+        results.push(r);
+    }
+    if json {
+        println!("{}", serde_json::json!({ "task": config.task, "device": device, "tensor_results": results }));
     }
     Ok(())
 }

@@ -56,6 +56,9 @@ pub enum RunError {
     /// Metrics could not be read or curves drawn.
     #[error(transparent)]
     Plot(#[from] crate::plot::PlotError),
+    /// The compute device asked for is unknown or not compiled in.
+    #[error("--device: {0}")]
+    Device(String),
     /// A file could not be read or written.
     #[error("{path}: {message}")]
     Io {
@@ -70,9 +73,48 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |e| RunError::Io { path: path.display().to_string(), message: e.to_string() }
 }
 
-/// The compute device for training: burn's CPU backend with autodiff.
+/// The device `--device` selected for this process (first selection wins); unset means CPU.
+static SELECTED_DEVICE: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
+
+/// The names `--device` accepts.
+pub const DEVICES: [&str; 2] = ["cpu", "gpu"];
+
+/// The plain (non-autodiff) device called `name`: `cpu` is burn's flex backend, `gpu` the
+/// first GPU through burn's Vulkan backend (needs the `gpu` cargo feature and a Vulkan driver).
+pub fn named_device(name: &str) -> Result<Device, RunError> {
+    match name {
+        "cpu" => Ok(Device::flex()),
+        #[cfg(feature = "gpu")]
+        "gpu" => Ok(Device::vulkan(Default::default())),
+        #[cfg(not(feature = "gpu"))]
+        "gpu" => Err(RunError::Device(
+            "this embodia was built without the `gpu` feature; rebuild with `cargo build --release --features gpu`"
+                .into(),
+        )),
+        other => Err(RunError::Device(format!("unknown device `{other}`; valid devices: {}", DEVICES.join(", ")))),
+    }
+}
+
+/// Makes `name` (see [`named_device`]) the device [`default_device`] returns for the rest of
+/// the process. Errors on an unknown or unavailable device, or a second, different selection.
+pub fn select_device(name: &str) -> Result<(), RunError> {
+    let device = named_device(name)?;
+    let chosen = SELECTED_DEVICE.get_or_init(|| device.clone());
+    if *chosen != device {
+        return Err(RunError::Device(format!("a different device was already selected; cannot switch to `{name}`")));
+    }
+    Ok(())
+}
+
+/// The compute device for training: the selected one ([`select_device`]; burn's CPU backend
+/// by default), with autodiff.
 pub fn default_device() -> Device {
-    Device::flex().autodiff()
+    plain_device().autodiff()
+}
+
+/// The selected device without autodiff (where environments and inference run).
+pub fn plain_device() -> Device {
+    SELECTED_DEVICE.get().cloned().unwrap_or_else(Device::flex)
 }
 
 /// Builds the learner `config` describes for `env`.

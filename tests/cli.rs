@@ -893,3 +893,31 @@ fn sft_then_flow_rl_from_the_command_line() {
     let e = fail(d, &["train", "--task", "cartpole", "--algo", "sft", "--dataset", "data/reach-4", "--run-dir", "ds2", "--quiet"]);
     assert_mentions(&e, &["obs_dim", "action_dim"]);
 }
+
+fn device_selection_is_checked_before_any_work() {
+    let dir = tmp();
+    let msg = fail_at_once(dir.path(), &["--device", "tpu", "list"]);
+    assert_mentions(&msg, &["--device", "unknown device `tpu`", "cpu, gpu"]);
+    if !cfg!(feature = "gpu") {
+        let msg = fail_at_once(dir.path(), &["train", "--task", "quadrotor-hover", "--device", "gpu"]);
+        assert_mentions(&msg, &["built without the `gpu` feature", "--features gpu"]);
+    }
+}
+
+#[test]
+fn bench_sim_measures_quadrotor_cpu_and_tensor_environments() {
+    let dir = tmp();
+    let out = ok(
+        dir.path(),
+        &["bench", "sim", "--task", "quadrotor-hover", "--envs", "4", "--tensor", "--measure-steps", "400", "--json"],
+    );
+    let json: Vec<Value> =
+        out.stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(json.len(), 2, "{}", out.stdout);
+    let cpu = &json[0]["results"][0];
+    let tensor = &json[1]["tensor_results"][0];
+    for r in [cpu, tensor] {
+        assert_eq!(r["envs"], 4);
+        assert!(r["env_steps"].as_u64().unwrap() >= 400 && r["steps_per_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}

@@ -66,3 +66,35 @@ fn sac_with_pink_noise_solves_mountain_car() {
     let solved = steps_to_solve(&mut sac, env.as_mut(), 20_000);
     assert!(solved.is_some(), "SAC with pink noise did not reach 90 within 20k steps");
 }
+
+#[test]
+fn sac_learns_to_hover_the_quadrotor() {
+    // The quadrotor-hover preset of assets/configs/quadrotor-hover-sac.toml, on a short budget.
+    let config = SacConfig {
+        num_envs: 4,
+        batch_size: 128,
+        learning_starts: 5_000,
+        learning_rate: 1e-3,
+        init_alpha: 0.1,
+        hidden: vec![64, 64],
+        ..SacConfig::default()
+    };
+    let mut env = embodia_sim::make("quadrotor-hover", config.num_envs).unwrap();
+    env.reset(1);
+    let mut eval_env = embodia_sim::make("quadrotor-hover", 20).unwrap();
+    let mut sac = Sac::new(config, env.as_ref(), Device::flex().autodiff(), 1).unwrap();
+    let success = |sac: &Sac, eval_env: &mut dyn embodia_sim::VecEnv| {
+        evaluate(sac, eval_env, 777, false).unwrap().success_rate.expect("hover reports success")
+    };
+    let before = success(&sac, eval_env.as_mut());
+    let mut best = 0.0f64;
+    while sac.env_steps() < 60_000 {
+        sac.iterate(env.as_mut()).unwrap();
+        if sac.env_steps() >= 40_000 && sac.env_steps() % 4_000 == 0 {
+            best = best.max(success(&sac, eval_env.as_mut()));
+        }
+    }
+    eprintln!("quadrotor-hover success: {before} before, best {best} after 40k–60k steps");
+    assert_eq!(before, 0.0, "an untrained policy does not hover");
+    assert!(best >= 0.5, "SAC hovered (within 10 cm after 2 s) in only {best} of 20 episodes");
+}

@@ -22,7 +22,9 @@
 
 pub mod classic;
 pub mod demonstrations;
+pub mod dynamics;
 pub mod rapier;
+pub mod tensor;
 mod vec_env;
 pub mod view;
 
@@ -69,6 +71,9 @@ pub enum SimError {
     /// A robot description cannot be simulated (massless moving link, loop, bad actuator).
     #[error("invalid robot: {0}")]
     InvalidRobot(String),
+    /// The operation is not supported by this kind of environment (says which and why).
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// A physical state passed to a `set_state` hook is malformed (wrong length, non-finite,
     /// or environment index out of range).
     #[error("invalid state: {0}")]
@@ -81,6 +86,7 @@ static TASKS: LazyLock<Vec<TaskInfo>> = LazyLock::new(|| {
         let config = (t.config)();
         TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..t.info }
     }));
+    tasks.extend([classic::quadrotor::HOVER_INFO, classic::quadrotor::TRACK_INFO]);
     tasks
 });
 
@@ -108,7 +114,13 @@ pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Re
     match (name, config) {
         ("pendulum", None) => return Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
         ("mountain-car-continuous", None) => return Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),
-        ("pendulum" | "mountain-car-continuous", Some(_)) => {
+        ("quadrotor-hover", None) => {
+            return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::hover(), num_envs)?));
+        }
+        ("quadrotor-track", None) => {
+            return Ok(Box::new(classic::QuadrotorEnv::with_task(classic::Quadrotor::track(), num_envs)?));
+        }
+        ("pendulum" | "mountain-car-continuous" | "quadrotor-hover" | "quadrotor-track", Some(_)) => {
             return Err(SimError::InvalidTask(format!("task `{name}` is classic-control and takes no `env` config")));
         }
         _ => {}

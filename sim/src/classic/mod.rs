@@ -8,9 +8,11 @@
 
 pub mod mountain_car;
 pub mod pendulum;
+pub mod quadrotor;
 
 pub use mountain_car::MountainCarContinuous;
 pub use pendulum::Pendulum;
+pub use quadrotor::Quadrotor;
 
 use crate::{ActionSpec, EnvSnapshot, ObsSpec, RngState, SimError, StepBuffers, TaskInfo, VecEnv};
 use rand_chacha::ChaCha8Rng;
@@ -21,6 +23,8 @@ pub type PendulumEnv = ClassicEnv<Pendulum>;
 /// A batch of gymnasium `MountainCarContinuous-v0` environments (registry name
 /// `mountain-car-continuous`).
 pub type MountainCarContinuousEnv = ClassicEnv<MountainCarContinuous>;
+/// A batch of quadrotor environments (registry names `quadrotor-hover`, `quadrotor-track`).
+pub type QuadrotorEnv = ClassicEnv<Quadrotor>;
 
 /// Batches of at least this many environments are stepped in parallel with rayon; smaller ones
 /// sequentially on the calling thread. A classic-control env-step costs 25–65 ns, so a batch of
@@ -66,8 +70,9 @@ pub trait ClassicTask: Send + Sync + 'static {
     /// Writes the observation of `state` into `obs`, `[OBS_DIM]`.
     fn observe(&self, state: &Self::State, obs: &mut [f32]);
     /// Advances `state` by one control step under `action`, `[ACTION_DIM]` (finite, possibly
-    /// outside the bounds). `elapsed` is the number of steps already taken in the episode.
-    fn step(&self, state: &mut Self::State, action: &[f32], elapsed: u32) -> StepOutcome;
+    /// outside the bounds). `elapsed` is the number of steps already taken in the episode;
+    /// `rng` is the environment's generator (for tasks with noise).
+    fn step(&self, state: &mut Self::State, action: &[f32], elapsed: u32, rng: &mut ChaCha8Rng) -> StepOutcome;
     /// Flat form of `state`, `[STATE_DIM]`.
     fn state_to_f64(&self, state: &Self::State, out: &mut [f64]);
     /// State from its flat form, `[STATE_DIM]` (length already checked; values finite).
@@ -247,7 +252,7 @@ fn step_chunk<T: ClassicTask>(task: &T, c: Chunk<'_, T::State>) {
     let (od, ad) = (T::OBS_DIM, T::ACTION_DIM);
     let max_steps = task.info().max_episode_steps;
     for (i, (slot, rng)) in c.slots.iter_mut().zip(c.rngs.iter_mut()).enumerate() {
-        let out = task.step(&mut slot.state, &c.actions[i * ad..(i + 1) * ad], slot.elapsed);
+        let out = task.step(&mut slot.state, &c.actions[i * ad..(i + 1) * ad], slot.elapsed, rng);
         slot.elapsed += 1;
         slot.running_return += out.reward;
         let truncated = slot.elapsed >= max_steps;

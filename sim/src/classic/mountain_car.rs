@@ -126,7 +126,7 @@ impl ClassicTask for MountainCarContinuous {
     /// The first step of an episode (`elapsed == 0`) uses the state at full `f64` precision,
     /// like gymnasium right after `reset`; later steps use it rounded to `f32`, like gymnasium's
     /// stored state.
-    fn step(&self, s: &mut MountainCarState, action: &[f32], elapsed: u32) -> StepOutcome {
+    fn step(&self, s: &mut MountainCarState, action: &[f32], elapsed: u32, _rng: &mut ChaCha8Rng) -> StepOutcome {
         let a = action[0];
         let (x, v, terminated) = if elapsed == 0 {
             step_f64(s.position, s.velocity, a)
@@ -159,7 +159,7 @@ mod tests {
     fn left_wall_stops_the_car() {
         let task = MountainCarContinuous;
         let mut s = MountainCarState { position: -1.19, velocity: -0.05 };
-        let out = task.step(&mut s, &[-1.0], 1);
+        let out = task.step(&mut s, &[-1.0], 1, &mut rand_chacha::rand_core::SeedableRng::seed_from_u64(0));
         assert_eq!(s.position, f64::from(-1.2_f32));
         assert_eq!(s.velocity, 0.0);
         assert!(!out.terminated);
@@ -169,7 +169,7 @@ mod tests {
     fn goal_terminates_with_bonus_and_unclipped_action_cost() {
         let task = MountainCarContinuous;
         let mut s = MountainCarState { position: 0.44, velocity: 0.03 };
-        let out = task.step(&mut s, &[3.0], 5);
+        let out = task.step(&mut s, &[3.0], 5, &mut rand_chacha::rand_core::SeedableRng::seed_from_u64(0));
         assert!(out.terminated && out.success);
         assert_eq!(out.reward, 100.0 - 9.0 * 0.1);
     }
@@ -178,7 +178,7 @@ mod tests {
     fn velocity_is_clipped() {
         let task = MountainCarContinuous;
         let mut s = MountainCarState { position: -0.5, velocity: 0.0699 };
-        task.step(&mut s, &[1.0], 3);
+        task.step(&mut s, &[1.0], 3, &mut rand_chacha::rand_core::SeedableRng::seed_from_u64(0));
         assert_eq!(s.velocity, f64::from(0.07_f32));
     }
 }

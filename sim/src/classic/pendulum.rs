@@ -81,7 +81,7 @@ impl ClassicTask for Pendulum {
         obs[2] = s.theta_dot as f32;
     }
 
-    fn step(&self, s: &mut PendulumState, action: &[f32], _elapsed: u32) -> StepOutcome {
+    fn step(&self, s: &mut PendulumState, action: &[f32], _elapsed: u32, _rng: &mut ChaCha8Rng) -> StepOutcome {
         let p = &self.params;
         let (th, thdot) = (s.theta, s.theta_dot);
         // np.clip on an f32 array: bounds cast to f32.
@@ -128,7 +128,7 @@ mod tests {
     fn clipping_of_torque_and_speed() {
         let task = Pendulum::default();
         let mut s = PendulumState { theta: 0.0, theta_dot: 7.9 };
-        let out = task.step(&mut s, &[100.0], 0);
+        let out = task.step(&mut s, &[100.0], 0, &mut rand_chacha::rand_core::SeedableRng::seed_from_u64(0));
         assert_eq!(s.theta_dot, 8.0);
         // Torque clipped to 2: ctrl cost 0.004 (in f32).
         let expect = -(0.1 * 7.9 * 7.9 + f64::from(0.001_f32 * 4.0));
