@@ -1,4 +1,8 @@
 //! [`TensorEnv`]: a [`VecEnv`] whose state is a set of device tensors.
+//!
+//! Random draws (initial states, randomization, observation noise) come from the device's
+//! generator, which `reset(seed)` seeds: the same seed gives the same rollout only while no
+//! other user of that device draws random numbers in between (tests serialize on a lock).
 
 use super::batch::{BatchTask, Col};
 use crate::{ActionSpec, EnvSnapshot, ObsSpec, SimError, StepBuffers, TaskInfo, VecEnv};

@@ -5,6 +5,10 @@ use crate::classic::{Quadrotor, QuadrotorEnv};
 use crate::dynamics::flight::OBS_DIM as OBS;
 use burn::tensor::Tensor;
 
+/// Tensor environments draw from the device's generator, which `reset` seeds; tests running in
+/// parallel on one device would interleave their draws, so each test holds this lock.
+static DEVICE_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn device() -> Device {
     Device::flex()
 }
@@ -21,6 +25,7 @@ fn deterministic_hover() -> Quadrotor {
 
 #[test]
 fn tensor_quadrotor_follows_the_cpu_quadrotor() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let task = deterministic_hover();
     let n = 3;
     let mut cpu = QuadrotorEnv::with_task(task, n).unwrap();
@@ -43,6 +48,7 @@ fn tensor_quadrotor_follows_the_cpu_quadrotor() {
 
 #[test]
 fn hover_command_holds_and_succeeds_as_a_tensor_batch() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let task = deterministic_hover();
     let mut env = TensorEnv::new(BatchQuadrotor(task), 2, &device()).unwrap();
     let hover = 2.0 * task.hover_throttle() - 1.0;
@@ -61,6 +67,7 @@ fn hover_command_holds_and_succeeds_as_a_tensor_batch() {
 
 #[test]
 fn falling_quadrotors_terminate_and_reset() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let mut env = make_tensor("quadrotor-hover", 64, &device()).unwrap();
     let off = vec![-1.0; 64 * 4];
     let mut ended = vec![false; 64];
@@ -82,6 +89,7 @@ fn falling_quadrotors_terminate_and_reset() {
 
 #[test]
 fn pendulum_batch_truncates_at_its_time_limit() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let mut env = make_tensor("pendulum", 5, &device()).unwrap();
     let zero = vec![0.0; 5];
     for k in 1..=200 {
@@ -98,6 +106,7 @@ fn pendulum_batch_truncates_at_its_time_limit() {
 
 #[test]
 fn cartpole_balance_without_force_falls_and_swingup_starts_hanging() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let mut env = make_tensor("cartpole-balance", 8, &device()).unwrap();
     let zero = vec![0.0; 8];
     let mut lengths = Vec::new();
@@ -119,6 +128,7 @@ fn cartpole_balance_without_force_falls_and_swingup_starts_hanging() {
 
 #[test]
 fn tensor_envs_reject_bad_input_and_restore() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let mut env = make_tensor("cartpole-swingup", 2, &device()).unwrap();
     assert_eq!(env.step(&[0.0; 3]).err(), Some(SimError::ActionLength { expected: 2, got: 3 }));
     assert_eq!(env.step(&[0.0, f32::NAN]).err(), Some(SimError::NonFiniteAction { env: 1, index: 0 }));
@@ -134,6 +144,7 @@ fn tensor_envs_reject_bad_input_and_restore() {
 
 #[test]
 fn same_seed_same_rollout() {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let run = || {
         let mut env = make_tensor("quadrotor-track", 4, &device()).unwrap();
         env.reset(9);
