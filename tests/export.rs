@@ -261,3 +261,25 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn cli_exports_c_and_rust_and_reports_bad_runs() {
+    let dir = scratch_dir("cli");
+    let run = trained(&dir, ppo(Activation::Elu, true));
+    let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
+    for (format, files) in [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"])] {
+        let out = dir.join(format);
+        let o = embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut written: Vec<String> =
+            fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        written.sort();
+        assert_eq!(written, files);
+        assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), files.len(), "prints the files written");
+    }
+    let missing = dir.join("no-such-run");
+    let o = embodia(&["export", "--run", missing.to_str().unwrap(), "--format", "c", "--out", "x"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a run directory"), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::remove_dir_all(&dir).unwrap();
+}
