@@ -54,22 +54,25 @@ pub fn policy_of_run(dir: &Path) -> Result<PolicySpec, ExportRunError> {
 fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunError> {
     match &config.algo {
         AlgoConfig::Ppo(_) | AlgoConfig::Sac(_) => Ok(()),
-        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => Err(ExportRunError::NotExportable {
-            run: run.into(),
-            message: format!(
-                "a `{}` run has a multi-step flow policy, which cannot be exported as one forward pass; \
-                 distill it into a one-step policy first (`embodia distill`, not implemented yet). \
-                 PPO and SAC runs export directly",
-                config.algorithm
-            ),
-        }),
+        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => Err(not_exportable(config, run)),
+    }
+}
+
+fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
+    ExportRunError::NotExportable {
+        run: run.into(),
+        message: format!(
+            "a `{}` run has a multi-step flow policy, which cannot be exported as one forward pass; \
+             distill it into a one-step policy first (`embodia distill`, not implemented yet). \
+             PPO and SAC runs export directly",
+            config.algorithm
+        ),
     }
 }
 
 /// The deterministic policy of a PPO or SAC learner checkpoint `ckpt` trained with `config`;
 /// `source` names it in errors and in the generated files.
 pub fn policy_of_checkpoint(config: &TrainConfig, ckpt: &Checkpoint, source: &str) -> Result<PolicySpec, ExportRunError> {
-    check_exportable(config, source)?;
     let corrupt = |message: String| ExportRunError::Corrupt { run: source.into(), message };
     let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref()).map_err(RunError::from)?;
     let bounds = &env.action_spec().bounds;
@@ -92,7 +95,7 @@ pub fn policy_of_checkpoint(config: &TrainConfig, ckpt: &Checkpoint, source: &st
             ("model.actor.mean.layers", c.activation, ActionHead::Clip, normalizer)
         }
         AlgoConfig::Sac(c) => ("actor.net.layers", c.activation, ActionHead::SquashedAffine, None),
-        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => unreachable!("rejected by check_exportable"),
+        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => return Err(not_exportable(config, source)),
     };
     let spec = PolicySpec {
         source: format!("{source} ({}, task {})", config.algorithm, config.task),
