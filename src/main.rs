@@ -55,6 +55,19 @@ enum Command {
         #[arg(long, value_name = "FILE.rrd", conflicts_with = "viz")]
         viz_save: Option<PathBuf>,
     },
+    /// Export a PPO or SAC run's deterministic policy (observation normalization, MLP, action
+    /// scaling and clipping) as C99 source or a no_std Rust module.
+    Export {
+        /// Run directory.
+        #[arg(long)]
+        run: PathBuf,
+        /// Output format.
+        #[arg(long, value_parser = ["c", "rust", "onnx"])]
+        format: String,
+        /// Output directory (created; must not exist or be empty).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Evaluate a run's policy with deterministic actions, or a task's scripted expert
     /// (`--task NAME --expert scripted`).
     Eval {
@@ -414,6 +427,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 (false, None) => None,
             };
             train(&settings, run_dir, resume, quiet, target)
+        }
+        Command::Export { run, format, out } => {
+            let format = embodia::deploy::export::Format::parse(&format).expect("clap checked the format");
+            for file in embodia::export::export_run(&run, format, &out)? {
+                println!("{}", file.display());
+            }
+            Ok(())
         }
         Command::Eval {
             run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, ..

@@ -40,6 +40,16 @@ impl RunningNormalizer {
         &self.var
     }
 
+    /// Normalized values are clipped to `±clip`.
+    pub fn clip(&self) -> f32 {
+        self.clip
+    }
+
+    /// Added to the variance before the square root.
+    pub fn eps(&self) -> f64 {
+        self.eps
+    }
+
     /// Folds a batch `[n, dim]` (row-major) into the statistics. Allocation-free.
     pub fn update(&mut self, batch: &[f32]) {
         let dim = self.dim();

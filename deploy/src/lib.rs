@@ -9,6 +9,7 @@
 //!   joint ranges into a calibration.
 //! - [`control`]: the fixed-rate control loop with [`chunking`] (temporal ensembling) and the
 //!   [`safety`] layer; [`signal`]: Ctrl-C / SIGTERM as a safe stop.
+//! - [`export`]: one-step policies as C99, `no_std` Rust (and later ONNX) artifacts.
 #![warn(missing_docs)]
 
 pub mod calibrate;
@@ -17,6 +18,7 @@ pub mod control;
 pub mod control_table;
 pub mod driver;
 pub mod emulator;
+pub mod export;
 pub mod protocol;
 pub mod pty;
 pub mod safety;

@@ -1,0 +1,284 @@
+//! Exporting a one-step Gaussian MLP policy (PPO's mean, SAC's squashed mean) as a
+//! self-contained artifact that maps raw observations to raw commands.
+//!
+//! A [`PolicySpec`] holds everything the deterministic action needs: the observation
+//! normalizer, the MLP weights and activation, and the action head with the raw action bounds.
+//! [`PolicySpec::forward`] is the reference forward pass in plain f32 Rust; the generators
+//! ([`c`], [`rust`]) emit the same computation. [`write_export`] writes one format into a
+//! directory through a temporary sibling and a rename, so nothing half-written is left behind.
+
+pub mod c;
+pub mod rust;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Errors of exporting a policy, naming the field or file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The policy description is inconsistent.
+    #[error("invalid policy: {0}")]
+    Invalid(String),
+    /// A file or directory could not be written.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Hidden-layer nonlinearity of the exported MLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// `tanh(x)`.
+    Tanh,
+    /// `max(x, 0)`.
+    Relu,
+    /// `x` for `x > 0`, `exp(x) − 1` otherwise.
+    Elu,
+}
+
+impl Activation {
+    /// Applies the nonlinearity to one value.
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Self::Tanh => x.tanh(),
+            Self::Relu => x.max(0.0),
+            Self::Elu => {
+                if x > 0.0 {
+                    x
+                } else {
+                    x.exp() - 1.0
+                }
+            }
+        }
+    }
+}
+
+/// Per-feature observation standardization `clip((x − mean)/std, ±clip)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObsNormalizer {
+    /// Per-feature mean, `[obs_dim]`, raw observation units.
+    pub mean: Vec<f32>,
+    /// Per-feature standard deviation `√(var + ε)`, `[obs_dim]`, raw observation units.
+    pub std: Vec<f32>,
+    /// Normalized values are clipped to `±clip`.
+    pub clip: f32,
+}
+
+/// One affine layer `y = x·W + b`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dense {
+    /// Input features.
+    pub input: usize,
+    /// Output features.
+    pub output: usize,
+    /// `[input, output]`, row-major (burn's `Linear` layout).
+    pub weight: Vec<f32>,
+    /// `[output]`.
+    pub bias: Vec<f32>,
+}
+
+/// How the MLP's output becomes the raw action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionHead {
+    /// The first `action_dim` outputs are the action, clipped to `[low, high]` (PPO).
+    Clip,
+    /// `a = tanh(u)` of the first `action_dim` outputs, then `low + (a + 1)/2 · (high − low)`
+    /// (SAC; the remaining outputs are the unused log standard deviations).
+    SquashedAffine,
+}
+
+/// A one-step deterministic policy: raw observation `[obs_dim]` → raw action `[action_dim]`
+/// (action chunk of length 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    /// Where the policy came from (run directory, algorithm), written into the artifacts.
+    pub source: String,
+    /// Observation features.
+    pub obs_dim: usize,
+    /// Action dimensions.
+    pub action_dim: usize,
+    /// Observation normalization, if the policy was trained with one.
+    pub normalizer: Option<ObsNormalizer>,
+    /// The MLP layers in order; the activation follows every layer but the last.
+    pub layers: Vec<Dense>,
+    /// Hidden activation.
+    pub activation: Activation,
+    /// Action head.
+    pub head: ActionHead,
+    /// Lower action bounds, `[action_dim]`, raw command units.
+    pub action_low: Vec<f32>,
+    /// Upper action bounds, `[action_dim]`, raw command units.
+    pub action_high: Vec<f32>,
+}
+
+impl PolicySpec {
+    /// Checks that shapes chain and every number is finite.
+    pub fn validate(&self) -> Result<(), ExportError> {
+        let bad = |m: String| Err(ExportError::Invalid(m));
+        if self.layers.is_empty() {
+            return bad("no layers".into());
+        }
+        if let Some(n) = &self.normalizer {
+            if n.mean.len() != self.obs_dim || n.std.len() != self.obs_dim {
+                return bad(format!("normalizer has {}/{} features, obs_dim is {}", n.mean.len(), n.std.len(), self.obs_dim));
+            }
+            if n.std.iter().any(|&s| !(s > 0.0 && s.is_finite())) || n.mean.iter().any(|m| !m.is_finite()) {
+                return bad("normalizer has a non-finite mean or a non-positive std".into());
+            }
+        }
+        let mut width = self.obs_dim;
+        for (i, l) in self.layers.iter().enumerate() {
+            if l.input != width || l.weight.len() != l.input * l.output || l.bias.len() != l.output {
+                return bad(format!("layer {i}: shape [{}, {}] does not chain from width {width}", l.input, l.output));
+            }
+            if l.weight.iter().chain(&l.bias).any(|x| !x.is_finite()) {
+                return bad(format!("layer {i} has a non-finite weight"));
+            }
+            width = l.output;
+        }
+        let needed = match self.head {
+            ActionHead::Clip => self.action_dim,
+            ActionHead::SquashedAffine => 2 * self.action_dim,
+        };
+        if width != needed {
+            return bad(format!("the last layer has {width} outputs, the {:?} head needs {needed}", self.head));
+        }
+        if self.action_low.len() != self.action_dim || self.action_high.len() != self.action_dim {
+            return bad("action bounds do not have action_dim entries".into());
+        }
+        if self.action_low.iter().zip(&self.action_high).any(|(l, h)| !(l <= h && l.is_finite() && h.is_finite())) {
+            return bad("action bounds must be finite with low ≤ high".into());
+        }
+        Ok(())
+    }
+
+    /// The widest layer, the size of each of the two scratch buffers a forward pass needs.
+    pub fn max_width(&self) -> usize {
+        self.layers.iter().map(|l| l.output).chain([self.obs_dim]).max().unwrap_or(0)
+    }
+
+    /// Reference forward pass: raw observation `obs` (`[obs_dim]`) → raw action `action`
+    /// (`[action_dim]`), using `scratch` (`2 · max_width()` floats) and no other memory.
+    pub fn forward(&self, obs: &[f32], action: &mut [f32], scratch: &mut [f32]) {
+        let w = self.max_width();
+        let (mut a, mut b) = scratch[..2 * w].split_at_mut(w);
+        for (j, x) in a[..self.obs_dim].iter_mut().enumerate() {
+            *x = match &self.normalizer {
+                Some(n) => ((obs[j] - n.mean[j]) / n.std[j]).clamp(-n.clip, n.clip),
+                None => obs[j],
+            };
+        }
+        let last = self.layers.len() - 1;
+        for (i, l) in self.layers.iter().enumerate() {
+            for (o, y) in b[..l.output].iter_mut().enumerate() {
+                let mut s = l.bias[o];
+                for (k, x) in a[..l.input].iter().enumerate() {
+                    s += x * l.weight[k * l.output + o];
+                }
+                *y = if i < last { self.activation.apply(s) } else { s };
+            }
+            std::mem::swap(&mut a, &mut b);
+        }
+        for (j, y) in action.iter_mut().enumerate().take(self.action_dim) {
+            let (lo, hi) = (self.action_low[j], self.action_high[j]);
+            *y = match self.head {
+                ActionHead::Clip => a[j].clamp(lo, hi),
+                ActionHead::SquashedAffine => lo + 0.5 * (a[j].tanh() + 1.0) * (hi - lo),
+            };
+        }
+    }
+}
+
+/// An export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// C99 header + source ([`c`]).
+    C,
+    /// A `no_std` Rust module ([`rust`]).
+    Rust,
+    /// ONNX (not implemented yet).
+    Onnx,
+}
+
+impl Format {
+    /// Parses `c`, `rust` or `onnx`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "c" => Some(Self::C),
+            "rust" => Some(Self::Rust),
+            "onnx" => Some(Self::Onnx),
+            _ => None,
+        }
+    }
+}
+
+/// Files of `spec` in `format`: (file name, contents).
+pub fn render(spec: &PolicySpec, format: Format) -> Result<Vec<(String, String)>, ExportError> {
+    spec.validate()?;
+    match format {
+        Format::C => Ok(c::render(spec)),
+        Format::Rust => Ok(rust::render(spec)),
+        Format::Onnx => Err(ExportError::Invalid(
+            "ONNX export is not implemented yet; use --format c or --format rust".into(),
+        )),
+    }
+}
+
+/// Writes `spec` in `format` into the directory `out` (created; an existing `out` must be
+/// empty or absent). Files are written into a temporary sibling directory first and renamed
+/// into place, so an error leaves nothing behind. Returns the paths written.
+pub fn write_export(spec: &PolicySpec, format: Format, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    let files = render(spec, format)?;
+    if out.exists() {
+        let empty = fs::read_dir(out).map_err(io(out))?.next().is_none();
+        if !empty {
+            return Err(ExportError::Io {
+                path: out.display().to_string(),
+                message: "exists and is not empty; choose another --out".into(),
+            });
+        }
+        fs::remove_dir(out).map_err(io(out))?;
+    }
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "export".into());
+    let tmp = out.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    let result = (|| {
+        fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        for (file, text) in &files {
+            let p = tmp.join(file);
+            fs::write(&p, text).map_err(io(&p))?;
+        }
+        fs::rename(&tmp, out).map_err(io(out))
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    Ok(files.iter().map(|(f, _)| out.join(f)).collect())
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
+    move |e| ExportError::Io { path: path.display().to_string(), message: e.to_string() }
+}
+
+/// `x` as a Rust/C float literal that round-trips exactly (`{:?}` prints the shortest
+/// representation that parses back to the same f32).
+pub(crate) fn float_literal(x: f32) -> String {
+    let s = format!("{x:?}");
+    if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
+}
+
+/// `values` as comma-separated literals with `suffix`, eight to a line.
+pub(crate) fn float_list(values: &[f32], suffix: &str, indent: &str) -> String {
+    values
+        .chunks(8)
+        .map(|row| {
+            let items: Vec<String> = row.iter().map(|&x| format!("{}{suffix}", float_literal(x))).collect();
+            format!("{indent}{},", items.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

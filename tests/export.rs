@@ -1,0 +1,285 @@
+//! `embodia export` (issue 7): each exported format maps 1,000 random raw observations to the
+//! raw actions `embodia eval` takes (the learner's deterministic `act`) within 1e-5, relative to
+//! max(1, |action|). The C export is compiled with the host `cc`, the no_std Rust module with
+//! `rustc` as a `#![no_std]` library driven by a std binary.
+//!
+//! Run with `cargo test --release --test export`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use embodia::algos::{PpoConfig, SacConfig, SftConfig};
+use embodia::config::{AlgoConfig, TrainConfig};
+use embodia::deploy::export::{Format, PolicySpec, write_export};
+use embodia::export::{ExportRunError, policy_of_run};
+use embodia::policies::Activation;
+use embodia::run::{Run, load_learner};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const SAMPLES: usize = 1000;
+const TOLERANCE: f32 = 1e-5;
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("embodia-export-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn config(algorithm: &str, algo: AlgoConfig, total_steps: u64) -> TrainConfig {
+    TrainConfig {
+        task: "pendulum".into(),
+        algorithm: algorithm.into(),
+        seed: 3,
+        total_steps,
+        eval_episodes: 1,
+        checkpoint_every: 100,
+        algo,
+        env: None,
+    }
+}
+
+fn ppo(activation: Activation, normalize_obs: bool) -> TrainConfig {
+    let algo = PpoConfig {
+        num_envs: 4,
+        steps_per_env: 32,
+        mini_batches: 2,
+        epochs: 2,
+        hidden: vec![32, 24],
+        activation,
+        normalize_obs,
+        ..PpoConfig::default()
+    };
+    config("ppo", AlgoConfig::Ppo(algo), 256)
+}
+
+fn sac() -> TrainConfig {
+    let algo = SacConfig {
+        num_envs: 1,
+        batch_size: 32,
+        buffer_size: 1000,
+        learning_starts: 50,
+        steps_per_iteration: 100,
+        hidden: vec![32, 32],
+        ..SacConfig::default()
+    };
+    config("sac", AlgoConfig::Sac(algo), 200)
+}
+
+/// A run trained for its (tiny) budget in `dir`, so weights and normalizer are not at init.
+fn trained(dir: &Path, config: TrainConfig) -> PathBuf {
+    let run_dir = dir.join("run");
+    let mut run = Run::create(&run_dir, config).unwrap();
+    run.train(&mut []).unwrap();
+    run_dir
+}
+
+/// Random raw observations `[SAMPLES, obs_dim]`, wide enough that the normalizer's clip bites,
+/// and the actions `embodia eval` takes for them.
+fn reference(run: &Path) -> (Vec<f32>, Vec<f32>, usize, usize) {
+    let (_, learner) = load_learner(run).unwrap();
+    let spec = policy_of_run(run).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let obs: Vec<f32> = (0..SAMPLES * spec.obs_dim).map(|_| rng.random_range(-10.0..10.0)).collect();
+    let mut actions = vec![0.0; SAMPLES * spec.action_dim];
+    learner.act(&obs, &mut actions, None).unwrap();
+    (obs, actions, spec.obs_dim, spec.action_dim)
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    let spread = want.iter().fold(0f32, |m, a| m.max(a.abs()));
+    assert!(spread > 1e-3, "{what}: the reference actions are all ~0, the comparison would be weak");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= TOLERANCE * w.abs().max(1.0), "{what}: action {i}: {g} vs embodia's {w}");
+    }
+}
+
+fn reference_forward(spec: &PolicySpec, obs: &[f32]) -> Vec<f32> {
+    let mut scratch = vec![0.0; 2 * spec.max_width()];
+    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.action_dim];
+    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.action_dim)) {
+        spec.forward(o, a, &mut scratch);
+    }
+    out
+}
+
+fn as_text(values: &[f32]) -> String {
+    values.iter().fold(String::new(), |mut s, v| {
+        let _ = writeln!(s, "{v:?}");
+        s
+    })
+}
+
+fn run_driver(exe: &Path, obs: &[f32]) -> Vec<f32> {
+    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(as_text(obs).as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{} failed", exe.display());
+    String::from_utf8(out.stdout).unwrap().split_whitespace().map(|t| t.parse().unwrap()).collect()
+}
+
+fn check_c(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("SKIPPED C export check: no C compiler `cc` on PATH");
+        return;
+    }
+    let out = dir.join("c");
+    write_export(spec, Format::C, &out).unwrap();
+    fs::write(
+        out.join("main.c"),
+        format!(
+            "#include <stdio.h>\n#include \"embodia_policy.h\"\n\
+             int main(void) {{ float o[EMBODIA_POLICY_OBS_DIM], a[EMBODIA_POLICY_ACTION_DIM]; int n, j;\n\
+             for (n = 0; n < {SAMPLES}; ++n) {{\n\
+             for (j = 0; j < EMBODIA_POLICY_OBS_DIM; ++j) if (scanf(\"%f\", &o[j]) != 1) return 1;\n\
+             embodia_policy_forward(o, a);\n\
+             for (j = 0; j < EMBODIA_POLICY_ACTION_DIM; ++j) printf(\"%.9g\\n\", a[j]); }}\n\
+             return 0; }}\n"
+        ),
+    )
+    .unwrap();
+    let exe = out.join("policy");
+    let status = Command::new("cc")
+        .args(["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-o"])
+        .arg(&exe)
+        .arg(out.join("main.c"))
+        .arg(out.join("embodia_policy.c"))
+        .arg("-lm")
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc failed on the exported C");
+    assert_close("C export", &run_driver(&exe, obs), want);
+}
+
+fn check_rust(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
+    let out = dir.join("rust");
+    write_export(spec, Format::Rust, &out).unwrap();
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    fs::write(out.join("lib.rs"), "#![no_std]\n#![deny(warnings)]\npub mod embodia_policy;\n").unwrap();
+    let lib = Command::new(&rustc)
+        .args(["--edition", "2021", "--crate-type", "rlib", "--crate-name", "policy", "-O", "--out-dir"])
+        .arg(&out)
+        .arg(out.join("lib.rs"))
+        .status()
+        .unwrap();
+    assert!(lib.success(), "rustc failed on the exported no_std module");
+    fs::write(
+        out.join("main.rs"),
+        "use policy::embodia_policy::{forward, ACTION_DIM, OBS_DIM};\n\
+         fn main() {\n\
+         let mut text = String::new();\n\
+         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).unwrap();\n\
+         let v: Vec<f32> = text.split_whitespace().map(|t| t.parse().unwrap()).collect();\n\
+         for o in v.chunks(OBS_DIM) {\n\
+         let mut a = [0.0f32; ACTION_DIM];\n\
+         forward(o.try_into().unwrap(), &mut a);\n\
+         for x in a { println!(\"{x:?}\"); } } }\n",
+    )
+    .unwrap();
+    let exe = out.join("driver");
+    let bin = Command::new(&rustc)
+        .args(["--edition", "2021", "-O", "-L"])
+        .arg(&out)
+        .arg("--extern")
+        .arg(format!("policy={}", out.join("libpolicy.rlib").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(out.join("main.rs"))
+        .status()
+        .unwrap();
+    assert!(bin.success(), "rustc failed on the driver");
+    assert_close("no_std Rust export", &run_driver(&exe, obs), want);
+}
+
+fn check_all_formats(name: &str, config: TrainConfig) {
+    let dir = scratch_dir(name);
+    let run = trained(&dir, config);
+    let spec = policy_of_run(&run).unwrap();
+    let (obs, want, ..) = reference(&run);
+    assert_close("reference forward", &reference_forward(&spec, &obs), &want);
+    check_c(&dir, &spec, &obs, &want);
+    check_rust(&dir, &spec, &obs, &want);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ppo_elu_with_normalizer_exports_exactly() {
+    check_all_formats("ppo-elu", ppo(Activation::Elu, true));
+}
+
+#[test]
+fn ppo_tanh_without_normalizer_exports_exactly() {
+    check_all_formats("ppo-tanh", ppo(Activation::Tanh, false));
+}
+
+#[test]
+fn sac_squashed_relu_exports_exactly() {
+    check_all_formats("sac", sac());
+}
+
+#[test]
+fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
+    let dir = scratch_dir("bad");
+    // A flow-policy run: refused before its checkpoint is read, pointing at distillation.
+    let flow = dir.join("flow");
+    fs::create_dir_all(&flow).unwrap();
+    let sft = config("sft", AlgoConfig::Sft(SftConfig::default()), 100);
+    fs::write(flow.join("config.toml"), sft.to_toml()).unwrap();
+    let err = policy_of_run(&flow).unwrap_err();
+    assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
+    assert!(err.to_string().contains("distill") && err.to_string().contains("not implemented"), "{err}");
+
+    // A run whose tensors file is truncated: reported as corrupt, nothing written.
+    let run = trained(&dir, ppo(Activation::Elu, true));
+    let tensors = run.join("checkpoint").join(embodia::algos::TENSORS_FILE);
+    let bytes = fs::read(&tensors).unwrap();
+    fs::write(&tensors, &bytes[..bytes.len() / 2]).unwrap();
+    let out = dir.join("out");
+    let err = embodia::export::export_run(&run, Format::C, &out).unwrap_err();
+    assert!(matches!(err, ExportRunError::Corrupt { .. }), "{err}");
+    assert!(!out.exists());
+
+    // A non-empty output directory is not overwritten.
+    fs::write(&tensors, &bytes).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    fs::write(out.join("keep.txt"), "mine").unwrap();
+    let err = embodia::export::export_run(&run, Format::Rust, &out).unwrap_err();
+    assert!(err.to_string().contains("not empty"), "{err}");
+    assert_eq!(fs::read_dir(&out).unwrap().count(), 1);
+    // ONNX is not implemented yet and says so, leaving no directory.
+    let err = embodia::export::export_run(&run, Format::Onnx, &dir.join("onnx")).unwrap_err();
+    assert!(err.to_string().contains("not implemented"), "{err}");
+    assert!(!dir.join("onnx").exists());
+    // Nothing temporary is left beside the outputs.
+    let leftovers: Vec<_> =
+        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.contains(".tmp")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn cli_exports_c_and_rust_and_reports_bad_runs() {
+    let dir = scratch_dir("cli");
+    let run = trained(&dir, ppo(Activation::Elu, true));
+    let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
+    for (format, files) in [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"])] {
+        let out = dir.join(format);
+        let o = embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut written: Vec<String> =
+            fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        written.sort();
+        assert_eq!(written, files);
+        assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), files.len(), "prints the files written");
+    }
+    let missing = dir.join("no-such-run");
+    let o = embodia(&["export", "--run", missing.to_str().unwrap(), "--format", "c", "--out", "x"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a run directory"), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::remove_dir_all(&dir).unwrap();
+}
