@@ -894,6 +894,7 @@ fn sft_then_flow_rl_from_the_command_line() {
     assert_mentions(&e, &["obs_dim", "action_dim"]);
 }
 
+#[test]
 fn device_selection_is_checked_before_any_work() {
     let dir = tmp();
     let msg = fail_at_once(dir.path(), &["--device", "tpu", "list"]);
