@@ -15,6 +15,7 @@ use embodia_deploy::control::{ControlLoop, CycleKind, LoopConfig, Policy, Summar
 use embodia_deploy::safety::{Action, Mode, Reason, Safety, SafetyConfig, SafetyEvent};
 use embodia_deploy::state::{IoError, JointState, RobotIo};
 use embodia_robots::HardwareMap;
+use embodia_sim::demonstrations::{Demonstrations, Episode};
 use embodia_sim::rapier::kinematics::Ik;
 use embodia_sim::rapier::scene::{Scene, SceneSpec};
 use embodia_sim::rapier::task::{ActionKind, ObsKind, SuccessTerm};
@@ -64,6 +65,11 @@ pub struct TaskPolicy {
     command: Vec<f32>,
     /// Target of the reach command, m, in the base frame.
     pub target: [f32; 3],
+    /// Name of the run's task.
+    task: String,
+    /// The episode being recorded (`deploy --record`): the observation and the clipped action
+    /// of every cycle the policy ran; rewards are 0 (there is no reward on hardware).
+    pub recording: Option<Episode>,
 }
 
 impl TaskPolicy {
@@ -124,8 +130,21 @@ impl TaskPolicy {
             last_action: vec![0.0; n],
             command: vec![0.0; na],
             target: [0.0; 3],
+            recording: None,
+            task: config.task.clone(),
             spec,
         })
+    }
+
+    /// `episodes` recorded by [`deploy`] at `hz`, as demonstrations of this policy's task.
+    pub fn demonstrations(&self, episodes: Vec<Episode>, hz: f64) -> Demonstrations {
+        Demonstrations {
+            task: self.task.clone(),
+            fps: hz as f32,
+            obs_dim: self.obs.len(),
+            action_dim: self.last_action.len(),
+            episodes,
+        }
     }
 
     /// The task and robot.
@@ -238,6 +257,11 @@ impl Policy for TaskPolicy {
         let clip = self.spec.config.action.clip;
         for (l, a) in self.last_action.iter_mut().zip(&self.action) {
             *l = a.clamp(-clip, clip);
+        }
+        if let Some(ep) = &mut self.recording {
+            ep.observations.extend_from_slice(&self.obs);
+            ep.actions.extend_from_slice(&self.last_action);
+            ep.rewards.push(0.0);
         }
         self.goals_of_action(goals);
         Ok(())
@@ -380,6 +404,10 @@ pub struct DeployReport {
     pub interventions: std::collections::BTreeMap<String, usize>,
     /// Whether a stop request (Ctrl-C, SIGTERM) or the safety layer ended the run early.
     pub stopped_early: Option<String>,
+    /// The episodes' observations and clipped actions, with [`DeploySettings::record`] (an
+    /// episode ended early is kept, unsuccessful); rewards are 0.
+    #[serde(skip)]
+    pub recorded: Vec<Episode>,
 }
 
 /// Short name of an intervention's reason, for counts.
@@ -420,6 +448,8 @@ pub struct DeploySettings {
     pub seed: u64,
     /// Safety limits.
     pub safety: SafetyConfig,
+    /// Record every episode's observations and actions into [`DeployReport::recorded`].
+    pub record: bool,
 }
 
 /// The robot a deployment drives.
@@ -448,6 +478,7 @@ pub fn deploy(
     let mut events = Vec::new();
     let mut timing = embodia_deploy::control::Timing::default();
     let mut stopped_early = None;
+    let mut recorded = Vec::new();
     let home = policy.home();
     for _ in 0..settings.episodes {
         let io: &mut dyn RobotIo = match &mut target {
@@ -472,6 +503,7 @@ pub fn deploy(
                 *io
             }
         };
+        policy.recording = settings.record.then(Episode::default);
         let safety = Safety::new(settings.safety.clone(), map, period);
         let mut lp = ControlLoop::new(io, policy, safety, config.clone());
         let mut last = CycleKind::Sent;
@@ -499,6 +531,9 @@ pub fn deploy(
         let d = policy.distance(&position);
         let success = policy.success_distance().is_some_and(|r| d <= r) && stopped_early.is_none();
         episodes.push(EpisodeOutcome { target: policy.target, final_position, final_distance: d, success, cycles: ran });
+        if let Some(ep) = policy.recording.take() {
+            recorded.push(Episode { success, ..ep });
+        }
         if stopped_early.is_some() {
             break;
         }
@@ -508,7 +543,7 @@ pub fn deploy(
         *interventions.entry(reason_name(e)).or_insert(0) += 1;
     }
     let success_rate = episodes.iter().filter(|e| e.success).count() as f64 / episodes.len().max(1) as f64;
-    Ok(DeployReport { episodes, success_rate, timing: TimingReport::of(&timing), interventions, stopped_early })
+    Ok(DeployReport { episodes, success_rate, timing: TimingReport::of(&timing), interventions, stopped_early, recorded })
 }
 
 /// Loads a run's policy for `map` (the learner as `embodia eval` loads it).
@@ -670,6 +705,7 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                 home_cycles: (hz / 2.0) as u64,
                 seed,
                 safety: SafetyConfig::default(),
+                record: false,
             };
             let r = deploy(&mut policy, Target::Servos(&mut robot), &map, &settings, &|| false)?;
             (r.timing, format!("{} (reach episodes)", run.display()), Some((r.episodes.len(), r.success_rate)))

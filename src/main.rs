@@ -223,6 +223,10 @@ struct DeployArgs {
     /// Seed of the targets.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Record the episodes (observations and actions at the control rate) into a new LeRobot
+    /// v3 dataset in this directory.
+    #[arg(long)]
+    record: Option<PathBuf>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -819,7 +823,16 @@ fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         home_cycles: hz as u64,
         seed,
         safety: embodia::deploy::SafetyConfig::default(),
+        record: args.record.is_some(),
     };
+    if let Some(dir) = &args.record {
+        // Refuse an occupied directory before the robot moves, not after.
+        anyhow::ensure!(
+            std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none()),
+            "{}: not empty; choose another --record directory",
+            dir.display()
+        );
+    }
     embodia::deploy::signal::install_stop_handler()?;
     let stop = embodia::deploy::signal::stop_requested;
     let target = if sim { "the rapier simulation" } else if port.is_some() { "the servo bus" } else { "the servo emulator" };
@@ -850,6 +863,12 @@ fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         print!("{}", deployment::describe(&report));
+    }
+    if let Some(dir) = &args.record {
+        let demos = policy.demonstrations(report.recorded, hz);
+        let options = embodia::dataset::WriteOptions { robot_type: Some(robot.to_string()), ..Default::default() };
+        embodia::dataset::save(&demos, dir, &options, false)?;
+        eprintln!("recorded {} episodes ({} frames) into {}", demos.episodes.len(), demos.num_steps(), dir.display());
     }
     Ok(())
 }

@@ -113,8 +113,19 @@ fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
         embodia(&dir, &["train", "--task", "reach", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/r", "--quiet"]);
     assert_eq!(code, Some(0), "{err}");
     for target in ["--dry-run", "--sim"] {
-        let (code, out, err) = embodia(&dir, &["deploy", "--run", "runs/r", target, "--episodes", "1", "--hz", "100", "--json"]);
+        let record = format!("data/{}", target.trim_start_matches('-'));
+        let args = ["deploy", "--run", "runs/r", target, "--episodes", "1", "--hz", "100", "--json", "--record", &record];
+        let (code, out, err) = embodia(&dir, &args);
         assert_eq!(code, Some(0), "{target}: {err}");
+        // The recorded dataset holds the episode's observations and actions, one per cycle.
+        let data = embodia::dataset::read(&dir.join(&record)).unwrap();
+        let demos = &data.demonstrations;
+        assert_eq!((demos.task.as_str(), demos.fps, demos.episodes.len()), ("reach", 100.0, 1));
+        assert!((190..=200).contains(&demos.episodes[0].len()), "{} frames", demos.episodes[0].len());
+        assert!(demos.episodes[0].actions.iter().all(|a| a.is_finite() && a.abs() <= 1.0));
+        let (code, _, err) = embodia(&dir, &args);
+        assert_ne!(code, Some(0), "recording into an occupied directory must be refused");
+        assert!(err.contains("not empty"), "{err}");
         let report: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(report["episodes"].as_array().unwrap().len(), 1, "{out}");
         assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
