@@ -2,15 +2,16 @@
 //! on a servo bus (real, or the emulator on a pseudo-terminal) or in the rapier simulation,
 //! through the same control loop and safety layer.
 //!
-//! The policy is the run's learner loaded in process, as `embodia eval` loads it, taking its
-//! deterministic (mean) action; the exported one-step policy of the export issue is not used
-//! yet. Observations are built from the measured joint state exactly as the task's
+//! The policy is the run's exported one-step policy ([`PolicySpec`], what `embodia export`
+//! writes as C or Rust): its plain-f32 forward pass runs in the loop, with no burn and no
+//! allocation, and a run that cannot be exported (a multi-step flow policy) is refused with the
+//! export's "distill first" message. Observations are built from the measured joint state exactly as the task's
 //! observation terms build them in simulation ([`TaskPolicy::observe`]; a test compares the
 //! two), with the end effector from forward kinematics of the measured joint positions.
 
 use std::path::Path;
 
-use embodia_algos::Learner;
+use embodia_deploy::export::PolicySpec;
 use embodia_deploy::control::{ControlLoop, CycleKind, LoopConfig, Policy, Summary, summarize};
 use embodia_deploy::safety::{Action, Mode, Reason, Safety, SafetyConfig, SafetyEvent};
 use embodia_deploy::state::{IoError, JointState, RobotIo};
@@ -40,18 +41,18 @@ pub enum DeployError {
     /// Robot I/O failed outside the loop (torque on, homing).
     #[error("robot I/O failed")]
     Io(#[from] IoError),
-    /// The learner failed.
-    #[error(transparent)]
-    Algo(#[from] embodia_algos::AlgoError),
     /// The simulator failed.
     #[error(transparent)]
     Sim(#[from] embodia_sim::SimError),
 }
 
-/// A run's policy on measured joint state: builds the task's observation, takes the learner's
-/// deterministic action and turns it into joint position goals as the task's action term does.
+/// A run's policy on measured joint state: builds the task's observation, runs the exported
+/// policy's forward pass and turns its action into joint position goals as the task's action
+/// term does.
 pub struct TaskPolicy {
-    learner: Box<dyn Learner>,
+    policy: PolicySpec,
+    /// Forward-pass scratch, `[2 × max layer width]`.
+    scratch: Vec<f32>,
     spec: SceneSpec,
     ik: Ik,
     /// Actuated-joint index of each hardware-map joint.
@@ -73,8 +74,8 @@ pub struct TaskPolicy {
 }
 
 impl TaskPolicy {
-    /// The policy of `learner` trained with `config`, for the joints of `map`.
-    pub fn new(config: &TrainConfig, learner: Box<dyn Learner>, map: &HardwareMap) -> Result<Self, DeployError> {
+    /// The exported `policy` of a run trained with `config`, for the joints of `map`.
+    pub fn new(config: &TrainConfig, policy: PolicySpec, map: &HardwareMap) -> Result<Self, DeployError> {
         let fail = |message: String| DeployError::Task { task: config.task.clone(), message };
         let task = config
             .env
@@ -119,8 +120,15 @@ impl TaskPolicy {
         }
         let ee = spec.end_effector.unwrap_or(0);
         let (na, n) = (actuated.len(), spec.num_actions());
+        if (policy.obs_dim, policy.action_dim) != (spec.obs_dim, n) {
+            return Err(fail(format!(
+                "the policy maps {} observations to {} actions, the task has {} and {}",
+                policy.obs_dim, policy.action_dim, spec.obs_dim, n
+            )));
+        }
         Ok(Self {
-            learner,
+            scratch: vec![0.0; 2 * policy.max_width()],
+            policy,
             ik: Ik::new(&spec.model, ee),
             joint_index,
             q: vec![0.0; na],
@@ -253,7 +261,7 @@ impl Policy for TaskPolicy {
 
     fn predict(&mut self, state: &JointState, goals: &mut [f64]) -> Result<(), String> {
         self.observe(state);
-        self.learner.act(&self.obs, &mut self.action, None).map_err(|e| e.to_string())?;
+        self.policy.forward(&self.obs, &mut self.action, &mut self.scratch);
         let clip = self.spec.config.action.clip;
         for (l, a) in self.last_action.iter_mut().zip(&self.action) {
             *l = a.clamp(-clip, clip);
@@ -546,10 +554,11 @@ pub fn deploy(
     Ok(DeployReport { episodes, success_rate, timing: TimingReport::of(&timing), interventions, stopped_early, recorded })
 }
 
-/// Loads a run's policy for `map` (the learner as `embodia eval` loads it).
+/// Loads a run's exported policy for `map`.
 pub fn load_policy(run: &Path, map: &HardwareMap) -> anyhow::Result<TaskPolicy> {
-    let (config, learner) = crate::run::load_learner(run)?;
-    Ok(TaskPolicy::new(&config, learner, map)?)
+    let config = TrainConfig::from_file(&run.join(crate::run::CONFIG_FILE))?;
+    let policy = crate::export::policy_of_run(run)?;
+    Ok(TaskPolicy::new(&config, policy, map)?)
 }
 
 /// A one-line-per-figure summary of a deployment.

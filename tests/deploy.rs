@@ -38,7 +38,8 @@ fn the_deployed_observation_is_the_simulators() {
     let config = resolve(&ConfigSources { task: Some("reach"), algorithm: Some("ppo"), ..Default::default() }).unwrap();
     let env = embodia::sim::make("reach", 1).unwrap();
     let learner = embodia::run::build_learner(&config, env.as_ref(), &embodia::run::default_device()).unwrap();
-    let mut policy = TaskPolicy::new(&config, learner, &so101_map()).unwrap();
+    let exported = embodia::export::policy_of_checkpoint(&config, &learner.checkpoint().unwrap(), "untrained").unwrap();
+    let mut policy = TaskPolicy::new(&config, exported, &so101_map()).unwrap();
     let task = embodia::sim::task_config("reach").unwrap();
     let spec = SceneSpec::new(task, embodia::robots::builtin("so101").unwrap()).unwrap();
     let mut scene = Scene::new(&spec, rand_chacha::ChaCha8Rng::seed_from_u64(3)).unwrap();

@@ -129,14 +129,21 @@ impl<P: Port> Bus<P> {
         Ok(())
     }
 
-    /// Waits for the status reply of `id` with `len` data bytes, copied into `out`; returns
-    /// its error byte.
-    fn receive(&mut self, id: u8, out: &mut [u8]) -> Result<StatusFlags, BusError> {
+    /// The time by which every reply to a request sent now must have arrived.
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.config.timeout
+    }
+
+    /// Waits until `deadline` for the status reply of `id` with `out.len()` data bytes, copied
+    /// into `out`; returns its error byte. A reply decoded after the deadline counts as lost:
+    /// one deadline per transaction (not per reply) keeps a delayed reply of a later servo in a
+    /// sync-read from passing, and a host stall then errs on the safe side (a held cycle).
+    fn receive(&mut self, id: u8, out: &mut [u8], deadline: Instant) -> Result<StatusFlags, BusError> {
         let timeout = self.config.timeout;
-        let deadline = Instant::now() + timeout;
         let mut other = None;
         loop {
             match self.decoder.next_packet() {
+                Decoded::Packet(_) if Instant::now() > deadline => return Err(BusError::Timeout { id, timeout }),
                 Decoded::Packet(p) if p.id == id => {
                     if p.params.len() != out.len() {
                         return Err(BusError::WrongLength { id, expected: out.len(), got: p.params.len() });
@@ -176,7 +183,7 @@ impl<P: Port> Bus<P> {
     pub fn ping(&mut self, id: u8) -> Result<StatusFlags, BusError> {
         self.with_retries(|bus| {
             bus.send(id, Instruction::Ping, false, &[])?;
-            bus.receive(id, &mut [])
+            bus.receive(id, &mut [], bus.deadline())
         })
     }
 
@@ -186,7 +193,7 @@ impl<P: Port> Bus<P> {
         let len = u8::try_from(out.len()).map_err(|_| EncodeError::TooLong(out.len()))?;
         self.with_retries(|bus| {
             bus.send(id, Instruction::Read, false, &[addr, len])?;
-            bus.receive(id, out)
+            bus.receive(id, out, bus.deadline())
         })
     }
 
@@ -210,7 +217,7 @@ impl<P: Port> Bus<P> {
             if id == BROADCAST_ID {
                 return Ok(());
             }
-            let flags = bus.receive(id, &mut [])?;
+            let flags = bus.receive(id, &mut [], bus.deadline())?;
             check(id, flags)
         })
     }
@@ -250,8 +257,9 @@ impl<P: Port> Bus<P> {
         self.params.extend_from_slice(ids);
         self.with_retries(|bus| {
             bus.send(BROADCAST_ID, Instruction::SyncRead, true, &[])?;
+            let deadline = bus.deadline();
             for ((id, chunk), f) in ids.iter().zip(out.chunks_exact_mut(len as usize)).zip(flags.iter_mut()) {
-                *f = bus.receive(*id, chunk)?;
+                *f = bus.receive(*id, chunk, deadline)?;
             }
             Ok(())
         })

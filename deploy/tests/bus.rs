@@ -86,3 +86,25 @@ fn the_in_memory_port_runs_the_same_driver() {
     responder.lock().unwrap().chain.inject(5, Fault::Delay(Duration::from_millis(5)), Instant::now());
     assert_eq!(bus.ping(5), Ok(StatusFlags(0)), "a reply late by less than the timeout is accepted");
 }
+
+#[test]
+fn a_sync_read_has_one_deadline_for_all_its_replies() {
+    let responder = std::sync::Arc::new(std::sync::Mutex::new(embodia_deploy::emulator::Responder::new(
+        ServoChain::new(&[1, 2, 3]),
+        Instant::now(),
+    )));
+    let mut bus = Bus::new(EmulatedPort::new(responder.clone()), FAST);
+    let (mut out, mut flags) = ([0u8; 6], [StatusFlags(0); 3]);
+    {
+        let mut r = responder.lock().unwrap();
+        let now = Instant::now();
+        r.chain.inject(2, Fault::Delay(Duration::from_millis(12)), now);
+        r.chain.inject(3, Fault::Delay(Duration::from_millis(28)), now);
+    }
+    // Servo 3 answers 28 ms after the request: within 20 ms of servo 2's reply, but late for
+    // the request, so the read fails rather than passing off a late reply as fresh state.
+    assert_eq!(
+        bus.sync_read(ct::PRESENT_POSITION.addr, 2, &[1, 2, 3], &mut out, &mut flags),
+        Err(BusError::Timeout { id: 3, timeout: FAST.timeout })
+    );
+}
