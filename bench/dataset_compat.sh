@@ -9,17 +9,12 @@
 # cannot be made (no python3-venv or no PyPI), 1 when a check fails.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/.venv-data"
-req="$here/requirements-data.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.requirements"; then
-  { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet -r "$req"; } >&2 || exit 3
-  cp "$req" "$venv/.requirements"
-fi
+bin="$(bash "$here/venv.sh" data)" || exit $?
 embodia="$here/../target/release/embodia"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 export HF_DATASETS_CACHE="$tmp/hf"
 "$embodia" record --task pick-cube --episodes 4 --envs 2 --out "$tmp/ours"
-"$venv/bin/python" "$here/dataset_check.py" "$tmp/ours"
-"$venv/bin/python" "$here/lerobot_like.py" "$tmp/lerobot" 2>/dev/null
+"$bin/python" "$here/dataset_check.py" "$tmp/ours"
+"$bin/python" "$here/lerobot_like.py" "$tmp/lerobot" 2>/dev/null
 "$embodia" dataset info "$tmp/lerobot"

@@ -5,15 +5,10 @@
 # cannot be made (no python3-venv or no PyPI), 1 when a check fails.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/.venv-feetech"
-req="$here/requirements-feetech.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.requirements"; then
-  { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet -r "$req"; } >&2 || exit 3
-  cp "$req" "$venv/.requirements"
-fi
+bin="$(bash "$here/venv.sh" feetech)" || exit $?
 out="$(mktemp)"
 "$here/../target/release/embodia" servo-emulator --robot so101 > "$out" &
 emulator=$!
 trap 'kill "$emulator" 2>/dev/null; rm -f "$out"' EXIT
 for _ in $(seq 50); do [ -s "$out" ] && break; sleep 0.1; done
-"$venv/bin/python" "$here/feetech_sdk.py" "$(head -1 "$out")"
+"$bin/python" "$here/feetech_sdk.py" "$(head -1 "$out")"

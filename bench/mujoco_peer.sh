@@ -6,12 +6,6 @@
 #                                  [--seed 0] [--pin CPU] [--json]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/.venv-mujoco"
-req="$here/requirements-mujoco.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.requirements"; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet -r "$req"
-  cp "$req" "$venv/.requirements"
-fi
+bin="$(bash "$here/venv.sh" mujoco)" || exit $?
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-exec "$venv/bin/python" "$here/mujoco_ant.py" "$@"
+exec "$bin/python" "$here/mujoco_ant.py" "$@"

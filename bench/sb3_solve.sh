@@ -6,12 +6,6 @@
 # faster than 2 (SAC, 3k steps: 28.2/28.8 s vs 39.6/40.4 s). Override with --threads.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/.venv-sb3"
-req="$here/requirements-sb3.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.requirements"; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet -r "$req"
-  cp "$req" "$venv/.requirements"
-fi
+bin="$(bash "$here/venv.sh" sb3)" || exit $?
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
-exec "$venv/bin/python" "$here/sb3_solve.py" "$@"
+exec "$bin/python" "$here/sb3_solve.py" "$@"
