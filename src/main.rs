@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use embodia::algos::{EvalResult, MetricRow, MetricSink};
-use embodia::bench::{SOLVE_EVAL_EPISODES, median, solve};
+use embodia::bench::{CONFIRM_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
 use embodia::viz::{MetricsRecorder, VizTarget};
@@ -703,8 +703,12 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
     for seed in 1..=seeds {
         let config = TrainConfig { seed, ..base.clone() };
         let r = solve(&config)?;
+        let confirm = r
+            .confirm_success
+            .map(|s| format!(" confirm_success={s:.3} ({CONFIRM_EPISODES} fresh initial states)"))
+            .unwrap_or_default();
         println!(
-            "seed={} solved={} env_steps={} wall_s={:.2} last_eval_return={:.1}",
+            "seed={} solved={} env_steps={} wall_s={:.2} last_eval_return={:.1}{confirm}",
             r.seed, r.solved, r.env_steps, r.wall_seconds, r.last_eval_return
         );
         results.push(r);
