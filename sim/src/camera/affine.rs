@@ -50,11 +50,6 @@ impl Affine {
         Self { m: [[x[0], y[0], z[0]], [x[1], y[1], z[1]], [x[2], y[2], z[2]]], t }
     }
 
-    /// Column `k` of the linear part (the image of axis `k`).
-    pub fn axis(&self, k: usize) -> V3 {
-        [self.m[0][k], self.m[1][k], self.m[2][k]]
-    }
-
     pub fn apply(&self, p: V3) -> V3 {
         let m = &self.m;
         [
