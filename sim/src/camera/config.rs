@@ -173,7 +173,7 @@ pub struct RenderConfig {
 impl RenderConfig {
     /// Cameras for a rapier task at `width × height`: `front`, fixed, looking at the table
     /// (or the robot's base) from the front and above, and, where the task names an end
-    /// effector, `wrist`, on it, looking along its z axis. Distractors, when enabled, stand
+    /// effector, `wrist`, on it, looking along its approach axis. Distractors, when enabled, stand
     /// on the table.
     pub fn for_task(task: &TaskConfig, width: usize, height: usize) -> Self {
         let scene = &task.scene;
@@ -182,25 +182,30 @@ impl RenderConfig {
             None => (scene.base_position, 0.0, [0.3, 0.3]),
         };
         let reach = half[0].max(half[1]);
-        let eye = [center[0] + 1.6 * reach + 0.2, center[1], center[2] + 1.1 * reach + 0.2];
+        let eye = [center[0] + 1.1 * reach + 0.2, center[1], center[2] + 0.9 * reach + 0.2];
         let mut cameras = vec![CameraConfig {
             name: "front".into(),
             width,
             height,
             lens: Lens::Fov { vertical_deg: 50.0 },
-            mount: Mount::LookAt { eye, target: [center[0] - 0.1 * reach, center[1], center[2] + 0.05] },
+            mount: Mount::LookAt { eye, target: [center[0] - 0.2 * reach, center[1], center[2] + 0.05] },
             near: 0.02,
             far: 6.0,
         }];
         if let Some(ee) = &scene.end_effector {
+            // Behind the end effector, off its approach axis and tilted back towards it, so the
+            // jaws and what lies between them stay in view. The SO-101's gripper frame
+            // approaches along x, the arm7's tcp along z.
+            let (xyz, rpy) = match scene.robot.as_str() {
+                "so101" => ([-0.08, 0.0, 0.06], [0.0, std::f32::consts::FRAC_PI_2 + 0.4, 0.0]),
+                _ => ([0.1, 0.0, -0.1], [0.0, -0.4, 0.0]),
+            };
             cameras.push(CameraConfig {
                 name: "wrist".into(),
                 width,
                 height,
                 lens: Lens::Fov { vertical_deg: 70.0 },
-                // Behind the end effector, off its axis and tilted back towards it, so the
-                // fingers and what lies between them stay in view.
-                mount: Mount::Body { body: format!("robot/{ee}"), xyz: [0.07, 0.0, -0.1], rpy: [0.0, -0.5, 0.0] },
+                mount: Mount::Body { body: format!("robot/{ee}"), xyz, rpy },
                 near: 0.01,
                 far: 3.0,
             });
