@@ -132,10 +132,17 @@ mod tests {
         let p = [0.4, 0.25, -0.3];
         assert!(close(a.apply(p), pose.transform_point(p)));
         assert!(close(a.rigid_inverse().apply(a.apply(p)), p));
-        assert!(close(axis_angle(n, 1.2).rotate(p), Affine::from_pose(&ViewPose {
-            translation: [0.0; 3],
-            rotation: { let (s, c) = 0.6f32.sin_cos(); [n[0] * s, n[1] * s, n[2] * s, c] },
-        }).rotate(p)));
+        assert!(close(
+            axis_angle(n, 1.2).rotate(p),
+            Affine::from_pose(&ViewPose {
+                translation: [0.0; 3],
+                rotation: {
+                    let (s, c) = 0.6f32.sin_cos();
+                    [n[0] * s, n[1] * s, n[2] * s, c]
+                },
+            })
+            .rotate(p)
+        ));
         let b = Affine::from_pose(&ViewPose { translation: [1.0, 2.0, 3.0], rotation: [0.0, 0.0, 0.0, 1.0] });
         assert!(close(a.then(&b).apply(p), a.apply(b.apply(p))));
     }

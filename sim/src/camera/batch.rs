@@ -185,10 +185,7 @@ impl Cameras {
                         )));
                     };
                     mounts.push(Some(i));
-                    let urdf = embodia_robots::Pose {
-                        xyz: xyz.map(f64::from),
-                        rpy: rpy.map(f64::from),
-                    };
+                    let urdf = embodia_robots::Pose { xyz: xyz.map(f64::from), rpy: rpy.map(f64::from) };
                     bases.push(Affine::from_pose(&ViewPose::from_urdf(&urdf)));
                 }
             }

@@ -254,13 +254,21 @@ impl RenderConfig {
         }
         let r = &self.randomization;
         let range = |v: [f32; 2]| v[0] <= v[1] && v[0].is_finite() && v[1].is_finite();
-        if !(r.color_jitter >= 0.0 && r.light_cone_deg >= 0.0 && r.camera_position >= 0.0 && r.camera_rotation_deg >= 0.0) {
+        if !(r.color_jitter >= 0.0
+            && r.light_cone_deg >= 0.0
+            && r.camera_position >= 0.0
+            && r.camera_rotation_deg >= 0.0)
+        {
             return bad("randomization".into(), "jitters, cones and offsets must be non-negative");
         }
         if r.light_intensity.is_some_and(|v| !range(v) || v[0] < 0.0) {
             return bad("randomization.light_intensity".into(), "need 0 <= min <= max");
         }
-        if !range(r.distractor_area[0]) || !range(r.distractor_area[1]) || !range(r.distractor_size) || r.distractor_size[0] <= 0.0 {
+        if !range(r.distractor_area[0])
+            || !range(r.distractor_area[1])
+            || !range(r.distractor_size)
+            || r.distractor_size[0] <= 0.0
+        {
             return bad("randomization.distractor_*".into(), "ranges must be ordered and sizes positive");
         }
         if r.distractors > 64 {

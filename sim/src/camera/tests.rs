@@ -40,7 +40,15 @@ fn yaw(angle: f32, t: V3) -> ViewPose {
 }
 
 fn camera(width: usize, height: usize, mount: Mount) -> CameraConfig {
-    CameraConfig { name: "cam".into(), width, height, lens: Lens::Fov { vertical_deg: 60.0 }, mount, near: 0.05, far: 10.0 }
+    CameraConfig {
+        name: "cam".into(),
+        width,
+        height,
+        lens: Lens::Fov { vertical_deg: 60.0 },
+        mount,
+        near: 0.05,
+        far: 10.0,
+    }
 }
 
 fn config(cameras: Vec<CameraConfig>, lighting: Lighting) -> RenderConfig {
@@ -148,7 +156,11 @@ fn depth_equals_analytic_ray_distances_on_a_ground_plane_and_a_turned_cube() {
             let red = img.rgb[3 * (v * w + u)] > 2 * img.rgb[3 * (v * w + u) + 1];
             match analytic_depth(&pose, k, u, v, 0.2, &cube) {
                 Some((t, on_cube)) if t < cam.far => {
-                    if on_cube { cube_pixels += 1 } else { ground_pixels += 1 }
+                    if on_cube {
+                        cube_pixels += 1
+                    } else {
+                        ground_pixels += 1
+                    }
                     if (depth - t).abs() > 1e-4 * t || red != on_cube {
                         mismatches += 1;
                     }
@@ -162,7 +174,10 @@ fn depth_equals_analytic_ray_distances_on_a_ground_plane_and_a_turned_cube() {
             }
         }
     }
-    assert!(cube_pixels > 150 && ground_pixels > 1000 && sky_pixels > 100, "{cube_pixels} {ground_pixels} {sky_pixels}");
+    assert!(
+        cube_pixels > 150 && ground_pixels > 1000 && sky_pixels > 100,
+        "{cube_pixels} {ground_pixels} {sky_pixels}"
+    );
     // Pixel centres within float error of an edge may go either way.
     assert!(mismatches <= 3, "{mismatches} pixels disagree with the analytic depth");
 }
@@ -215,7 +230,10 @@ fn invalid_configurations_name_the_field() {
         (Box::new(|c| c.cameras[0].width = 0), "cameras[0].width/height"),
         (Box::new(|c| c.cameras[0].lens = Lens::Fov { vertical_deg: 180.0 }), "cameras[0].lens.vertical_deg"),
         (Box::new(|c| c.cameras[0].far = 0.01), "cameras[0].near/far"),
-        (Box::new(|c| c.cameras[0].mount = Mount::LookAt { eye: [0.0, 0.0, 1.0], target: [0.0; 3] }), "cameras[0].mount"),
+        (
+            Box::new(|c| c.cameras[0].mount = Mount::LookAt { eye: [0.0, 0.0, 1.0], target: [0.0; 3] }),
+            "cameras[0].mount",
+        ),
         (Box::new(|c| c.randomization.light_intensity = Some([1.0, 0.5])), "randomization.light_intensity"),
     ];
     for (edit, field) in cases {
