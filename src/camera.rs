@@ -167,7 +167,7 @@ pub fn render_throughput(
                 }
             }
             let start = Instant::now();
-            cameras.render(env.scene_view().expect("rapier tasks have a view"));
+            cameras.render(env.scene_view().expect("rapier tasks have a view"))?;
             // The first render warms caches and the pool; it is not counted.
             if frame > 0 {
                 seconds += start.elapsed().as_secs_f64();

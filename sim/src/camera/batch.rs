@@ -90,7 +90,7 @@ struct Scratch {
 /// let config = RenderConfig::for_task(&embodia_sim::task_config("pick-cube").unwrap(), 64, 64);
 /// let mut cameras = Cameras::new(&view.bodies(), config, 2)?;
 /// cameras.reset(7);
-/// cameras.render(view);
+/// cameras.render(view)?;
 /// let front = &cameras.images()[0];
 /// assert_eq!(front.rgb.len(), 2 * 64 * 64 * 3);
 /// # Ok::<(), embodia_sim::SimError>(())
@@ -314,15 +314,20 @@ impl Cameras {
         }
     }
 
-    /// Renders every camera of every environment from the current poses of `view` (which must
-    /// have the bodies this was made with), in parallel over environments.
-    pub fn render(&mut self, view: &dyn SceneView) {
+    /// Renders every camera of every environment from the current poses of `view`, in
+    /// parallel over environments. Errors, drawing nothing, when `view` does not have the
+    /// bodies these cameras were made with.
+    pub fn render(&mut self, view: &dyn SceneView) -> Result<(), SimError> {
         let nb = self.num_bodies;
         for env in 0..self.envs.len() {
             view.poses(env, &mut self.pose_buffer);
-            debug_assert_eq!(self.pose_buffer.len(), nb, "the view's bodies changed");
-            let n = self.pose_buffer.len().min(nb);
-            self.poses[env * nb..env * nb + n].copy_from_slice(&self.pose_buffer[..n]);
+            if self.pose_buffer.len() != nb {
+                return Err(SimError::InvalidCamera(format!(
+                    "the scene has {} bodies; the cameras were made for {nb}",
+                    self.pose_buffer.len()
+                )));
+            }
+            self.poses[env * nb..(env + 1) * nb].copy_from_slice(&self.pose_buffer);
         }
         for (k, images) in self.images.iter_mut().enumerate() {
             let camera = &self.config.cameras[k];
@@ -374,5 +379,6 @@ impl Cameras {
                     }
                 });
         }
+        Ok(())
     }
 }

@@ -42,7 +42,9 @@ impl CameraEnv {
         };
         let cameras = Cameras::new(&view.bodies(), config, inner.num_envs())?;
         let mut env = Self { inner, cameras };
-        env.reset(0);
+        env.inner.reset(0);
+        env.cameras.reset(VISUAL_SEED);
+        env.render()?;
         Ok(env)
     }
 
@@ -61,9 +63,9 @@ impl CameraEnv {
         self.inner.as_ref()
     }
 
-    fn render(&mut self) {
+    fn render(&mut self) -> Result<(), SimError> {
         let view = self.inner.scene_view().expect("checked in new");
-        self.cameras.render(view);
+        self.cameras.render(view)
     }
 }
 
@@ -87,7 +89,8 @@ impl VecEnv for CameraEnv {
     fn reset(&mut self, seed: u64) {
         self.inner.reset(seed);
         self.cameras.reset(seed ^ VISUAL_SEED);
-        self.render();
+        // The bodies were checked when the cameras were made and a scene's bodies never change.
+        self.render().expect("the scene keeps its bodies");
     }
 
     fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {
@@ -97,8 +100,7 @@ impl VecEnv for CameraEnv {
                 self.cameras.randomize(env);
             }
         }
-        self.render();
-        Ok(())
+        self.render()
     }
 
     fn buffers(&self) -> &StepBuffers {
@@ -119,8 +121,7 @@ impl VecEnv for CameraEnv {
             (h ^ word ^ r.word_pos as u64).rotate_left(17).wrapping_mul(0x9e37_79b9_7f4a_7c15)
         });
         self.cameras.reset(seed);
-        self.render();
-        Ok(())
+        self.render()
     }
 
     fn scene_view(&self) -> Option<&dyn crate::view::SceneView> {

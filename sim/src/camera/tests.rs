@@ -71,7 +71,7 @@ fn red_cube_in_front_of_a_fixed_camera_covers_its_projection() {
     let cam = camera(w, h, Mount::LookAt { eye: [1.0, 0.0, 0.0], target: [0.0; 3] });
     let mut cameras = Cameras::new(&view.bodies(), config(vec![cam], FRONT_LIGHT), 1).unwrap();
     cameras.reset(0);
-    cameras.render(&view);
+    cameras.render(&view).unwrap();
     let img = &cameras.images()[0];
     let f = h as f32 / 2.0 / 30f32.to_radians().tan();
     let half = f * 0.05 / 0.95;
@@ -140,7 +140,7 @@ fn depth_equals_analytic_ray_distances_on_a_ground_plane_and_a_turned_cube() {
     cam.lens = Lens::Pinhole { fx: 70.0, fy: 66.0, cx: 50.0, cy: 34.0 };
     let mut cameras = Cameras::new(&view.bodies(), config(vec![cam.clone()], Lighting::default()), 1).unwrap();
     cameras.reset(0);
-    cameras.render(&view);
+    cameras.render(&view).unwrap();
     let img = &cameras.images()[0];
     // The camera's frame as the renderer's convention defines it, rebuilt here independently.
     let z = normalize([target[0] - eye[0], target[1] - eye[1], target[2] - eye[2]]);
@@ -207,7 +207,7 @@ fn a_mounted_camera_moves_with_its_body() {
     let mount = Mount::Body { body: "robot/hand".into(), xyz: [0.0, 0.0, 0.02], rpy: [0.0; 3] };
     let mut cameras = Cameras::new(&bodies, config(vec![camera(48, 48, mount)], Lighting::default()), 3).unwrap();
     cameras.reset(0);
-    cameras.render(&view);
+    cameras.render(&view).unwrap();
     let img = &cameras.images()[0];
     let differing = |a: usize, b: usize| img.rgb_of(a).iter().zip(img.rgb_of(b)).filter(|(x, y)| x != y).count();
     let green = img.rgb_of(0).chunks(3).filter(|p| p[1] > 150 && p[0] < 80).count();
@@ -217,6 +217,9 @@ fn a_mounted_camera_moves_with_its_body() {
     let depth_diff = img.depth_of(0).iter().zip(img.depth_of(1)).filter(|(a, b)| (*a - *b).abs() > 1e-4).count();
     assert!(depth_diff <= 2, "{depth_diff} depth pixels changed when hand and cube moved together");
     assert!(differing(0, 2) > 50, "moving the hand alone changes the view");
+    let other_scene = StaticView { bodies: bodies[..1].to_vec(), poses: vec![vec![hand]; 3] };
+    let err = cameras.render(&other_scene).unwrap_err();
+    assert!(err.to_string().contains("the scene has 1 bodies; the cameras were made for 3"), "{err}");
     let missing = Mount::Body { body: "robot/wrist".into(), xyz: [0.0; 3], rpy: [0.0; 3] };
     let err = Cameras::new(&bodies, config(vec![camera(8, 8, missing)], Lighting::default()), 1).err().unwrap();
     assert!(err.to_string().contains("`cameras[0].mount.body`: no body `robot/wrist`"), "{err}");
