@@ -118,7 +118,7 @@ impl Target<'_> {
     /// (edges included) and whose depth, interpolated as 1/z, is nearer than what is there.
     fn fill(&mut self, tri: [V3; 3], shade: V3, alpha: f32) {
         let [fx, fy, cx, cy] = self.intrinsics;
-        let inv_z = tri.map(|v| 1.0 / v[2]);
+        let inv_z = [1.0 / tri[0][2], 1.0 / tri[1][2], 1.0 / tri[2][2]];
         let p = [0, 1, 2].map(|k| [fx * tri[k][0] * inv_z[k] + cx, fy * tri[k][1] * inv_z[k] + cy]);
         let area = (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]);
         if area.abs() < 1e-12 {
@@ -127,51 +127,60 @@ impl Target<'_> {
         let (w, h) = (self.width as f32, self.height as f32);
         let min = |a: f32, b: f32, c: f32| a.min(b).min(c);
         let max = |a: f32, b: f32, c: f32| a.max(b).max(c);
-        // Pixel u covers centres at u + 0.5.
-        let x0 = (min(p[0][0], p[1][0], p[2][0]) - 0.5).ceil().max(0.0);
-        let x1 = (max(p[0][0], p[1][0], p[2][0]) - 0.5).floor().min(w - 1.0);
-        let y0 = (min(p[0][1], p[1][1], p[2][1]) - 0.5).ceil().max(0.0);
-        let y1 = (max(p[0][1], p[1][1], p[2][1]) - 0.5).floor().min(h - 1.0);
-        if x0 > x1 || y0 > y1 {
+        // Pixel u covers centres at u + 0.5: the columns whose centres lie within the bounds.
+        let x0 = ceil_non_negative((min(p[0][0], p[1][0], p[2][0]) - 0.5).max(0.0));
+        let y0 = ceil_non_negative((min(p[0][1], p[1][1], p[2][1]) - 0.5).max(0.0));
+        let x1 = (max(p[0][0], p[1][0], p[2][0]) - 0.5).min(w - 1.0);
+        let y1 = (max(p[0][1], p[1][1], p[2][1]) - 0.5).min(h - 1.0);
+        if x1 < x0 as f32 || y1 < y0 as f32 {
             return;
         }
-        // Barycentric weight of vertex k as an affine function of the pixel centre: the edge
-        // function of the opposite edge over the area.
+        let (x1, y1) = (x1 as usize, y1 as usize);
+        // Barycentric weight of vertex k as an affine function of the pixel centre (the edge
+        // function of the opposite edge over the area), and 1/z likewise.
+        let inv_area = 1.0 / area;
         let weight = |k: usize| {
             let (a, b) = (p[(k + 1) % 3], p[(k + 2) % 3]);
-            let dx = (a[1] - b[1]) / area;
-            let dy = (b[0] - a[0]) / area;
-            (dx, dy, (a[0] * b[1] - a[1] * b[0]) / area)
+            [(a[1] - b[1]) * inv_area, (b[0] - a[0]) * inv_area, (a[0] * b[1] - a[1] * b[0]) * inv_area]
         };
         let e = [weight(0), weight(1), weight(2)];
+        let iz = [0, 1, 2].map(|j| e[0][j] * inv_z[0] + e[1][j] * inv_z[1] + e[2][j] * inv_z[2]);
         let color = shade.map(|v| v * 255.0);
         let rgb = color.map(|v| (v + 0.5) as u8);
         let opaque = alpha >= 1.0;
-        let (x0, x1, y0, y1) = (x0 as usize, x1 as usize, y0 as usize, y1 as usize);
+        let at = |c: &[f32; 3], x: f32, y: f32| c[0] * x + c[1] * y + c[2];
         for y in y0..=y1 {
-            let sy = y as f32 + 0.5;
+            let (sx, sy) = (x0 as f32 + 0.5, y as f32 + 0.5);
+            let (mut b0, mut b1, mut b2, mut q) =
+                (at(&e[0], sx, sy), at(&e[1], sx, sy), at(&e[2], sx, sy), at(&iz, sx, sy));
             let row = y * self.width;
             for x in x0..=x1 {
-                let sx = x as f32 + 0.5;
-                let b = e.map(|(dx, dy, c)| dx * sx + dy * sy + c);
-                if b[0] < 0.0 || b[1] < 0.0 || b[2] < 0.0 {
-                    continue;
-                }
-                let z = 1.0 / (b[0] * inv_z[0] + b[1] * inv_z[1] + b[2] * inv_z[2]);
-                let i = row + x;
-                if !(z < self.depth[i]) {
-                    continue;
-                }
-                let px = &mut self.rgb[3 * i..3 * i + 3];
-                if opaque {
-                    self.depth[i] = z;
-                    px.copy_from_slice(&rgb);
-                } else {
-                    for k in 0..3 {
-                        px[k] = (px[k] as f32 * (1.0 - alpha) + color[k] * alpha + 0.5) as u8;
+                if b0 >= 0.0 && b1 >= 0.0 && b2 >= 0.0 {
+                    let z = 1.0 / q;
+                    let i = row + x;
+                    if z < self.depth[i] {
+                        let px = &mut self.rgb[3 * i..3 * i + 3];
+                        if opaque {
+                            self.depth[i] = z;
+                            px.copy_from_slice(&rgb);
+                        } else {
+                            for k in 0..3 {
+                                px[k] = (px[k] as f32 * (1.0 - alpha) + color[k] * alpha + 0.5) as u8;
+                            }
+                        }
                     }
                 }
+                b0 += e[0][0];
+                b1 += e[1][0];
+                b2 += e[2][0];
+                q += iz[0];
             }
         }
     }
+}
+
+/// `x.ceil()` as an index for a finite `x >= 0`, without a libm call.
+fn ceil_non_negative(x: f32) -> usize {
+    let t = x as usize;
+    t + usize::from((t as f32) < x)
 }
