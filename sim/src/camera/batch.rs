@@ -73,12 +73,6 @@ struct EnvVisuals {
     distractors: Vec<Distractor>,
 }
 
-/// Per-environment working memory of the render loop.
-#[derive(Debug, Clone, Default)]
-struct Scratch {
-    vertices: Vec<V3>,
-}
-
 /// The cameras of a batch of `num_envs` scenes that share one body list (a
 /// [`SceneView`]'s), with visual randomization drawn per environment and image buffers reused
 /// from render to render.
@@ -112,7 +106,8 @@ pub struct Cameras {
     /// World poses of every body, `[num_envs, num_bodies]`.
     poses: Vec<ViewPose>,
     pose_buffer: Vec<ViewPose>,
-    scratch: Vec<Scratch>,
+    /// Per-environment vertices in the camera's frame, reused by every mesh.
+    scratch: Vec<Vec<V3>>,
     images: Vec<CameraImages>,
 }
 
@@ -190,7 +185,9 @@ impl Cameras {
                 }
             }
         }
-        let max_vertices = parts.iter().map(|p| p.mesh.vertices.len()).max().unwrap_or(0).max(64);
+        let unit_meshes = [Mesh::cuboid([1.0; 3]), Mesh::capsule(0.5, 0.0), Mesh::cylinder(0.5, 1.0)];
+        let max_vertices =
+            parts.iter().map(|p| &p.mesh).chain(&unit_meshes).map(|m| m.vertices.len()).max().unwrap_or(0);
         let visuals = EnvVisuals {
             colors: parts.iter().map(|p| p.color).collect(),
             to_light: normalize(config.lighting.to_light),
@@ -214,12 +211,12 @@ impl Cameras {
             num_bodies: bodies.len(),
             mounts,
             bases,
-            unit_meshes: [Mesh::cuboid([1.0; 3]), Mesh::capsule(0.5, 0.0), Mesh::cylinder(0.5, 1.0)],
+            unit_meshes,
             envs: vec![visuals; num_envs],
             rngs: (0..num_envs).map(|_| ChaCha8Rng::seed_from_u64(0)).collect(),
             poses: vec![ViewPose::IDENTITY; num_envs * bodies.len()],
             pose_buffer: Vec::with_capacity(bodies.len()),
-            scratch: vec![Scratch { vertices: Vec::with_capacity(max_vertices) }; num_envs],
+            scratch: (0..num_envs).map(|_| Vec::with_capacity(max_vertices)).collect(),
             images,
             parts,
             config,
@@ -363,7 +360,7 @@ impl Cameras {
                         far: camera.far,
                     };
                     target.clear(background);
-                    let v = &mut scratch.vertices;
+                    let v = scratch;
                     for d in &visuals.distractors {
                         let to_camera = world_to_camera.then(&d.placement);
                         target.draw(&unit[d.kind], &to_camera, d.max_scale, d.color, 1.0, &light, v);
