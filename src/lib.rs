@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod camera;
 pub mod config;
 pub mod demos;
 pub mod deployment;

@@ -110,6 +110,32 @@ enum Command {
         /// Run directory (or one .rrd file).
         run: PathBuf,
     },
+    /// Draw what a rapier task's cameras see (colour, and depth in grey, near bright, 0–2 m) in
+    /// a few environments into one PNG: one row per environment, `front` (fixed) and `wrist`
+    /// (on the end effector) side by side.
+    RenderCamera {
+        /// Rapier task.
+        #[arg(long, default_value = "pick-cube")]
+        task: String,
+        /// Output PNG.
+        #[arg(long)]
+        out: PathBuf,
+        /// Environments (rows).
+        #[arg(long, default_value_t = 4)]
+        envs: usize,
+        /// Image side, pixels (64 to 224 is the useful range).
+        #[arg(long, default_value_t = 128)]
+        res: usize,
+        /// Visual domain randomization: object colours, light, camera jitter, distractors.
+        #[arg(long)]
+        randomize: bool,
+        /// Reset seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Steps of zero action before the picture.
+        #[arg(long, default_value_t = 0)]
+        steps: usize,
+    },
     /// Draw the training curves of one or more runs into one PNG (one color per run, legend =
     /// run directory name): return and success rate vs env steps and wall time, losses,
     /// entropy, SAC α or PPO KL.
@@ -301,6 +327,34 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Images per second of the CPU camera renderer: every camera (colour and depth) of every
+    /// environment of a batch of a rapier task, physics stepped (untimed) between renders.
+    Render {
+        /// Rapier task.
+        #[arg(long, default_value = "pick-cube")]
+        task: String,
+        /// Batch size.
+        #[arg(long, default_value_t = 64)]
+        envs: usize,
+        /// Image sides, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "64,128")]
+        res: Vec<usize>,
+        /// Only this camera (default: all of the task's, `front` and `wrist`).
+        #[arg(long)]
+        camera: Option<String>,
+        /// With visual domain randomization (3 distractors and the rest).
+        #[arg(long)]
+        randomize: bool,
+        /// rayon thread counts, comma-separated (default: all cores).
+        #[arg(long, value_delimiter = ',')]
+        threads: Vec<usize>,
+        /// Batch renders timed per measurement.
+        #[arg(long, default_value_t = 50)]
+        frames: usize,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
     /// Environment steps per second with uniformly random actions, resets and observation and
     /// reward computation included, for each combination of batch size and thread count.
     Sim {
@@ -478,6 +532,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Calibrate { port, robot, out, seconds } => calibrate(&port, &robot, out, seconds),
         Command::ServoEmulator { robot } => servo_emulator(&robot),
         Command::Plot { runs, out } => plot(&runs, &out),
+        Command::RenderCamera { task, out, envs, res, randomize, seed, steps } => {
+            anyhow::ensure!(envs > 0 && (8..=1024).contains(&res), "`--envs` must be ≥ 1 and `--res` in 8..=1024");
+            let names = embodia::camera::render_task(&task, envs, res, randomize, seed, steps, &out)?;
+            eprintln!("drew cameras {} of {envs} environments of {task} into {}", names.join(", "), out.display());
+            Ok(())
+        }
+        Command::Bench { bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json } } => {
+            bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json)
+        }
         Command::Record { task, expert, episodes, out, seed, envs, only_success, force } => {
             let req = embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force };
             let s = embodia::demos::record(&req)?;
@@ -768,6 +831,48 @@ fn bench_flow(
                 println!("{}", serde_json::to_string(&r)?);
             }
         }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_render(
+    task: &str,
+    envs: usize,
+    res: &[usize],
+    camera: Option<&str>,
+    randomize: bool,
+    threads: &[usize],
+    frames: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(envs > 0 && frames > 0, "`--envs` and `--frames` must be ≥ 1");
+    anyhow::ensure!(res.iter().all(|r| (8..=1024).contains(r)), "invalid value for `--res`: sides must be in 8..=1024");
+    anyhow::ensure!(threads.iter().all(|&n| n > 0), "invalid value for `--threads`: thread counts must be ≥ 1");
+    let all = [std::thread::available_parallelism().map_or(1, |n| n.get())];
+    let threads = if threads.is_empty() { &all[..] } else { threads };
+    println!(
+        "bench render: {task}, {envs} envs, {} camera(s), colour + depth, {frames} batch renders per measurement{}",
+        camera.unwrap_or("all"),
+        if randomize { ", randomized" } else { "" }
+    );
+    let mut results = Vec::new();
+    for &r in res {
+        for &t in threads {
+            let m = embodia::camera::render_throughput(task, envs, r, camera, randomize, t, frames)?;
+            println!(
+                "res={:<4} cameras={} threads={} images/s={:>9.0} ms/batch={:>8.2}",
+                format!("{r}x{r}"),
+                m.cameras,
+                m.threads,
+                m.images_per_s,
+                m.ms_per_batch
+            );
+            results.push(m);
+        }
+    }
+    if json {
+        println!("{}", serde_json::json!({ "results": results }));
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! End-to-end tests of the curves every run writes (`curves.png`) and of `embodia plot`.
+//! End-to-end tests of the pictures embodia draws: the curves every run writes (`curves.png`),
+//! `embodia plot`, and `embodia render-camera`.
 //!
 //! Run with `cargo test --release --test plot`.
 
@@ -94,4 +95,27 @@ fn plot_names_the_malformed_file_and_line() {
     let (code, _, stderr) = embodia(&t.0, &["plot", "missing"]);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("missing/metrics.csv"), "{stderr}");
+}
+
+#[test]
+fn render_camera_draws_every_camera_and_bench_render_prints_images_per_second() {
+    let t = tmp("camera");
+    let stderr = {
+        let (code, _, stderr) =
+            embodia(&t.0, &["render-camera", "--task", "pick-cube", "--envs", "2", "--res", "48", "--out", "cam.png"]);
+        assert_eq!(code, Some(0), "{stderr}");
+        stderr
+    };
+    assert!(stderr.contains("front, wrist"), "{stderr}");
+    // Two rows (environments) of 48 px plus 4 px gaps; per camera colour and depth side by side.
+    assert_eq!(png_size(&t.0.join("cam.png")), (2 * (2 * 48 + 8), 2 * (48 + 4)));
+    let stdout =
+        ok(&t.0, &["bench", "render", "--envs", "4", "--res", "32", "--frames", "2", "--threads", "1", "--json"]);
+    assert!(stdout.contains("res=32x32") && stdout.contains("images/s="), "{stdout}");
+    let json = stdout.lines().last().unwrap();
+    assert!(json.contains("\"images_per_s\"") && json.contains("\"cameras\":2"), "{stdout}");
+    let (code, _, stderr) = embodia(&t.0, &["render-camera", "--task", "pendulum", "--out", "x.png"]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("cameras need a rapier task"), "{stderr}");
+    assert!(!t.0.join("x.png").exists());
 }

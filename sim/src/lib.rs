@@ -20,6 +20,7 @@
 //! `sim/tests/gymnasium_reference.rs`).
 #![warn(missing_docs)]
 
+pub mod camera;
 pub mod classic;
 pub mod demonstrations;
 pub mod dynamics;
@@ -74,6 +75,9 @@ pub enum SimError {
     /// The operation is not supported by this kind of environment (says which and why).
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// A camera configuration is invalid or does not fit the scene (names the field).
+    #[error("invalid camera configuration: {0}")]
+    InvalidCamera(String),
     /// A physical state passed to a `set_state` hook is malformed (wrong length, non-finite,
     /// or environment index out of range).
     #[error("invalid state: {0}")]

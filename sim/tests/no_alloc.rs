@@ -1,7 +1,8 @@
-//! `VecEnv::step` allocates nothing: a counting global allocator watches a few hundred steps
-//! (crossing auto-resets) on the sequential path and on the rayon path. The one exception is
+//! `VecEnv::step` and camera rendering allocate nothing: a counting global allocator watches a
+//! few hundred steps (crossing auto-resets) on the sequential path and on the rayon path. The one exception is
 //! rayon's own job queue when `step` is called from outside a rayon pool (see below).
 
+use embodia_sim::camera::{Cameras, RenderConfig};
 use embodia_sim::classic::PARALLEL_THRESHOLD;
 use embodia_sim::{VecEnv, make, tasks};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -90,4 +91,24 @@ fn step_allocates_nothing() {
         let count = allocations_during_steps(env.as_mut(), steps);
         assert!(count <= steps / 63 + 1, "{} × {n}: {count} allocations in {steps} steps", t.name);
     }
+    // Cameras: drawing randomization and rendering every camera of a rapier batch (poses read
+    // through its `SceneView`) allocate nothing either.
+    let count = pool.install(|| {
+        let env = make("pick-cube", 8).unwrap();
+        let view = env.scene_view().unwrap();
+        let mut config = RenderConfig::for_task(&embodia_sim::task_config("pick-cube").unwrap(), 48, 48);
+        config.randomization.distractors = 3;
+        config.randomization.random_object_colors = true;
+        config.randomization.light_cone_deg = 20.0;
+        let mut cameras = Cameras::new(&view.bodies(), config, 8).unwrap();
+        cameras.reset(1);
+        cameras.render(view).unwrap();
+        let before = ALLOCS.load(Ordering::SeqCst);
+        for _ in 0..20 {
+            (0..8).for_each(|i| cameras.randomize(i));
+            cameras.render(view).unwrap();
+        }
+        ALLOCS.load(Ordering::SeqCst) - before
+    });
+    assert_eq!(count, 0, "camera randomization and rendering");
 }
