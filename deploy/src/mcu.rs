@@ -189,13 +189,17 @@ pub struct RunOutput {
 /// Writes the firmware for `spec` into `dir` (created; must be empty or absent) with the fixed
 /// raw observations `inputs` (`[n, obs_dim]`), and builds it with `implementation`.
 pub fn build(spec: &PolicySpec, inputs: &[f32], implementation: Implementation, dir: &Path) -> Result<Firmware, McuError> {
-    if inputs.is_empty() || inputs.len() % spec.obs_dim != 0 {
+    spec.validate()?;
+    if spec.obs_dim == 0 || inputs.is_empty() || inputs.len() % spec.obs_dim != 0 {
         return Err(ExportError::Invalid(format!(
             "{} input values are not a whole number of {}-feature observations",
             inputs.len(),
             spec.obs_dim
         ))
         .into());
+    }
+    if let Some(i) = inputs.iter().position(|x| !x.is_finite()) {
+        return Err(ExportError::Invalid(format!("input value {i} is {}, not a finite number", inputs[i])).into());
     }
     export::write_export(spec, Format::C, dir)?;
     for (name, text) in FIRMWARE {
@@ -443,6 +447,28 @@ mod tests {
         let line = "Trace 0: 0x7f5f3000c9c0 [00800408/00000134/00000010/ff000201] bench_begin";
         assert_eq!(traced_pc(line), Some(0x134));
         assert_eq!(traced_pc("Linking TBs"), None);
+    }
+
+    #[test]
+    fn bad_inputs_are_refused_before_anything_is_written() {
+        use crate::export::{ActionHead, Activation, Dense};
+        let spec = PolicySpec {
+            source: "unit test".into(),
+            obs_dim: 2,
+            action_dim: 1,
+            normalizer: None,
+            layers: vec![Dense { input: 2, output: 1, weight: vec![1.0, -1.0], bias: vec![0.0] }],
+            activation: Activation::Relu,
+            head: ActionHead::Clip,
+            action_low: vec![-1.0],
+            action_high: vec![1.0],
+        };
+        let dir = std::env::temp_dir().join(format!("embodia-mcu-unit-{}", std::process::id()));
+        let err = build(&spec, &[1.0, f32::NAN], Implementation::C, &dir).unwrap_err();
+        assert!(err.to_string().contains("input value 1 is NaN"), "{err}");
+        let err = build(&spec, &[1.0, 2.0, 3.0], Implementation::C, &dir).unwrap_err();
+        assert!(err.to_string().contains("not a whole number of 2-feature observations"), "{err}");
+        assert!(!dir.exists());
     }
 
     #[test]
