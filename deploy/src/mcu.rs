@@ -95,7 +95,8 @@ pub struct Toolchain {
 impl Toolchain {
     /// Finds the tools on `PATH`; the error says which package to install.
     pub fn find() -> Result<Self, McuError> {
-        let gcc = first_line("arm-none-eabi-gcc", "install Debian's gcc-arm-none-eabi (apt-get install gcc-arm-none-eabi)")?;
+        let gcc =
+            first_line("arm-none-eabi-gcc", "install Debian's gcc-arm-none-eabi (apt-get install gcc-arm-none-eabi)")?;
         let qemu = first_line("qemu-system-arm", "install Debian's qemu-system-arm (apt-get install qemu-system-arm)")?;
         let version = qemu.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()));
         let mut parts = version.unwrap_or("0.0").split('.').map(|p| p.parse::<u32>().unwrap_or(0));
@@ -188,7 +189,12 @@ pub struct RunOutput {
 
 /// Writes the firmware for `spec` into `dir` (created; must be empty or absent) with the fixed
 /// raw observations `inputs` (`[n, obs_dim]`), and builds it with `implementation`.
-pub fn build(spec: &PolicySpec, inputs: &[f32], implementation: Implementation, dir: &Path) -> Result<Firmware, McuError> {
+pub fn build(
+    spec: &PolicySpec,
+    inputs: &[f32],
+    implementation: Implementation,
+    dir: &Path,
+) -> Result<Firmware, McuError> {
     spec.validate()?;
     if spec.obs_dim == 0 || inputs.is_empty() || inputs.len() % spec.obs_dim != 0 {
         return Err(ExportError::Invalid(format!(
@@ -206,7 +212,10 @@ pub fn build(spec: &PolicySpec, inputs: &[f32], implementation: Implementation, 
         write(&dir.join(name), text)?;
     }
     let n = inputs.len() / spec.obs_dim;
-    let table = inputs.chunks(spec.obs_dim).map(|o| format!("    {{\n{}\n    }},", float_list(o, "f", "        "))).collect::<Vec<_>>();
+    let table = inputs
+        .chunks(spec.obs_dim)
+        .map(|o| format!("    {{\n{}\n    }},", float_list(o, "f", "        ")))
+        .collect::<Vec<_>>();
     write(
         &dir.join("inputs.h"),
         &format!(
@@ -275,10 +284,12 @@ fn build_rust_policy(spec: &PolicySpec, dir: &Path) -> Result<String, McuError> 
         "rust/lib.rs",
     ]);
     run_tool(&mut cmd).map_err(|e| match e {
-        McuError::ToolFailed { output, .. } if output.contains("can't find crate for `core`") => McuError::ToolMissing {
-            tool: "thumbv7em-none-eabihf standard library".into(),
-            hint: "rustup target add thumbv7em-none-eabihf".into(),
-        },
+        McuError::ToolFailed { output, .. } if output.contains("can't find crate for `core`") => {
+            McuError::ToolMissing {
+                tool: "thumbv7em-none-eabihf standard library".into(),
+                hint: "rustup target add thumbv7em-none-eabihf".into(),
+            }
+        }
         e => e,
     })?;
     Ok("libembodia_policy.a".into())
@@ -298,7 +309,11 @@ pub fn run(firmware: &Firmware) -> Result<RunOutput, McuError> {
 pub fn count_instructions(toolchain: &Toolchain, firmware: &Firmware) -> Result<Vec<u64>, McuError> {
     let symbols = symbol_addresses(&firmware.elf)?;
     let address = |name: &str| {
-        symbols.iter().find(|(n, _)| n == name).map(|(_, a)| *a).ok_or_else(|| McuError::Output(format!("no symbol `{name}`")))
+        symbols
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| *a)
+            .ok_or_else(|| McuError::Output(format!("no symbol `{name}`")))
     };
     let (begin, end) = (address("bench_begin")?, address("bench_end")?);
     let log = firmware.elf.with_extension("trace");
@@ -322,7 +337,11 @@ pub fn count_instructions(toolchain: &Toolchain, firmware: &Firmware) -> Result<
     }
     let _ = fs::remove_file(&log);
     if counts.len() != firmware.inputs {
-        return Err(McuError::Output(format!("the trace shows {} forward passes, expected {}", counts.len(), firmware.inputs)));
+        return Err(McuError::Output(format!(
+            "the trace shows {} forward passes, expected {}",
+            counts.len(),
+            firmware.inputs
+        )));
     }
     Ok(counts)
 }
@@ -349,7 +368,8 @@ fn symbol_addresses(elf: &Path) -> Result<Vec<(String, u64)>, McuError> {
 
 fn size(elf: &Path) -> Result<Footprint, McuError> {
     let out = run_tool(Command::new("arm-none-eabi-size").arg(elf))?;
-    let nums: Vec<u64> = out.lines().nth(1).unwrap_or("").split_whitespace().take(3).filter_map(|w| w.parse().ok()).collect();
+    let nums: Vec<u64> =
+        out.lines().nth(1).unwrap_or("").split_whitespace().take(3).filter_map(|w| w.parse().ok()).collect();
     match nums[..] {
         [text, data, bss] => Ok(Footprint { text, data, bss }),
         _ => Err(McuError::Output(format!("unexpected arm-none-eabi-size output: {out}"))),
@@ -361,7 +381,12 @@ fn size(elf: &Path) -> Result<Footprint, McuError> {
 fn qemu(elf: &Path, extra: &[&str]) -> Result<String, McuError> {
     let mut cmd = Command::new("qemu-system-arm");
     cmd.args(["-M", "mps2-an386", "-display", "none", "-monitor", "none", "-serial", "none"])
-        .args(["-chardev", "stdio,id=semihosting", "-semihosting-config", "enable=on,target=native,chardev=semihosting"])
+        .args([
+            "-chardev",
+            "stdio,id=semihosting",
+            "-semihosting-config",
+            "enable=on,target=native,chardev=semihosting",
+        ])
         .arg("-kernel")
         .arg(elf)
         .args(extra)
@@ -369,9 +394,14 @@ fn qemu(elf: &Path, extra: &[&str]) -> Result<String, McuError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let command = format!("{cmd:?}");
-    let mut child = cmd.spawn().map_err(|e| McuError::ToolFailed { command: command.clone(), output: e.to_string() })?;
+    let mut child =
+        cmd.spawn().map_err(|e| McuError::ToolFailed { command: command.clone(), output: e.to_string() })?;
     let start = Instant::now();
-    while child.try_wait().map_err(|e| McuError::ToolFailed { command: command.clone(), output: e.to_string() })?.is_none() {
+    while child
+        .try_wait()
+        .map_err(|e| McuError::ToolFailed { command: command.clone(), output: e.to_string() })?
+        .is_none()
+    {
         if start.elapsed() > QEMU_TIMEOUT {
             let _ = child.kill();
             let _ = child.wait();
@@ -379,7 +409,9 @@ fn qemu(elf: &Path, extra: &[&str]) -> Result<String, McuError> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let out = child.wait_with_output().map_err(|e| McuError::ToolFailed { command: command.clone(), output: e.to_string() })?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| McuError::ToolFailed { command: command.clone(), output: e.to_string() })?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         return Err(McuError::ToolFailed {
@@ -405,7 +437,9 @@ fn parse_output(text: &str, n: usize, action_dim: usize) -> Result<(Vec<f32>, u6
             return Err(bad(format!("line `{line}` does not hold {action_dim} actions")));
         }
         for w in words {
-            actions.push(f32::from_bits(u32::from_str_radix(w, 16).map_err(|_| bad(format!("`{w}` is not hex float bits")))?));
+            actions.push(f32::from_bits(
+                u32::from_str_radix(w, 16).map_err(|_| bad(format!("`{w}` is not hex float bits")))?,
+            ));
         }
     }
     if actions.len() != n * action_dim {

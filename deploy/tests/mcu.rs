@@ -38,7 +38,14 @@ fn scratch(name: &str) -> PathBuf {
 
 /// An MLP `obs_dim → hidden… → outputs` with weights uniform in ±2/√fan_in (large enough that
 /// tanh and ELU leave their linear range), and its raw observations.
-fn policy(obs_dim: usize, hidden: &[usize], action_dim: usize, activation: Activation, head: ActionHead, normalize: bool) -> PolicySpec {
+fn policy(
+    obs_dim: usize,
+    hidden: &[usize],
+    action_dim: usize,
+    activation: Activation,
+    head: ActionHead,
+    normalize: bool,
+) -> PolicySpec {
     let mut rng = ChaCha8Rng::seed_from_u64(obs_dim as u64 * 31 + hidden.len() as u64);
     let outputs = if head == ActionHead::SquashedAffine { 2 * action_dim } else { action_dim };
     let widths: Vec<usize> = [obs_dim].iter().chain(hidden).chain([&outputs]).copied().collect();
