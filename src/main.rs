@@ -278,9 +278,6 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The deploy loop against the servo emulator on a pseudo-terminal: timing of a loop at
-    /// `--hz` for `--seconds` (read, infer, write, jitter), then fault injection (every fault
-    /// kind in turn): commands outside the limits, faults detected, time to a safe state.
     /// Exported policies on an emulated Cortex-M4F (QEMU mps2-an386, arm-none-eabi-gcc):
     /// actions vs embodia's, instructions per forward pass, flash / RAM / stack. Default cases:
     /// a [64, 64] MLP (pendulum PPO) and the quadrotor-hover SAC policy, freshly initialized.
@@ -298,6 +295,9 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The deploy loop against the servo emulator on a pseudo-terminal: timing of a loop at
+    /// `--hz` for `--seconds` (read, infer, write, jitter), then fault injection (every fault
+    /// kind in turn): commands outside the limits, faults detected, time to a safe state.
     Deploy {
         /// Run whose policy drives the arm (default: a joint sweep beyond the limits).
         #[arg(long)]

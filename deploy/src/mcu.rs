@@ -196,7 +196,7 @@ pub fn build(
     dir: &Path,
 ) -> Result<Firmware, McuError> {
     spec.validate()?;
-    if spec.obs_dim == 0 || inputs.is_empty() || inputs.len() % spec.obs_dim != 0 {
+    if spec.obs_dim == 0 || inputs.is_empty() || !inputs.len().is_multiple_of(spec.obs_dim) {
         return Err(ExportError::Invalid(format!(
             "{} input values are not a whole number of {}-feature observations",
             inputs.len(),
