@@ -964,38 +964,35 @@ fn bench_deploy(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: 
 }
 
 fn bench_mcu(runs: &[PathBuf], rust: bool, keep: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
-    use embodia::deploy::mcu::{Implementation, Toolchain};
-    use embodia::mcu_bench::{COUNTED_INPUTS, CHECKED_INPUTS, default_cases, describe, measure, run_case};
+    use embodia::deploy::mcu::{Implementation, OPT_FLAGS, Toolchain};
+    use embodia::mcu_bench::{CHECKED_INPUTS, COUNTED_INPUTS, default_cases, describe, measure, run_case};
     let toolchain = Toolchain::find()?;
     println!(
-        "bench mcu: Cortex-M4F on QEMU {}.{} mps2-an386, {} (-O2 -funroll-loops, hard float); \
-         instructions counted from QEMU's one-instruction-per-block execution trace over {COUNTED_INPUTS} \
-         observations (QEMU models no cycle timing; its DWT cycle counter does not count); actions \
-         checked on {CHECKED_INPUTS} observations; µs@168MHz = median instructions at 1 per cycle, a lower bound",
-        toolchain.qemu_version.0, toolchain.qemu_version.1, toolchain.gcc_version
+        "bench mcu: Cortex-M4F on QEMU {}.{} mps2-an386, {} ({}, hard float); instructions counted from \
+         QEMU's one-instruction-per-block execution trace over {COUNTED_INPUTS} observations (QEMU models no \
+         cycle timing; its DWT cycle counter does not count); actions checked on {CHECKED_INPUTS} observations; \
+         µs@168MHz = median instructions at 1 per cycle, a lower bound",
+        toolchain.qemu_version.0,
+        toolchain.qemu_version.1,
+        toolchain.gcc_version,
+        OPT_FLAGS.join(" ")
     );
     let mut cases = default_cases()?;
     for r in runs {
         cases.push(run_case(r)?);
     }
-    let tmp;
-    let work = match &keep {
-        Some(dir) => dir.as_path(),
-        None => {
-            tmp = std::env::temp_dir().join(format!("embodia-bench-mcu-{}", std::process::id()));
-            tmp.as_path()
-        }
-    };
-    let implementations: &[Implementation] = if rust { &[Implementation::C, Implementation::Rust] } else { &[Implementation::C] };
-    let mut figures = Vec::new();
-    for case in &cases {
-        for &implementation in implementations {
-            figures.push(measure(&toolchain, case, implementation, work)?);
-        }
-    }
+    let work = keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-bench-mcu-{}", std::process::id())));
+    let implementations: &[Implementation] =
+        if rust { &[Implementation::C, Implementation::Rust] } else { &[Implementation::C] };
+    let figures: Result<Vec<_>, _> = cases
+        .iter()
+        .flat_map(|case| implementations.iter().map(move |&implementation| (case, implementation)))
+        .map(|(case, implementation)| measure(&toolchain, case, implementation, &work))
+        .collect();
     if keep.is_none() {
-        let _ = std::fs::remove_dir_all(work);
+        let _ = std::fs::remove_dir_all(&work);
     }
+    let figures = figures?;
     print!("{}", describe(&figures));
     if json {
         println!("{}", serde_json::to_string(&figures)?);

@@ -38,9 +38,6 @@ pub enum McuBenchError {
     /// A preset configuration did not resolve.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// The scratch directory could not be made.
-    #[error("{0}")]
-    Io(String),
 }
 
 /// A policy to put on the microcontroller.
@@ -103,7 +100,7 @@ pub fn run_case(dir: &Path) -> Result<McuCase, McuBenchError> {
 /// The default cases: a [64, 64] MLP (PPO's default network on pendulum: ELU, observation
 /// normalization, clipped action) and the quadrotor-hover SAC policy of its preset.
 pub fn default_cases() -> Result<Vec<McuCase>, McuBenchError> {
-    // A small replay buffer: only the actor is exported, and the preset's would be ~1 GB.
+    // A small replay buffer: only the actor is exported; the preset's 1M transitions take ~250 MB.
     let overrides = ["algo.buffer_size=1000".to_string()];
     let preset = |task: &str, algorithm: &str, overrides: &[String]| {
         resolve(&ConfigSources { task: Some(task), algorithm: Some(algorithm), overrides, ..Default::default() })

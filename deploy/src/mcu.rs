@@ -38,7 +38,7 @@ const FIRMWARE: [(&str, &str); 4] = [
 /// Code generation for a Cortex-M4 with the FPv4-SP FPU, floats passed in FPU registers.
 const CPU_FLAGS: [&str; 4] = ["-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"];
 /// Unrolling the dot-product loops saves ~20% of the instructions of a pass for ~2 KB of code.
-const OPT_FLAGS: [&str; 2] = ["-O2", "-funroll-loops"];
+pub const OPT_FLAGS: [&str; 2] = ["-O2", "-funroll-loops"];
 /// Warnings are errors: `-Wdouble-promotion` proves the policy does no double arithmetic,
 /// which the FPU cannot do in hardware.
 const C_FLAGS: [&str; 8] =
