@@ -13,6 +13,7 @@ pub mod config;
 pub mod demos;
 pub mod deployment;
 pub mod export;
+pub mod mcu_bench;
 pub mod plot;
 pub mod render;
 pub mod run;

@@ -304,6 +304,23 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Exported policies on an emulated Cortex-M4F (QEMU mps2-an386, arm-none-eabi-gcc):
+    /// actions vs embodia's, instructions per forward pass, flash / RAM / stack. Default cases:
+    /// a [64, 64] MLP (pendulum PPO) and the quadrotor-hover SAC policy, freshly initialized.
+    Mcu {
+        /// Trained runs to measure as well (repeatable).
+        #[arg(long)]
+        run: Vec<PathBuf>,
+        /// Also measure the no_std Rust export (needs `rustup target add thumbv7em-none-eabihf`).
+        #[arg(long)]
+        rust: bool,
+        /// Keep the firmware build directories here instead of a temporary directory.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+        /// Also print the figures as one JSON line.
+        #[arg(long)]
+        json: bool,
+    },
     /// The deploy loop against the servo emulator on a pseudo-terminal: timing of a loop at
     /// `--hz` for `--seconds` (read, infer, write, jitter), then fault injection (every fault
     /// kind in turn): commands outside the limits, faults detected, time to a safe state.
@@ -528,6 +545,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Deploy { run, hz, seconds, faults, seed, json } } => {
             bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
         }
+        Command::Bench { bench: BenchCommand::Mcu { run, rust, keep, json } } => bench_mcu(&run, rust, keep, json),
         Command::Deploy(args) => deploy(&args),
         Command::Calibrate { port, robot, out, seconds } => calibrate(&port, &robot, out, seconds),
         Command::ServoEmulator { robot } => servo_emulator(&robot),
@@ -1050,6 +1068,43 @@ fn bench_deploy(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: 
     print!("{}", embodia::deployment::describe_bench(&r));
     if json {
         println!("{}", serde_json::to_string(&r)?);
+    }
+    Ok(())
+}
+
+fn bench_mcu(runs: &[PathBuf], rust: bool, keep: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    use embodia::deploy::mcu::{Implementation, OPT_FLAGS, Toolchain};
+    use embodia::mcu_bench::{CHECKED_INPUTS, COUNTED_INPUTS, default_cases, describe, measure, run_case};
+    let toolchain = Toolchain::find()?;
+    println!(
+        "bench mcu: Cortex-M4F on QEMU {}.{} mps2-an386, {} ({}, hard float); instructions counted from \
+         QEMU's one-instruction-per-block execution trace over {COUNTED_INPUTS} observations (QEMU models no \
+         cycle timing; its DWT cycle counter does not count); actions checked on {CHECKED_INPUTS} observations; \
+         µs@168MHz = median instructions at 1 per cycle, a lower bound",
+        toolchain.qemu_version.0,
+        toolchain.qemu_version.1,
+        toolchain.gcc_version,
+        OPT_FLAGS.join(" ")
+    );
+    let mut cases = default_cases()?;
+    for r in runs {
+        cases.push(run_case(r)?);
+    }
+    let work = keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-bench-mcu-{}", std::process::id())));
+    let implementations: &[Implementation] =
+        if rust { &[Implementation::C, Implementation::Rust] } else { &[Implementation::C] };
+    let figures: Result<Vec<_>, _> = cases
+        .iter()
+        .flat_map(|case| implementations.iter().map(move |&implementation| (case, implementation)))
+        .map(|(case, implementation)| measure(&toolchain, case, implementation, &work))
+        .collect();
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    let figures = figures?;
+    print!("{}", describe(&figures));
+    if json {
+        println!("{}", serde_json::to_string(&figures)?);
     }
     Ok(())
 }

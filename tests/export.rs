@@ -283,3 +283,33 @@ fn cli_exports_c_and_rust_and_reports_bad_runs() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a run directory"), "{}", String::from_utf8_lossy(&o.stderr));
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f() {
+    if let Err(e) = embodia::deploy::mcu::Toolchain::find() {
+        eprintln!("SKIPPED bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f: {e}");
+        return;
+    }
+    let dir = scratch_dir("bench-mcu");
+    let run = trained(&dir, ppo(Activation::Tanh, true));
+    let o = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["bench", "mcu", "--json", "--run", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json = stdout.lines().find(|l| l.starts_with('[')).expect("a JSON line");
+    let figures: Vec<serde_json::Value> = serde_json::from_str(json).unwrap();
+    // The two default cases, then the run: PPO's 3-32-24-1 tanh network on pendulum.
+    assert_eq!(figures.len(), 3, "{stdout}");
+    let f = &figures[2];
+    assert_eq!(f["shape"], "3-32-24-1 tanh");
+    assert!(f["max_relative_error"].as_f64().unwrap() <= 1e-5, "{f}");
+    let macs = (3 * 32 + 32 * 24 + 24) as f64;
+    assert_eq!(f["macs"].as_f64().unwrap(), macs);
+    let median = f["instructions"][1].as_f64().unwrap();
+    assert!(median > 2.0 * macs && median < 40.0 * macs, "{f}");
+    let weights = 4.0 * (macs + 32.0 + 24.0 + 1.0);
+    assert!(f["policy_flash"].as_f64().unwrap() > weights, "{f}");
+    fs::remove_dir_all(&dir).unwrap();
+}
