@@ -7,11 +7,13 @@
 //! layer).
 #![warn(missing_docs)]
 
+pub mod actions;
 pub mod bench;
 pub mod config;
 pub mod demos;
 pub mod deployment;
 pub mod export;
+pub mod export_latency;
 pub mod plot;
 pub mod render;
 pub mod run;

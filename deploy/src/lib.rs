@@ -9,7 +9,8 @@
 //!   joint ranges into a calibration.
 //! - [`control`]: the fixed-rate control loop with [`chunking`] (temporal ensembling) and the
 //!   [`safety`] layer; [`signal`]: Ctrl-C / SIGTERM as a safe stop.
-//! - [`export`]: one-step policies as C99, `no_std` Rust (and later ONNX) artifacts.
+//! - [`export`]: one-step policies as C99, `no_std` Rust and ONNX artifacts; [`onnx_runtime`]:
+//!   running an ONNX policy through tract or onnxruntime (features `tract`, `ort`).
 #![warn(missing_docs)]
 
 pub mod calibrate;
@@ -19,6 +20,7 @@ pub mod control_table;
 pub mod driver;
 pub mod emulator;
 pub mod export;
+pub mod onnx_runtime;
 pub mod protocol;
 pub mod pty;
 pub mod safety;
