@@ -56,9 +56,9 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
         x = g.node("Slice", &[&x, &starts, &ends, &axes], "action_mean");
     }
     let low = g.constant("action_low", &[spec.action_dim], &spec.action_low);
-    let high = g.constant("action_high", &[spec.action_dim], &spec.action_high);
     match spec.head {
         ActionHead::Clip => {
+            let high = g.constant("action_high", &[spec.action_dim], &spec.action_high);
             x = g.node("Max", &[&x, &low], "action_above_low");
             g.node("Min", &[&x, &high], OUTPUT);
         }
