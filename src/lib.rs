@@ -7,6 +7,7 @@
 //! layer).
 #![warn(missing_docs)]
 
+pub mod actions;
 pub mod bench;
 pub mod camera;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod demos;
 pub mod deployment;
 pub mod export;
 pub mod mcu_bench;
+pub mod export_latency;
 pub mod plot;
 pub mod render;
 pub mod run;

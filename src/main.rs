@@ -56,7 +56,7 @@ enum Command {
         viz_save: Option<PathBuf>,
     },
     /// Export a PPO or SAC run's deterministic policy (observation normalization, MLP, action
-    /// scaling and clipping) as C99 source or a no_std Rust module.
+    /// scaling and clipping) as C99 source, a no_std Rust module or ONNX (model.onnx).
     Export {
         /// Run directory.
         #[arg(long)]
@@ -67,6 +67,33 @@ enum Command {
         /// Output directory (created; must not exist or be empty).
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Print the deterministic actions of a run's policy (as `embodia eval` takes them) for raw
+    /// observations (one per line, comma- or space-separated, from --obs or stdin): the
+    /// reference that exported artifacts reproduce.
+    Act {
+        /// Run directory.
+        #[arg(long)]
+        run: PathBuf,
+        /// Observations file (default: stdin).
+        #[arg(long)]
+        obs: Option<PathBuf>,
+    },
+    /// Run an exported model.onnx on raw observations (one per line, comma- or space-separated,
+    /// from --obs or stdin); prints one raw action per line.
+    RunOnnx {
+        /// The ONNX model (`embodia export --format onnx`).
+        #[arg(long, value_name = "FILE.onnx")]
+        model: PathBuf,
+        /// Observations file (default: stdin).
+        #[arg(long)]
+        obs: Option<PathBuf>,
+        /// ONNX runtime: tract (feature `tract`) or ort (onnxruntime, feature `ort`).
+        #[arg(long, default_value = "tract", value_parser = ["tract", "ort"])]
+        runtime: String,
+        /// onnxruntime shared library for `--runtime ort` (default: $ORT_DYLIB_PATH).
+        #[arg(long, value_name = "libonnxruntime.so")]
+        ort_lib: Option<PathBuf>,
     },
     /// Evaluate a run's policy with deterministic actions, or a task's scripted expert
     /// (`--task NAME --expert scripted`).
@@ -372,6 +399,27 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Batch-1 inference latency of an exported MLP policy (default [17, 256, 256, 6]):
+    /// embodia's forward pass, and its model.onnx in tract and onnxruntime (ort) where compiled
+    /// in; median and p99 per call. bench/export_latency.sh adds PyTorch and Python onnxruntime.
+    ExportLatency {
+        /// Layer widths: observation, hidden…, action.
+        #[arg(long, value_delimiter = ',', default_value = "17,256,256,6")]
+        layers: Vec<usize>,
+        /// Timed calls per implementation.
+        #[arg(long, default_value_t = 10_000)]
+        calls: usize,
+        /// Directory to write model.onnx into (new; default: a temporary one, removed after).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// onnxruntime shared library for the ort row (default: $ORT_DYLIB_PATH; the row is
+        /// skipped without one).
+        #[arg(long, value_name = "libonnxruntime.so")]
+        ort_lib: Option<PathBuf>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Environment steps per second with uniformly random actions, resets and observation and
     /// reward computation included, for each combination of batch size and thread count.
     Sim {
@@ -510,6 +558,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::RunOnnx { model, obs, runtime, ort_lib } => {
+            let runtime = embodia::actions::runtime(&runtime, ort_lib.or_else(ort_dylib_path))?;
+            let (text, source) = read_observations(obs.as_deref())?;
+            print!("{}", embodia::actions::run_onnx(&model, &runtime, &text, &source)?);
+            Ok(())
+        }
+        Command::Act { run, obs } => {
+            let (text, source) = read_observations(obs.as_deref())?;
+            print!("{}", embodia::actions::act(&run, &text, &source)?);
+            Ok(())
+        }
         Command::Eval {
             run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, ..
         } => {
@@ -541,6 +600,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, tensor, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)?;
             if tensor { bench_tensor_sim(&settings, &envs, measure_steps, &cli.device, json) } else { Ok(()) }
+        }
+        Command::Bench { bench: BenchCommand::ExportLatency { layers, calls, out, ort_lib, json } } => {
+            bench_export_latency(&layers, calls, out, ort_lib.or_else(ort_dylib_path), json)
         }
         Command::Bench { bench: BenchCommand::Deploy { run, hz, seconds, faults, seed, json } } => {
             bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
@@ -1058,6 +1120,63 @@ fn servo_emulator(robot: &str) -> anyhow::Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     emulator.stop()?;
+    Ok(())
+}
+
+/// The observation text of `--obs FILE` or stdin, and its name for errors.
+fn read_observations(file: Option<&Path>) -> anyhow::Result<(String, String)> {
+    Ok(match file {
+        Some(f) => (std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?, f.display().to_string()),
+        None => (std::io::read_to_string(std::io::stdin())?, "stdin".into()),
+    })
+}
+
+/// `$ORT_DYLIB_PATH`, where onnxruntime's shared library is by convention.
+fn ort_dylib_path() -> Option<PathBuf> {
+    std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()).map(PathBuf::from)
+}
+
+fn bench_export_latency(
+    layers: &[usize],
+    calls: usize,
+    out: Option<PathBuf>,
+    ort_lib: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
+    use embodia::deploy::onnx_runtime::Runtime;
+    use embodia::export_latency::{LatencyConfig, export_latency};
+    let [obs_dim, hidden @ .., action_dim] = layers else {
+        anyhow::bail!("--layers needs at least an observation and an action width, got {layers:?}");
+    };
+    let config = LatencyConfig { obs_dim: *obs_dim, hidden: hidden.to_vec(), action_dim: *action_dim, calls, ..LatencyConfig::default() };
+    let mut runtimes = vec![Runtime::Tract];
+    let mut skipped = Vec::new();
+    match ort_lib {
+        Some(library) => runtimes.push(Runtime::Ort { library }),
+        None => skipped.push("ort: no onnxruntime library (set ORT_DYLIB_PATH or --ort-lib)".to_string()),
+    }
+    let temporary = out.is_none();
+    let dir = out.unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-export-latency-{}", std::process::id())));
+    let result = export_latency(&config, &dir, &runtimes);
+    if temporary {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let (results, not_compiled) = result?;
+    skipped.extend(not_compiled);
+    if json {
+        let value = serde_json::json!({ "layers": layers, "calls": calls, "results": results, "skipped": skipped });
+        println!("{value}");
+        return Ok(());
+    }
+    println!("batch-1 latency of a {layers:?} MLP policy, {calls} calls each (µs per call)");
+    println!("{:<18} {:>10} {:>10} {:>14}", "implementation", "median", "p99", "median / ours");
+    let ours = results[0].median_us;
+    for r in &results {
+        println!("{:<18} {:>10.2} {:>10.2} {:>14.2}", r.name, r.median_us, r.p99_us, r.median_us / ours);
+    }
+    for s in &skipped {
+        println!("not measured: {s}");
+    }
     Ok(())
 }
 

@@ -1,7 +1,9 @@
 //! `embodia export` (issue 7): each exported format maps 1,000 random raw observations to the
 //! raw actions `embodia eval` takes (the learner's deterministic `act`) within 1e-5, relative to
 //! max(1, |action|). The C export is compiled with the host `cc`, the no_std Rust module with
-//! `rustc` as a `#![no_std]` library driven by a std binary.
+//! `rustc` as a `#![no_std]` library driven by a std binary. ONNX: `embodia run-onnx` here when
+//! the `tract` feature is on; deploy/tests/onnx_runtime.rs (tract, ort) and bench/onnx_check.sh
+//! (Python onnxruntime) check the model against the reference forward and `embodia act`.
 //!
 //! Run with `cargo test --release --test export`.
 
@@ -251,10 +253,10 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     let err = embodia::export::export_run(&run, Format::Rust, &out).unwrap_err();
     assert!(err.to_string().contains("not empty"), "{err}");
     assert_eq!(fs::read_dir(&out).unwrap().count(), 1);
-    // ONNX is not implemented yet and says so, leaving no directory.
-    let err = embodia::export::export_run(&run, Format::Onnx, &dir.join("onnx")).unwrap_err();
-    assert!(err.to_string().contains("not implemented"), "{err}");
-    assert!(!dir.join("onnx").exists());
+    // ONNX goes through the same temporary directory: refused into the non-empty directory.
+    let err = embodia::export::export_run(&run, Format::Onnx, &out).unwrap_err();
+    assert!(err.to_string().contains("not empty"), "{err}");
+    assert_eq!(fs::read_dir(&out).unwrap().count(), 1);
     // Nothing temporary is left beside the outputs.
     let leftovers: Vec<_> =
         fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.contains(".tmp")).collect();
@@ -263,11 +265,13 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
 }
 
 #[test]
-fn cli_exports_c_and_rust_and_reports_bad_runs() {
+fn cli_exports_every_format_and_reports_bad_runs() {
     let dir = scratch_dir("cli");
     let run = trained(&dir, ppo(Activation::Elu, true));
     let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
-    for (format, files) in [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"])] {
+    let formats =
+        [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"]), ("onnx", vec!["model.onnx"])];
+    for (format, files) in formats {
         let out = dir.join(format);
         let o = embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -311,5 +315,46 @@ fn bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f() {
     assert!(median > 2.0 * macs && median < 40.0 * macs, "{f}");
     let weights = 4.0 * (macs + 32.0 + 24.0 + 1.0);
     assert!(f["policy_flash"].as_f64().unwrap() > weights, "{f}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `embodia act` prints the learner's deterministic actions; `embodia run-onnx` runs the exported
+/// model.onnx on the same observations: equal within 1e-5 with tract compiled in, a clear
+/// error without it. Bad observation lines are reported with file and line.
+#[test]
+fn cli_act_and_run_onnx_agree() {
+    let dir = scratch_dir("act");
+    let run = trained(&dir, ppo(Activation::Elu, true));
+    let (obs, want, obs_dim, _) = reference(&run);
+    let obs_file = dir.join("obs.csv");
+    let rows: Vec<String> =
+        obs.chunks(obs_dim).map(|o| o.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ")).collect();
+    fs::write(&obs_file, format!("# raw observations\n{}\n", rows.join("\n"))).unwrap();
+    let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
+    let parse = |out: &[u8]| -> Vec<f32> {
+        String::from_utf8_lossy(out).lines().flat_map(|l| l.split(',').map(|t| t.parse::<f32>().unwrap()).collect::<Vec<_>>()).collect()
+    };
+    let o = embodia(&["act", "--run", run.to_str().unwrap(), "--obs", obs_file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_close("embodia act", &parse(&o.stdout), &want);
+
+    let out = dir.join("onnx");
+    write_export(&policy_of_run(&run).unwrap(), Format::Onnx, &out).unwrap();
+    let model = out.join("model.onnx");
+    let o = embodia(&["run-onnx", "--model", model.to_str().unwrap(), "--obs", obs_file.to_str().unwrap()]);
+    if cfg!(feature = "tract") {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_close("embodia run-onnx (tract)", &parse(&o.stdout), &want);
+    } else {
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--features tract"), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    let bad = dir.join("bad.csv");
+    fs::write(&bad, format!("{}\n1.0, two, 3.0\n", rows[0])).unwrap();
+    let o = embodia(&["act", "--run", run.to_str().unwrap(), "--obs", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("bad.csv line 2") && stderr.contains("`two`"), "{stderr}");
     fs::remove_dir_all(&dir).unwrap();
 }

@@ -11,6 +11,8 @@
 //!   [`safety`] layer; [`signal`]: Ctrl-C / SIGTERM as a safe stop.
 //! - [`export`]: one-step policies as C99, `no_std` Rust (and later ONNX) artifacts; [`mcu`]:
 //!   the C export as Cortex-M4F firmware under QEMU (outputs, instructions per pass, footprint).
+//! - [`export`]: one-step policies as C99, `no_std` Rust and ONNX artifacts; [`onnx_runtime`]:
+//!   running an ONNX policy through tract or onnxruntime (features `tract`, `ort`).
 #![warn(missing_docs)]
 
 pub mod calibrate;
@@ -21,6 +23,7 @@ pub mod driver;
 pub mod emulator;
 pub mod export;
 pub mod mcu;
+pub mod onnx_runtime;
 pub mod protocol;
 pub mod pty;
 pub mod safety;

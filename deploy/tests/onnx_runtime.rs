@@ -1,0 +1,123 @@
+//! The exported `model.onnx` run in Rust ONNX runtimes reproduces [`PolicySpec::forward`] on
+//! 1,000 random raw observations within 1e-5 (relative to max(1, |action|)), as one batch and
+//! at batch 1 (the batch dimension is dynamic), for each activation and both action heads:
+//! tract always (this file needs the `tract` feature), onnxruntime through ort where the `ort`
+//! feature is on and `ORT_DYLIB_PATH` names its library. Corrupt model files are reported with
+//! their path. Python onnxruntime checks the same export in bench/onnx_check.sh.
+//!
+//! Run with `cargo test --release -p embodia-deploy --features tract,ort --test onnx_runtime`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use embodia_deploy::export::{ActionHead, Activation, Format, PolicySpec, write_export};
+use embodia_deploy::onnx_runtime::{OnnxError, Runtime, load};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const SAMPLES: usize = 1000;
+const TOLERANCE: f32 = 1e-5;
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("embodia-onnx-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The policies under test: every activation, both heads, a normalizer whose clip bites.
+fn policies() -> Vec<PolicySpec> {
+    vec![
+        PolicySpec::random(&[5, 32, 24, 3], Activation::Elu, ActionHead::Clip, 1),
+        PolicySpec::random(&[7, 16, 2], Activation::Tanh, ActionHead::Clip, 2),
+        PolicySpec::random(&[4, 32, 32, 2 * 3], Activation::Relu, ActionHead::SquashedAffine, 3),
+        PolicySpec { normalizer: None, ..PolicySpec::random(&[3, 8, 1], Activation::Elu, ActionHead::Clip, 4) },
+    ]
+}
+
+/// The runtimes compiled in and usable here.
+fn runtimes() -> Vec<Runtime> {
+    let mut r = vec![Runtime::Tract];
+    if cfg!(feature = "ort") {
+        match std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+            Some(library) => r.push(Runtime::Ort { library: library.into() }),
+            None => eprintln!("SKIPPED ort: ORT_DYLIB_PATH is not set (bench/.venv-onnx has libonnxruntime)"),
+        }
+    }
+    r
+}
+
+fn reference(spec: &PolicySpec, obs: &[f32]) -> Vec<f32> {
+    let mut scratch = vec![0.0; 2 * spec.max_width()];
+    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.action_dim];
+    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.action_dim)) {
+        spec.forward(o, a, &mut scratch);
+    }
+    out
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    let spread = want.iter().fold(0f32, |m, a| m.max(a.abs()));
+    assert!(spread > 1e-3, "{what}: the reference actions are all ~0, the comparison would be weak");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= TOLERANCE * w.abs().max(1.0), "{what}: action {i}: {g} vs embodia's {w}");
+    }
+}
+
+fn export(dir: &Path, name: &str, spec: &PolicySpec) -> PathBuf {
+    write_export(spec, Format::Onnx, &dir.join(name)).unwrap().remove(0)
+}
+
+#[test]
+fn onnx_runtimes_reproduce_the_reference_forward() {
+    let dir = scratch_dir("equal");
+    for (n, spec) in policies().iter().enumerate() {
+        let model = export(&dir, &format!("policy{n}"), spec);
+        let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
+        let obs: Vec<f32> = (0..SAMPLES * spec.obs_dim).map(|_| rng.random_range(-10.0..10.0)).collect();
+        let want = reference(spec, &obs);
+        for runtime in runtimes() {
+            let what = format!("{} on policy {n} ({:?}, {:?})", runtime.name(), spec.activation, spec.head);
+            let mut policy = load(&model, &runtime).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!((policy.obs_dim(), policy.action_dim()), (spec.obs_dim, spec.action_dim), "{what}");
+            let mut batched = vec![0.0; want.len()];
+            policy.run(&obs, &mut batched).unwrap();
+            assert_close(&format!("{what}, batch {SAMPLES}"), &batched, &want);
+            let mut single = vec![0.0; want.len()];
+            for (o, a) in obs.chunks(spec.obs_dim).zip(single.chunks_mut(spec.action_dim)) {
+                policy.run(o, a).unwrap();
+            }
+            assert_close(&format!("{what}, batch 1"), &single, &want);
+        }
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn corrupt_or_missing_models_and_ragged_inputs_are_reported() {
+    let dir = scratch_dir("bad");
+    let spec = &policies()[0];
+    let model = export(&dir, "good", spec);
+    let bytes = fs::read(&model).unwrap();
+    let truncated = dir.join("truncated.onnx");
+    fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let garbage = dir.join("garbage.onnx");
+    fs::write(&garbage, b"this is not a protobuf \xff\xff\xff\xff").unwrap();
+    let missing = dir.join("missing.onnx");
+    for runtime in runtimes() {
+        for file in [&truncated, &garbage, &missing] {
+            let err = load(file, &runtime).err().unwrap_or_else(|| panic!("{}: {} loaded", runtime.name(), file.display()));
+            assert!(matches!(err, OnnxError::Model { .. }), "{}: {err}", runtime.name());
+            assert!(err.to_string().contains(&file.display().to_string()), "{}: {err}", runtime.name());
+        }
+        let mut policy = load(&model, &runtime).unwrap();
+        let err = policy.run(&[0.0; 7], &mut [0.0; 3]).unwrap_err();
+        assert!(err.to_string().contains("whole rows"), "{err}");
+    }
+    if cfg!(feature = "ort") {
+        let err = load(&model, &Runtime::Ort { library: dir.join("libnothing.so") }).err().unwrap();
+        assert!(matches!(err, OnnxError::Library(_)) && err.to_string().contains("libnothing.so"), "{err}");
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
