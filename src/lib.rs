@@ -11,6 +11,7 @@ pub mod bench;
 pub mod config;
 pub mod demos;
 pub mod deployment;
+pub mod distill;
 pub mod export;
 pub mod plot;
 pub mod render;

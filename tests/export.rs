@@ -10,7 +10,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use embodia::algos::{PpoConfig, SacConfig, SftConfig};
+use embodia::algos::{ConsistencyLoss, DistillMethod, PpoConfig, SacConfig, SftConfig};
+use embodia::distill::{DistillRequest, distill_config};
+use embodia::policies::FlowPolicyConfig;
 use embodia::config::{AlgoConfig, TrainConfig};
 use embodia::deploy::export::{Format, PolicySpec, write_export};
 use embodia::export::{ExportRunError, policy_of_run};
@@ -77,16 +79,24 @@ fn trained(dir: &Path, config: TrainConfig) -> PathBuf {
     run_dir
 }
 
-/// Random raw observations `[SAMPLES, obs_dim]`, wide enough that the normalizer's clip bites,
-/// and the actions `embodia eval` takes for them.
-fn reference(run: &Path) -> (Vec<f32>, Vec<f32>, usize, usize) {
+/// Random raw observations `[SAMPLES, obs_dim]`, and the action chunks `embodia eval` takes
+/// for them. PPO and SAC: wide enough that the normalizer's clip bites. A distilled student
+/// standardizes without a clip, so its observations stay within ±3 standard deviations of the
+/// normalizer's mean: far outside, `(x − mean)/std` with `std` floored at 0.01 reaches 10³ and
+/// float rounding of any summation order exceeds the tolerance.
+fn reference(run: &Path) -> (Vec<f32>, Vec<f32>) {
     let (_, learner) = load_learner(run).unwrap();
     let spec = policy_of_run(run).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let obs: Vec<f32> = (0..SAMPLES * spec.obs_dim).map(|_| rng.random_range(-10.0..10.0)).collect();
-    let mut actions = vec![0.0; SAMPLES * spec.action_dim];
+    let obs: Vec<f32> = match &spec.normalizer {
+        Some(n) if n.clip == f32::MAX => (0..SAMPLES * spec.obs_dim)
+            .map(|i| n.mean[i % spec.obs_dim] + n.std[i % spec.obs_dim] * rng.random_range(-3.0..3.0))
+            .collect(),
+        _ => (0..SAMPLES * spec.obs_dim).map(|_| rng.random_range(-10.0..10.0)).collect(),
+    };
+    let mut actions = vec![0.0; SAMPLES * spec.output_dim()];
     learner.act(&obs, &mut actions, None).unwrap();
-    (obs, actions, spec.obs_dim, spec.action_dim)
+    (obs, actions)
 }
 
 fn assert_close(what: &str, got: &[f32], want: &[f32]) {
@@ -100,8 +110,8 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
 
 fn reference_forward(spec: &PolicySpec, obs: &[f32]) -> Vec<f32> {
     let mut scratch = vec![0.0; 2 * spec.max_width()];
-    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.action_dim];
-    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.action_dim)) {
+    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.output_dim()];
+    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.output_dim())) {
         spec.forward(o, a, &mut scratch);
     }
     out
@@ -134,11 +144,11 @@ fn check_c(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
         out.join("main.c"),
         format!(
             "#include <stdio.h>\n#include \"embodia_policy.h\"\n\
-             int main(void) {{ float o[EMBODIA_POLICY_OBS_DIM], a[EMBODIA_POLICY_ACTION_DIM]; int n, j;\n\
+             int main(void) {{ float o[EMBODIA_POLICY_OBS_DIM], a[EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM]; int n, j;\n\
              for (n = 0; n < {SAMPLES}; ++n) {{\n\
              for (j = 0; j < EMBODIA_POLICY_OBS_DIM; ++j) if (scanf(\"%f\", &o[j]) != 1) return 1;\n\
              embodia_policy_forward(o, a);\n\
-             for (j = 0; j < EMBODIA_POLICY_ACTION_DIM; ++j) printf(\"%.9g\\n\", a[j]); }}\n\
+             for (j = 0; j < EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM; ++j) printf(\"%.9g\\n\", a[j]); }}\n\
              return 0; }}\n"
         ),
     )
@@ -170,13 +180,13 @@ fn check_rust(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
     assert!(lib.success(), "rustc failed on the exported no_std module");
     fs::write(
         out.join("main.rs"),
-        "use policy::embodia_policy::{forward, ACTION_DIM, OBS_DIM};\n\
+        "use policy::embodia_policy::{forward, ACTION_DIM, CHUNK, OBS_DIM};\n\
          fn main() {\n\
          let mut text = String::new();\n\
          std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).unwrap();\n\
          let v: Vec<f32> = text.split_whitespace().map(|t| t.parse().unwrap()).collect();\n\
          for o in v.chunks(OBS_DIM) {\n\
-         let mut a = [0.0f32; ACTION_DIM];\n\
+         let mut a = [0.0f32; CHUNK * ACTION_DIM];\n\
          forward(o.try_into().unwrap(), &mut a);\n\
          for x in a { println!(\"{x:?}\"); } } }\n",
     )
@@ -199,11 +209,76 @@ fn check_rust(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
 fn check_all_formats(name: &str, config: TrainConfig) {
     let dir = scratch_dir(name);
     let run = trained(&dir, config);
-    let spec = policy_of_run(&run).unwrap();
-    let (obs, want, ..) = reference(&run);
+    check_run_formats(&dir, &run);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+fn check_run_formats(dir: &Path, run: &Path) {
+    let spec = policy_of_run(run).unwrap();
+    let (obs, want) = reference(run);
     assert_close("reference forward", &reference_forward(&spec, &obs), &want);
-    check_c(&dir, &spec, &obs, &want);
-    check_rust(&dir, &spec, &obs, &want);
+    check_c(dir, &spec, &obs, &want);
+    check_rust(dir, &spec, &obs, &want);
+}
+
+/// A small SFT run on reach (a flow teacher, K = 3) in `dir/sft`.
+fn flow_teacher(dir: &Path) -> PathBuf {
+    let policy = FlowPolicyConfig { denoise_steps: 3, width: 16, hidden: vec![32, 16], ..FlowPolicyConfig::default() };
+    let algo = SftConfig {
+        num_envs: 2,
+        demos: 2,
+        batch_size: 32,
+        updates_per_iteration: 20,
+        warmup_steps: 5,
+        decay_steps: 40,
+        policy,
+        ..SftConfig::default()
+    };
+    let config = TrainConfig {
+        task: "reach".into(),
+        env: embodia::sim::task_config("reach"),
+        ..config("sft", AlgoConfig::Sft(algo), 40)
+    };
+    let run_dir = dir.join("sft");
+    Run::create(&run_dir, config).unwrap().train(&mut []).unwrap();
+    run_dir
+}
+
+/// A student distilled from `teacher` with `method` for a few gradient steps, in `dir/NAME`.
+fn distilled(dir: &Path, teacher: &Path, method: DistillMethod, name: &str) -> PathBuf {
+    let overrides = ["algo.num_envs=2", "algo.chunk_steps=5", "algo.batch_size=32", "algo.updates_per_iteration=20", "algo.warmup_steps=5", "algo.student.hidden=[32, 24]"];
+    let req = DistillRequest {
+        teacher: teacher.to_path_buf(),
+        method,
+        loss: ConsistencyLoss::SameNoise,
+        seed: 2,
+        steps: Some(40),
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+    };
+    let run_dir = dir.join(name);
+    Run::create(&run_dir, distill_config(&req).unwrap()).unwrap().train(&mut []).unwrap();
+    run_dir
+}
+
+#[test]
+fn distilled_students_export_exactly_with_their_chunk_layout() {
+    let dir = scratch_dir("distill");
+    let teacher = flow_teacher(&dir);
+    // The multi-step teacher itself is refused, with the command that distills it.
+    let err = embodia::export::export_run(&teacher, Format::C, &dir.join("teacher-c")).unwrap_err();
+    assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
+    assert!(err.to_string().contains(&format!("embodia distill --run {}", teacher.display())), "{err}");
+    assert!(!dir.join("teacher-c").exists());
+    for (method, name) in [(DistillMethod::Consistency, "consistency"), (DistillMethod::MeanFlow, "meanflow")] {
+        let student = distilled(&dir, &teacher, method, name);
+        let spec = policy_of_run(&student).unwrap();
+        assert_eq!((spec.chunk, spec.action_dim), (4, 6), "{name}: reach's chunk layout");
+        let sub = dir.join(format!("{name}-out"));
+        fs::create_dir_all(&sub).unwrap();
+        check_run_formats(&sub, &student);
+        let header = fs::read_to_string(sub.join("c").join("embodia_policy.h")).unwrap();
+        assert!(header.contains("#define EMBODIA_POLICY_CHUNK 4"), "{header}");
+    }
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -232,7 +307,7 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     fs::write(flow.join("config.toml"), sft.to_toml()).unwrap();
     let err = policy_of_run(&flow).unwrap_err();
     assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
-    assert!(err.to_string().contains("distill") && err.to_string().contains("not implemented"), "{err}");
+    assert!(err.to_string().contains("embodia distill --run"), "{err}");
 
     // A run whose tensors file is truncated: reported as corrupt, nothing written.
     let run = trained(&dir, ppo(Activation::Elu, true));
