@@ -116,11 +116,7 @@ pub fn policy_of_checkpoint(config: &TrainConfig, ckpt: &Checkpoint, source: &st
         chunk: 1,
         normalizer,
         layers: layers(&ckpt.tensors, prefix).map_err(corrupt)?,
-        activation: match activation {
-            NetActivation::Tanh => Activation::Tanh,
-            NetActivation::Relu => Activation::Relu,
-            NetActivation::Elu => Activation::Elu,
-        },
+        activation: exported_activation(activation),
         head,
         action_low: bounds.low.clone(),
         action_high: bounds.high.clone(),
@@ -183,15 +179,19 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
         // The student standardizes without clipping.
         normalizer: Some(ObsNormalizer { mean: actor.obs_norm.mean.clone(), std: actor.obs_norm.std.clone(), clip: f32::MAX }),
         layers,
-        activation: match student.activation {
-            NetActivation::Tanh => Activation::Tanh,
-            NetActivation::Relu => Activation::Relu,
-            NetActivation::Elu => Activation::Elu,
-        },
+        activation: exported_activation(student.activation),
         head: ActionHead::Clip,
         action_low: actor.action_low.clone(),
         action_high: actor.action_high.clone(),
     })
+}
+
+fn exported_activation(a: NetActivation) -> Activation {
+    match a {
+        NetActivation::Tanh => Activation::Tanh,
+        NetActivation::Relu => Activation::Relu,
+        NetActivation::Elu => Activation::Elu,
+    }
 }
 
 /// The linear layers `prefix.0`, `prefix.1`, … in order.

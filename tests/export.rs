@@ -126,9 +126,16 @@ fn as_text(values: &[f32]) -> String {
 
 fn run_driver(exe: &Path, obs: &[f32]) -> Vec<f32> {
     let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(as_text(obs).as_bytes()).unwrap();
+    // Fed from a thread: a driver that answers as it reads fills the stdout pipe before all
+    // observations are written when the outputs are wide (action chunks).
+    let mut stdin = child.stdin.take().unwrap();
+    let input = as_text(obs);
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(input.as_bytes()).unwrap();
+    });
     let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
     assert!(out.status.success(), "{} failed", exe.display());
     String::from_utf8(out.stdout).unwrap().split_whitespace().map(|t| t.parse().unwrap()).collect()
 }
