@@ -135,7 +135,12 @@ pub struct DistillReport {
 }
 
 /// Success of `learner` on `config`'s task: `episodes` deterministic episodes per seed.
-fn success(learner: &dyn Learner, config: &TrainConfig, episodes: usize, seeds: &[u64]) -> Result<Option<SuccessFigures>, RunError> {
+fn success(
+    learner: &dyn Learner,
+    config: &TrainConfig,
+    episodes: usize,
+    seeds: &[u64],
+) -> Result<Option<SuccessFigures>, RunError> {
     let mut env = embodia_sim::make_with(&config.task, episodes, config.env.as_ref())?;
     let (mut per_seed, mut returns) = (Vec::new(), 0.0);
     for &seed in seeds {
@@ -193,10 +198,8 @@ pub fn report(student: &Path, episodes: usize, seeds: u64, calls: usize) -> Resu
     let student_success = success(student_learner.as_ref(), &config, episodes, &eval_seeds)?;
     let teacher_latency = act_latency(teacher.as_ref(), &config, calls)?;
     let student_latency = act_latency(student_learner.as_ref(), &config, calls)?;
-    let spec: PolicySpec = crate::export::policy_of_run(student).map_err(|e| RunError::Io {
-        path: student.display().to_string(),
-        message: format!("export: {e}"),
-    })?;
+    let spec: PolicySpec = crate::export::policy_of_run(student)
+        .map_err(|e| RunError::Io { path: student.display().to_string(), message: format!("export: {e}") })?;
     let obs = {
         let mut env = embodia_sim::make_with(&config.task, 1, config.env.as_ref())?;
         env.reset(config.seed);

@@ -78,7 +78,11 @@ fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
 
 /// The deterministic policy of a PPO, SAC or distill learner checkpoint `ckpt` trained with `config`;
 /// `source` names it in errors and in the generated files.
-pub fn policy_of_checkpoint(config: &TrainConfig, ckpt: &Checkpoint, source: &str) -> Result<PolicySpec, ExportRunError> {
+pub fn policy_of_checkpoint(
+    config: &TrainConfig,
+    ckpt: &Checkpoint,
+    source: &str,
+) -> Result<PolicySpec, ExportRunError> {
     let corrupt = |message: String| ExportRunError::Corrupt { run: source.into(), message };
     let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref()).map_err(RunError::from)?;
     let bounds = &env.action_spec().bounds;
@@ -143,7 +147,11 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
     let mut layers = layers(&ckpt.tensors, &format!("{STUDENT_PREFIX}.net.layers"))?;
     let first = &mut layers[0];
     if first.input != student.input_dim() {
-        return Err(format!("the student's first layer has {} inputs, its layout {}", first.input, student.input_dim()));
+        return Err(format!(
+            "the student's first layer has {} inputs, its layout {}",
+            first.input,
+            student.input_dim()
+        ));
     }
     // Inputs [s ‖ z ‖ t = 1 ‖ r = 0]: the constant part joins the bias.
     let out = first.output;
@@ -177,7 +185,11 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
         action_dim,
         chunk: actor.policy.chunk,
         // The student standardizes without clipping.
-        normalizer: Some(ObsNormalizer { mean: actor.obs_norm.mean.clone(), std: actor.obs_norm.std.clone(), clip: f32::MAX }),
+        normalizer: Some(ObsNormalizer {
+            mean: actor.obs_norm.mean.clone(),
+            std: actor.obs_norm.std.clone(),
+            clip: f32::MAX,
+        }),
         layers,
         activation: exported_activation(student.activation),
         head: ActionHead::Clip,

@@ -70,14 +70,27 @@ fn distill_trains_a_student_run_and_reports_both_policies() {
         "eval_episodes=2",
     ];
     let mut args = vec!["distill", "--run", teacher.to_str().unwrap(), "--out", student.to_str().unwrap()];
-    args.extend(["--steps", "20", "--eval-episodes", "3", "--eval-seeds", "2", "--latency-calls", "50", "--json", "--quiet"]);
+    args.extend([
+        "--steps",
+        "20",
+        "--eval-episodes",
+        "3",
+        "--eval-seeds",
+        "2",
+        "--latency-calls",
+        "50",
+        "--json",
+        "--quiet",
+    ]);
     for s in &small {
         args.extend(["--set", s]);
     }
     let o = embodia(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
-    for needle in ["teacher act (K = 3)", "student act", "student exported f32 forward", "per seed", "teacher / student"] {
+    for needle in
+        ["teacher act (K = 3)", "student act", "student exported f32 forward", "per seed", "teacher / student"]
+    {
         assert!(stdout.contains(needle), "report lacks `{needle}`:\n{stdout}");
     }
     let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use embodia::algos::{ConsistencyLoss, DistillMethod, PpoConfig, SacConfig, SftConfig};
-use embodia::distill::{DistillRequest, distill_config};
-use embodia::policies::FlowPolicyConfig;
 use embodia::config::{AlgoConfig, TrainConfig};
 use embodia::deploy::export::{Format, PolicySpec, write_export};
+use embodia::distill::{DistillRequest, distill_config};
 use embodia::export::{ExportRunError, policy_of_run};
 use embodia::policies::Activation;
+use embodia::policies::FlowPolicyConfig;
 use embodia::run::{Run, load_learner};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -253,7 +253,14 @@ fn flow_teacher(dir: &Path) -> PathBuf {
 
 /// A student distilled from `teacher` with `method` for a few gradient steps, in `dir/NAME`.
 fn distilled(dir: &Path, teacher: &Path, method: DistillMethod, name: &str) -> PathBuf {
-    let overrides = ["algo.num_envs=2", "algo.chunk_steps=5", "algo.batch_size=32", "algo.updates_per_iteration=20", "algo.warmup_steps=5", "algo.student.hidden=[32, 24]"];
+    let overrides = [
+        "algo.num_envs=2",
+        "algo.chunk_steps=5",
+        "algo.batch_size=32",
+        "algo.updates_per_iteration=20",
+        "algo.warmup_steps=5",
+        "algo.student.hidden=[32, 24]",
+    ];
     let req = DistillRequest {
         teacher: teacher.to_path_buf(),
         method,
@@ -338,8 +345,11 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     assert!(err.to_string().contains("not implemented"), "{err}");
     assert!(!dir.join("onnx").exists());
     // Nothing temporary is left beside the outputs.
-    let leftovers: Vec<_> =
-        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.contains(".tmp")).collect();
+    let leftovers: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     fs::remove_dir_all(&dir).unwrap();
 }
@@ -351,7 +361,8 @@ fn cli_exports_c_and_rust_and_reports_bad_runs() {
     let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
     for (format, files) in [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"])] {
         let out = dir.join(format);
-        let o = embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
+        let o =
+            embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let mut written: Vec<String> =
             fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
@@ -362,6 +373,10 @@ fn cli_exports_c_and_rust_and_reports_bad_runs() {
     let missing = dir.join("no-such-run");
     let o = embodia(&["export", "--run", missing.to_str().unwrap(), "--format", "c", "--out", "x"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not a run directory"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a run directory"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     fs::remove_dir_all(&dir).unwrap();
 }

@@ -164,7 +164,12 @@ impl DistillConfig {
         )?;
         check_range("decay_steps", self.decay_steps, self.decay_steps > self.warmup_steps, "> warmup_steps")?;
         check_range("max_grad_norm", self.max_grad_norm, self.max_grad_norm > 0.0, "> 0")?;
-        check_range("fixed_noise_fraction", self.fixed_noise_fraction, fraction(self.fixed_noise_fraction), "0 ≤ x ≤ 1")?;
+        check_range(
+            "fixed_noise_fraction",
+            self.fixed_noise_fraction,
+            fraction(self.fixed_noise_fraction),
+            "0 ≤ x ≤ 1",
+        )?;
         check_range("target_ema", self.target_ema, (0.0..1.0).contains(&self.target_ema), "0 ≤ x < 1")?;
         check_range(
             "meanflow_equal_fraction",
@@ -332,7 +337,8 @@ impl Distill {
     /// Standardized executed actions `[n, C·D]` of the teacher from noise `z` `[n, H·D]`.
     pub fn teacher_actions(&self, obs: &[f32], z: &[f32]) -> Result<Vec<f32>, AlgoError> {
         let n = obs.len() / self.actor.policy.obs_dim;
-        let (k, hd, cd) = (self.actor.policy.denoise_steps, self.actor.policy.chunk_width(), self.student_config.output_dim);
+        let (k, hd, cd) =
+            (self.actor.policy.denoise_steps, self.actor.policy.chunk_width(), self.student_config.output_dim);
         let last = self.teacher_chain(obs, z, n).narrow(0, k, 1).reshape([n, hd]).narrow(1, 0, cd);
         to_host(last)
     }
@@ -340,7 +346,8 @@ impl Distill {
     /// Standardized executed actions `[n, C·D]` of the student (plain weights) from noise `z`.
     pub fn student_actions(&self, obs: &[f32], z: &[f32]) -> Result<Vec<f32>, AlgoError> {
         let plain = self.device.clone().inner();
-        let (n, od, hd) = (obs.len() / self.actor.policy.obs_dim, self.actor.policy.obs_dim, self.actor.policy.chunk_width());
+        let (n, od, hd) =
+            (obs.len() / self.actor.policy.obs_dim, self.actor.policy.obs_dim, self.actor.policy.chunk_width());
         to_host(self.acting.sample(to_tensor(obs, n, od, &plain), to_tensor(z, n, hd, &plain)))
     }
 
@@ -396,15 +403,20 @@ impl Distill {
         let fixed = (self.config.fixed_noise_fraction * bs as f64).round() as usize;
         let z = self.noise_rows(bs, fixed);
         let target = self.teacher_actions(obs, &z)?;
-        let (d, od, hd, cd) = (&self.device, self.actor.policy.obs_dim, self.actor.policy.chunk_width(), self.student_config.output_dim);
+        let (d, od, hd, cd) =
+            (&self.device, self.actor.policy.obs_dim, self.actor.policy.chunk_width(), self.student_config.output_dim);
         let pred = self.student.sample(to_tensor(obs, bs, od, d), to_tensor(&z, bs, hd, d));
         Ok((pred - to_tensor(&target, bs, cd, d)).square().mean())
     }
 
     /// LCM backup: `‖f_θ(x_{t_n}, t_n) − sg(f_EMA(x_{t_{n+1}}, t_{n+1}))‖²` on the teacher's chain.
     fn backup_loss(&mut self, obs: &[f32]) -> Result<Tensor<1>, AlgoError> {
-        let (bs, od, hd, k) =
-            (self.config.batch_size, self.actor.policy.obs_dim, self.actor.policy.chunk_width(), self.actor.policy.denoise_steps);
+        let (bs, od, hd, k) = (
+            self.config.batch_size,
+            self.actor.policy.obs_dim,
+            self.actor.policy.chunk_width(),
+            self.actor.policy.denoise_steps,
+        );
         let z = self.noise_rows(bs, 0);
         let chain = to_host(self.teacher_chain(obs, &z, bs))?;
         let (mut x_n, mut x_next, mut t_n, mut t_next) =
@@ -437,8 +449,12 @@ impl Distill {
 
     /// MeanFlow: `‖u_θ(z_t, r, t) − sg(v − (t − r)·du/dt)‖²` on teacher samples.
     fn meanflow_loss(&mut self, obs: &[f32]) -> Result<Tensor<1>, AlgoError> {
-        let (bs, od, hd, k) =
-            (self.config.batch_size, self.actor.policy.obs_dim, self.actor.policy.chunk_width(), self.actor.policy.denoise_steps);
+        let (bs, od, hd, k) = (
+            self.config.batch_size,
+            self.actor.policy.obs_dim,
+            self.actor.policy.chunk_width(),
+            self.actor.policy.denoise_steps,
+        );
         let cd = self.student_config.output_dim;
         let z = self.noise_rows(bs, 0);
         let chain = to_host(self.teacher_chain(obs, &z, bs))?;
@@ -479,7 +495,12 @@ impl Distill {
             }
         }
         let d = &self.device;
-        let u = self.student.raw(to_tensor(obs, bs, od, d), to_tensor(&z_t, bs, hd, d), to_tensor(&t, bs, 1, d), to_tensor(&r, bs, 1, d));
+        let u = self.student.raw(
+            to_tensor(obs, bs, od, d),
+            to_tensor(&z_t, bs, hd, d),
+            to_tensor(&t, bs, 1, d),
+            to_tensor(&r, bs, 1, d),
+        );
         Ok((u - to_tensor(&target, bs, cd, d)).square().mean())
     }
 
@@ -606,7 +627,12 @@ impl Learner for Distill {
         self.student = load_params(self.student.clone(), &ckpt.params(STUDENT_PREFIX))?;
         self.acting = self.student.valid();
         self.target = load_params(self.target.clone(), &ckpt.params("target"))?;
-        self.optim.load_state(ckpt.get("optim_student_steps")?, &ckpt.params("optim.student"), &self.student, &plain)?;
+        self.optim.load_state(
+            ckpt.get("optim_student_steps")?,
+            &ckpt.params("optim.student"),
+            &self.student,
+            &plain,
+        )?;
         let (_, buffer) = ckpt
             .tensors
             .get("buffer.obs")

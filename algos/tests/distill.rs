@@ -66,7 +66,12 @@ fn held_out_observations() -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(77);
     let mut obs = Vec::new();
     for _ in 0..16 {
-        let actions: Vec<f32> = (0..16).map(|_| { let x: f32 = StandardNormal.sample(&mut rng); 2.0 * x }).collect::<Vec<f32>>();
+        let actions: Vec<f32> = (0..16)
+            .map(|_| {
+                let x: f32 = StandardNormal.sample(&mut rng);
+                2.0 * x
+            })
+            .collect::<Vec<f32>>();
         env.step(&actions).unwrap();
         obs.extend_from_slice(&env.buffers().obs);
     }

@@ -176,10 +176,20 @@ mod tests {
 
     fn setup(head: OneStepHead) -> (OneStepPolicy, Tensor<2>, Tensor<2>, Device) {
         let device = Device::flex();
-        let config = OneStepPolicyConfig { obs_dim: 3, chunk_width: 8, output_dim: 4, hidden: vec![16], head, ..Default::default() };
+        let config = OneStepPolicyConfig {
+            obs_dim: 3,
+            chunk_width: 8,
+            output_dim: 4,
+            hidden: vec![16],
+            head,
+            ..Default::default()
+        };
         let policy = crate::seeded_init(&device, 5, || config.init(&device));
         let obs = Tensor::<2>::from_floats([[0.3, -1.0, 2.0], [1.5, 0.2, -0.7]], &device);
-        let x = Tensor::<2>::from_floats([[0.5, -0.25, 1.0, 2.0, 0.1, 0.2, 0.3, 0.4], [-1.0, 0.0, 0.75, -2.0, 0.0, 0.0, 1.0, 1.0]], &device);
+        let x = Tensor::<2>::from_floats(
+            [[0.5, -0.25, 1.0, 2.0, 0.1, 0.2, 0.3, 0.4], [-1.0, 0.0, 0.75, -2.0, 0.0, 0.0, 1.0, 1.0]],
+            &device,
+        );
         (policy, obs, x, device)
     }
 
