@@ -86,11 +86,11 @@ pub fn parse_observations(text: &str, source_name: &str, obs_dim: usize) -> Resu
 pub fn run_onnx(model: &Path, runtime: &Runtime, text: &str, source_name: &str) -> Result<String, ActionsError> {
     let mut policy = onnx_runtime::load(model, runtime)?;
     let obs = parse_observations(text, source_name, policy.obs_dim())?;
-    let mut actions = vec![0.0; obs.len() / policy.obs_dim() * policy.action_dim()];
+    let mut actions = vec![0.0; obs.len() / policy.obs_dim() * policy.output_dim()];
     if !obs.is_empty() {
         policy.run(&obs, &mut actions)?;
     }
-    Ok(format_actions(&actions, policy.action_dim()))
+    Ok(format_actions(&actions, policy.output_dim()))
 }
 
 /// The deterministic actions of the run in `run` for the observations in `text`, all rows as

@@ -3,17 +3,18 @@
 
 use std::path::Path;
 
-use embodia_algos::{FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig};
+use embodia_algos::{DistillConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig};
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// Algorithms `embodia train` can run, with one-line descriptions.
-pub const ALGORITHMS: [(&str, &str); 5] = [
+pub const ALGORITHMS: [(&str, &str); 6] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
     ("sft", "flow-matching behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
     ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>)"),
     ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>)"),
+    ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
 ];
 
 /// Everything a training run needs; written to `runs/<name>/config.toml`.
@@ -51,6 +52,8 @@ pub enum AlgoConfig {
     Sft(SftConfig),
     /// PPO on a flow policy (`ppo-flow-sde`, `ppo-flow-noise`).
     PpoFlow(PpoFlowConfig),
+    /// One-step distillation of a flow policy.
+    Distill(DistillConfig),
 }
 
 impl AlgoConfig {
@@ -61,6 +64,7 @@ impl AlgoConfig {
             Self::Ppo(c) => c.num_envs,
             Self::Sft(c) => c.num_envs,
             Self::PpoFlow(c) => c.num_envs,
+            Self::Distill(c) => c.num_envs,
         }
     }
 }
@@ -69,7 +73,7 @@ impl AlgoConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Unknown algorithm name.
-    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise")]
+    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, distill")]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
     #[error("{path}: {message}")]
@@ -109,6 +113,7 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
         "ppo" => toml::Table::try_from(PpoConfig::default()),
         "sft" => toml::Table::try_from(SftConfig::default()),
         "ppo-flow-sde" | "ppo-flow-noise" => toml::Table::try_from(PpoFlowConfig::default()),
+        "distill" => toml::Table::try_from(DistillConfig::default()),
         other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
     }
     .map_err(|e| ConfigError::Invalid(e.to_string()))?;
@@ -116,8 +121,12 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
     t.insert("task".into(), task.into());
     t.insert("algorithm".into(), algorithm.into());
     t.insert("seed".into(), toml::Value::Integer(1));
-    // An sft run's budget counts gradient steps.
-    let total_steps = if algorithm == "sft" { SftConfig::default().decay_steps as i64 } else { 100_000 };
+    // sft and distill runs' budgets count gradient steps.
+    let total_steps = match algorithm {
+        "sft" => SftConfig::default().decay_steps as i64,
+        "distill" => DistillConfig::default().decay_steps as i64,
+        _ => 100_000,
+    };
     t.insert("total_steps".into(), toml::Value::Integer(total_steps));
     t.insert("eval_episodes".into(), toml::Value::Integer(10));
     t.insert("checkpoint_every".into(), toml::Value::Integer(1));
@@ -197,6 +206,7 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         "sac" => toml::from_str::<File<SacConfig>>(text).map(|_| ()),
         "sft" => toml::from_str::<File<SftConfig>>(text).map(|_| ()),
         "ppo-flow-sde" | "ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
+        "distill" => toml::from_str::<File<DistillConfig>>(text).map(|_| ()),
         _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
     };
     result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
@@ -393,6 +403,7 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         "sft" => build(table, AlgoConfig::Sft),
         "ppo-flow-sde" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
         "ppo-flow-noise" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
+        "distill" => build(table, AlgoConfig::Distill),
         other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
     }
 }
@@ -425,6 +436,7 @@ impl TrainConfig {
             AlgoConfig::Ppo(c) => c.validate(),
             AlgoConfig::Sft(c) => c.validate_fields(),
             AlgoConfig::PpoFlow(c) => c.validate(),
+            AlgoConfig::Distill(c) => c.validate(),
         }
         .map_err(|e| match e {
             embodia_algos::AlgoError::Config { field, value, allowed } => {

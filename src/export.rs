@@ -1,12 +1,18 @@
-//! `embodia export`: the deterministic policy of a PPO or SAC run as an
-//! [`embodia_deploy::export::PolicySpec`] (weights, observation normalizer, action bounds),
-//! written out by the deploy crate's generators.
+//! `embodia export`: the deterministic policy of a PPO, SAC or distill run as an
+//! [`embodia_deploy::export::PolicySpec`] (weights, observation normalizer, action bounds and
+//! chunk layout), written out by the deploy crate's generators.
+//!
+//! A distilled student `β·z_C + α·F(s, z, 1, 0)` with its fixed noise `z` is exported as a
+//! plain MLP of the raw observation: the constant inputs (`z`, `t = 1`, `r = 0`) are folded
+//! into the first layer's bias, and `α`, `β·z_C` and the action de-standardization into the
+//! last layer.
 
 use std::path::{Path, PathBuf};
 
-use embodia_algos::{Checkpoint, RunningNormalizer};
+use embodia_algos::distill::{FIXED_NOISE_KEY, STUDENT_KEY, STUDENT_PREFIX};
+use embodia_algos::{Checkpoint, ChunkActor, RunningNormalizer};
 use embodia_deploy::export::{self, ActionHead, Activation, Dense, Format, ObsNormalizer, PolicySpec};
-use embodia_policies::{Activation as NetActivation, NamedParams};
+use embodia_policies::{Activation as NetActivation, NamedParams, OneStepPolicyConfig};
 
 use crate::config::{AlgoConfig, TrainConfig};
 use crate::run::{CHECKPOINT_DIR, CONFIG_FILE, RunError};
@@ -17,7 +23,7 @@ pub enum ExportRunError {
     /// The run directory, its config or its checkpoint could not be read.
     #[error(transparent)]
     Run(#[from] RunError),
-    /// The run's policy is not a one-step Gaussian MLP.
+    /// The run's policy is not a one-step MLP.
     #[error("{run}: {message}")]
     NotExportable {
         /// The run directory.
@@ -53,7 +59,7 @@ pub fn policy_of_run(dir: &Path) -> Result<PolicySpec, ExportRunError> {
 
 fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunError> {
     match &config.algo {
-        AlgoConfig::Ppo(_) | AlgoConfig::Sac(_) => Ok(()),
+        AlgoConfig::Ppo(_) | AlgoConfig::Sac(_) | AlgoConfig::Distill(_) => Ok(()),
         AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => Err(not_exportable(config, run)),
     }
 }
@@ -63,16 +69,20 @@ fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
         run: run.into(),
         message: format!(
             "a `{}` run has a multi-step flow policy, which cannot be exported as one forward pass; \
-             distill it into a one-step policy first (`embodia distill`, not implemented yet). \
-             PPO and SAC runs export directly",
+             distill it into a one-step policy first: `embodia distill --run {run} --method consistency`, \
+             then export the distilled run. PPO, SAC and distill runs export directly",
             config.algorithm
         ),
     }
 }
 
-/// The deterministic policy of a PPO or SAC learner checkpoint `ckpt` trained with `config`;
+/// The deterministic policy of a PPO, SAC or distill learner checkpoint `ckpt` trained with `config`;
 /// `source` names it in errors and in the generated files.
-pub fn policy_of_checkpoint(config: &TrainConfig, ckpt: &Checkpoint, source: &str) -> Result<PolicySpec, ExportRunError> {
+pub fn policy_of_checkpoint(
+    config: &TrainConfig,
+    ckpt: &Checkpoint,
+    source: &str,
+) -> Result<PolicySpec, ExportRunError> {
     let corrupt = |message: String| ExportRunError::Corrupt { run: source.into(), message };
     let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref()).map_err(RunError::from)?;
     let bounds = &env.action_spec().bounds;
@@ -95,25 +105,105 @@ pub fn policy_of_checkpoint(config: &TrainConfig, ckpt: &Checkpoint, source: &st
             ("model.actor.mean.layers", c.activation, ActionHead::Clip, normalizer)
         }
         AlgoConfig::Sac(c) => ("actor.net.layers", c.activation, ActionHead::SquashedAffine, None),
+        AlgoConfig::Distill(_) => {
+            let mut spec = student_policy(ckpt, obs_dim, bounds.dim()).map_err(corrupt)?;
+            spec.source = format!("{source} ({}, task {})", config.algorithm, config.task);
+            spec.validate().map_err(|e| corrupt(e.to_string()))?;
+            return Ok(spec);
+        }
         AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => return Err(not_exportable(config, source)),
     };
     let spec = PolicySpec {
         source: format!("{source} ({}, task {})", config.algorithm, config.task),
         obs_dim,
         action_dim: bounds.dim(),
+        chunk: 1,
         normalizer,
         layers: layers(&ckpt.tensors, prefix).map_err(corrupt)?,
-        activation: match activation {
-            NetActivation::Tanh => Activation::Tanh,
-            NetActivation::Relu => Activation::Relu,
-            NetActivation::Elu => Activation::Elu,
-        },
+        activation: exported_activation(activation),
         head,
         action_low: bounds.low.clone(),
         action_high: bounds.high.clone(),
     };
     spec.validate().map_err(|e| corrupt(e.to_string()))?;
     Ok(spec)
+}
+
+/// The deterministic one-step student of a distill checkpoint as a plain MLP of the raw
+/// observation (see the module docs for the folding).
+fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Result<PolicySpec, String> {
+    let actor = ChunkActor::from_checkpoint(ckpt, obs_dim, action_dim).map_err(|e| e.to_string())?;
+    let student: OneStepPolicyConfig = ckpt.get(STUDENT_KEY).map_err(|e| e.to_string())?;
+    let z: Vec<f32> = ckpt.get(FIXED_NOISE_KEY).map_err(|e| e.to_string())?;
+    let (hd, cd) = (student.chunk_width, student.output_dim);
+    if student.obs_dim != obs_dim || z.len() != hd || cd != actor.policy.chunk * action_dim || cd > hd {
+        return Err(format!(
+            "the student's layout (obs {}, noise {hd}/{}, output {cd}) does not fit the task (obs {obs_dim}, chunk {} × {action_dim})",
+            student.obs_dim,
+            z.len(),
+            actor.policy.chunk
+        ));
+    }
+    let mut layers = layers(&ckpt.tensors, &format!("{STUDENT_PREFIX}.net.layers"))?;
+    let first = &mut layers[0];
+    if first.input != student.input_dim() {
+        return Err(format!(
+            "the student's first layer has {} inputs, its layout {}",
+            first.input,
+            student.input_dim()
+        ));
+    }
+    // Inputs [s ‖ z ‖ t = 1 ‖ r = 0]: the constant part joins the bias.
+    let out = first.output;
+    let row = |k: usize| &first.weight[k * out..(k + 1) * out];
+    let bias: Vec<f32> = (0..out)
+        .map(|o| {
+            let noise: f64 = (0..hd).map(|k| z[k] as f64 * row(obs_dim + k)[o] as f64).sum();
+            (first.bias[o] as f64 + noise + row(obs_dim + hd)[o] as f64) as f32
+        })
+        .collect();
+    first.weight.truncate(obs_dim * out);
+    first.bias = bias;
+    first.input = obs_dim;
+    let last = layers.last_mut().expect("at least one layer");
+    if last.output != cd {
+        return Err(format!("the student's last layer has {} outputs, its layout {cd}", last.output));
+    }
+    // raw action_j = (β·z_j + α·(x·W + b)_j)·std_j + mean_j.
+    let (alpha, beta) = student.head.one_step_coefficients();
+    let scale: Vec<f64> = (0..cd).map(|j| alpha * actor.action_norm.std[j % action_dim] as f64).collect();
+    for (k, w) in last.weight.iter_mut().enumerate() {
+        *w = (*w as f64 * scale[k % cd]) as f32;
+    }
+    for (j, b) in last.bias.iter_mut().enumerate() {
+        let (std, mean) = (actor.action_norm.std[j % action_dim] as f64, actor.action_norm.mean[j % action_dim] as f64);
+        *b = ((beta * z[j] as f64 + alpha * *b as f64) * std + mean) as f32;
+    }
+    Ok(PolicySpec {
+        source: String::new(),
+        obs_dim,
+        action_dim,
+        chunk: actor.policy.chunk,
+        // The student standardizes without clipping.
+        normalizer: Some(ObsNormalizer {
+            mean: actor.obs_norm.mean.clone(),
+            std: actor.obs_norm.std.clone(),
+            clip: f32::MAX,
+        }),
+        layers,
+        activation: exported_activation(student.activation),
+        head: ActionHead::Clip,
+        action_low: actor.action_low.clone(),
+        action_high: actor.action_high.clone(),
+    })
+}
+
+fn exported_activation(a: NetActivation) -> Activation {
+    match a {
+        NetActivation::Tanh => Activation::Tanh,
+        NetActivation::Relu => Activation::Relu,
+        NetActivation::Elu => Activation::Elu,
+    }
 }
 
 /// The linear layers `prefix.0`, `prefix.1`, … in order.

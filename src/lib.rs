@@ -13,6 +13,7 @@ pub mod camera;
 pub mod config;
 pub mod demos;
 pub mod deployment;
+pub mod distill;
 pub mod export;
 pub mod mcu_bench;
 pub mod export_latency;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use embodia::algos::{EvalResult, MetricRow, MetricSink};
+use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
 use embodia::bench::{CONFIRM_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
@@ -55,8 +55,52 @@ enum Command {
         #[arg(long, value_name = "FILE.rrd", conflicts_with = "viz")]
         viz_save: Option<PathBuf>,
     },
-    /// Export a PPO or SAC run's deterministic policy (observation normalization, MLP, action
-    /// scaling and clipping) as C99 source, a no_std Rust module or ONNX (model.onnx).
+    /// Distill a flow-policy run (sft, ppo-flow-*) into a one-step student, saved as a run
+    /// (eval, export and deploy accept it); then report teacher and student success over
+    /// several evaluation seeds and their inference latency at batch 1.
+    Distill {
+        /// The teacher's run directory.
+        #[arg(long)]
+        run: PathBuf,
+        /// Objective: consistency (RL-100's consistency distillation) or meanflow (OFQL's
+        /// average-velocity objective on teacher samples; experimental, its learning is not
+        /// verified yet).
+        #[arg(long, default_value = "consistency", value_parser = ["consistency", "meanflow"])]
+        method: String,
+        /// Loss of the consistency method: same_noise (match the teacher's K-step action from
+        /// the same noise) or backup (LCM-style self-consistency against an EMA target).
+        #[arg(long, default_value = "same_noise", value_parser = ["same_noise", "backup"])]
+        loss: String,
+        /// Student run directory (default: runs/<teacher>-distill-<method>, never overwritten).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Gradient steps (default: algo.decay_steps of the distill config).
+        #[arg(long)]
+        steps: Option<u64>,
+        /// Override one distill setting, e.g. --set algo.batch_size=128 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Evaluation episodes per evaluation seed.
+        #[arg(long, default_value_t = 100)]
+        eval_episodes: usize,
+        /// Evaluation seeds.
+        #[arg(long, default_value_t = 3)]
+        eval_seeds: u64,
+        /// Timed calls per latency figure.
+        #[arg(long, default_value_t = 10_000)]
+        latency_calls: usize,
+        /// Also print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Export a PPO, SAC or distill run's deterministic policy (observation normalization, MLP,
+    /// action scaling and clipping, action-chunk layout) as C99 source, a no_std Rust module or ONNX (model.onnx).
     Export {
         /// Run directory.
         #[arg(long)]
@@ -551,6 +595,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             train(&settings, run_dir, resume, quiet, target)
         }
+        Command::Distill {
+            run, method, loss, out, seed, steps, set, eval_episodes, eval_seeds, latency_calls, json, quiet,
+        } => {
+            let req = embodia::distill::DistillRequest {
+                teacher: run,
+                method: if method == "meanflow" { DistillMethod::MeanFlow } else { DistillMethod::Consistency },
+                loss: if loss == "backup" { ConsistencyLoss::Backup } else { ConsistencyLoss::SameNoise },
+                seed,
+                steps,
+                overrides: set,
+            };
+            distill(&req, out, eval_episodes, eval_seeds, latency_calls, json, quiet)
+        }
         Command::Export { run, format, out } => {
             let format = embodia::deploy::export::Format::parse(&format).expect("clap checked the format");
             for file in embodia::export::export_run(&run, format, &out)? {
@@ -648,6 +705,54 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+fn distill(
+    req: &embodia::distill::DistillRequest,
+    out: Option<PathBuf>,
+    episodes: usize,
+    seeds: u64,
+    calls: usize,
+    json: bool,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(seeds > 0, "invalid value for `--eval-seeds`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(calls > 0, "invalid value for `--latency-calls`: 0 (allowed: ≥ 1)");
+    let config = embodia::distill::distill_config(req)?;
+    let dir = out.unwrap_or_else(|| {
+        let teacher = req.teacher.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let method = if req.method == DistillMethod::MeanFlow { "meanflow" } else { "consistency" };
+        let base = Path::new("runs").join(format!("{teacher}-distill-{method}"));
+        let mut dir = base.clone();
+        let mut k = 2;
+        while dir.exists() {
+            dir = PathBuf::from(format!("{}-{k}", base.display()));
+            k += 1;
+        }
+        dir
+    });
+    let mut run = Run::create(&dir, config.clone())?;
+    eprintln!(
+        "distilling {} into a one-step student on {} ({} gradient steps) in {}",
+        req.teacher.display(),
+        config.task,
+        config.total_steps,
+        dir.display()
+    );
+    let start = std::time::Instant::now();
+    let mut progress = Progress::new(config.total_steps, 0, quiet);
+    let result = run.train(&mut [&mut progress]);
+    progress.bar.finish_and_clear();
+    result?;
+    run.final_eval(config.eval_episodes)?;
+    eprintln!("student saved in {} after {:.0} s; evaluating teacher and student", dir.display(), start.elapsed().as_secs_f64());
+    let report = embodia::distill::report(&dir, episodes, seeds, calls)?;
+    print!("{}", embodia::distill::describe(&report));
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    }
+    Ok(())
+}
+
 fn list() -> anyhow::Result<()> {
     println!("tasks:");
     for t in embodia::sim::tasks() {
@@ -700,7 +805,7 @@ fn train(
         config.task,
         config.seed,
         config.total_steps,
-        if config.algorithm == "sft" { "gradient steps" } else { "env steps" },
+        if matches!(config.algorithm.as_str(), "sft" | "distill") { "gradient steps" } else { "env steps" },
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);

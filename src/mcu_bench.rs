@@ -130,9 +130,9 @@ pub fn measure(
     let checked = mcu::build(spec, &case.observations, implementation, &work.join(format!("{tag}-check")))?;
     let out = mcu::run(&checked)?;
     let mut scratch = vec![0.0; 2 * spec.max_width()];
-    let mut want = vec![0.0; spec.action_dim];
+    let mut want = vec![0.0; spec.output_dim()];
     let mut max_relative_error = 0f32;
-    for (o, got) in case.observations.chunks(spec.obs_dim).zip(out.actions.chunks(spec.action_dim)) {
+    for (o, got) in case.observations.chunks(spec.obs_dim).zip(out.actions.chunks(spec.output_dim())) {
         spec.forward(o, &mut want, &mut scratch);
         for (g, w) in got.iter().zip(&want) {
             max_relative_error = max_relative_error.max((g - w).abs() / w.abs().max(1.0));

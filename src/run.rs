@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::Device;
-use embodia_algos::{Checkpoint, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, evaluate};
+use embodia_algos::{Checkpoint, Distill, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, evaluate};
 use embodia_sim::{EnvSnapshot, VecEnv};
 
 use crate::config::{AlgoConfig, TrainConfig};
@@ -141,7 +141,30 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
             let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;
             Box::new(PpoFlow::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
         }
+        AlgoConfig::Distill(c) => {
+            if c.teacher.is_empty() {
+                return Err(RunError::Io {
+                    path: "algo.teacher".into(),
+                    message: "distillation needs a teacher: `embodia distill --run runs/<flow-run>`".into(),
+                });
+            }
+            let teacher = Path::new(&c.teacher);
+            check_run_dir(teacher)?;
+            let ckpt = Checkpoint::load(&teacher.join(CHECKPOINT_DIR))?;
+            Box::new(Distill::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
+        }
     })
+}
+
+/// The learner `config` describes, restored from its own checkpoint `ckpt`. A distill run's
+/// checkpoint holds its teacher, so the teacher's run directory is not needed again.
+pub fn restore_learner(config: &TrainConfig, env: &dyn VecEnv, ckpt: &Checkpoint) -> Result<Box<dyn Learner>, RunError> {
+    let mut learner: Box<dyn Learner> = match &config.algo {
+        AlgoConfig::Distill(c) => Box::new(Distill::new(c.clone(), env, ckpt, default_device(), config.seed)?),
+        _ => build_learner(config, env, &default_device())?,
+    };
+    learner.restore(ckpt)?;
+    Ok(learner)
 }
 
 /// Offset of the seed demonstrations are recorded from, relative to the training seed: each
@@ -234,8 +257,7 @@ impl Run {
         }
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
         let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
-        let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
-        learner.restore(&ckpt)?;
+        let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
         let snapshot: EnvSnapshot = ckpt.get("env")?;
         env.restore(&snapshot)?;
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
@@ -327,13 +349,12 @@ pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunEr
     let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
     let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
     let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref())?;
-    let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
-    learner.restore(&ckpt)?;
+    let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
     Ok((config, learner))
 }
 
 /// Fails with a clear message unless `dir` holds a run's config and a checkpoint.
-fn check_run_dir(dir: &Path) -> Result<(), RunError> {
+pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
     let fail = |message: &str| Err(RunError::Io { path: dir.display().to_string(), message: message.into() });
     if !dir.join(CONFIG_FILE).exists() {
         return fail("is not a run directory (no config.toml)");

@@ -12,11 +12,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use embodia::algos::{PpoConfig, SacConfig, SftConfig};
+use embodia::algos::{ConsistencyLoss, DistillMethod, PpoConfig, SacConfig, SftConfig};
 use embodia::config::{AlgoConfig, TrainConfig};
 use embodia::deploy::export::{Format, PolicySpec, write_export};
+use embodia::distill::{DistillRequest, distill_config};
 use embodia::export::{ExportRunError, policy_of_run};
 use embodia::policies::Activation;
+use embodia::policies::FlowPolicyConfig;
 use embodia::run::{Run, load_learner};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -79,16 +81,24 @@ fn trained(dir: &Path, config: TrainConfig) -> PathBuf {
     run_dir
 }
 
-/// Random raw observations `[SAMPLES, obs_dim]`, wide enough that the normalizer's clip bites,
-/// and the actions `embodia eval` takes for them.
-fn reference(run: &Path) -> (Vec<f32>, Vec<f32>, usize, usize) {
+/// Random raw observations `[SAMPLES, obs_dim]`, and the action chunks `embodia eval` takes
+/// for them. PPO and SAC: wide enough that the normalizer's clip bites. A distilled student
+/// standardizes without a clip, so its observations stay within ±3 standard deviations of the
+/// normalizer's mean: far outside, `(x − mean)/std` with `std` floored at 0.01 reaches 10³ and
+/// float rounding of any summation order exceeds the tolerance.
+fn reference(run: &Path) -> (Vec<f32>, Vec<f32>) {
     let (_, learner) = load_learner(run).unwrap();
     let spec = policy_of_run(run).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let obs: Vec<f32> = (0..SAMPLES * spec.obs_dim).map(|_| rng.random_range(-10.0..10.0)).collect();
-    let mut actions = vec![0.0; SAMPLES * spec.action_dim];
+    let obs: Vec<f32> = match &spec.normalizer {
+        Some(n) if n.clip == f32::MAX => (0..SAMPLES * spec.obs_dim)
+            .map(|i| n.mean[i % spec.obs_dim] + n.std[i % spec.obs_dim] * rng.random_range(-3.0..3.0))
+            .collect(),
+        _ => (0..SAMPLES * spec.obs_dim).map(|_| rng.random_range(-10.0..10.0)).collect(),
+    };
+    let mut actions = vec![0.0; SAMPLES * spec.output_dim()];
     learner.act(&obs, &mut actions, None).unwrap();
-    (obs, actions, spec.obs_dim, spec.action_dim)
+    (obs, actions)
 }
 
 fn assert_close(what: &str, got: &[f32], want: &[f32]) {
@@ -102,8 +112,8 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
 
 fn reference_forward(spec: &PolicySpec, obs: &[f32]) -> Vec<f32> {
     let mut scratch = vec![0.0; 2 * spec.max_width()];
-    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.action_dim];
-    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.action_dim)) {
+    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.output_dim()];
+    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.output_dim())) {
         spec.forward(o, a, &mut scratch);
     }
     out
@@ -118,9 +128,16 @@ fn as_text(values: &[f32]) -> String {
 
 fn run_driver(exe: &Path, obs: &[f32]) -> Vec<f32> {
     let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(as_text(obs).as_bytes()).unwrap();
+    // Fed from a thread: a driver that answers as it reads fills the stdout pipe before all
+    // observations are written when the outputs are wide (action chunks).
+    let mut stdin = child.stdin.take().unwrap();
+    let input = as_text(obs);
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(input.as_bytes()).unwrap();
+    });
     let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
     assert!(out.status.success(), "{} failed", exe.display());
     String::from_utf8(out.stdout).unwrap().split_whitespace().map(|t| t.parse().unwrap()).collect()
 }
@@ -136,11 +153,11 @@ fn check_c(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
         out.join("main.c"),
         format!(
             "#include <stdio.h>\n#include \"embodia_policy.h\"\n\
-             int main(void) {{ float o[EMBODIA_POLICY_OBS_DIM], a[EMBODIA_POLICY_ACTION_DIM]; int n, j;\n\
+             int main(void) {{ float o[EMBODIA_POLICY_OBS_DIM], a[EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM]; int n, j;\n\
              for (n = 0; n < {SAMPLES}; ++n) {{\n\
              for (j = 0; j < EMBODIA_POLICY_OBS_DIM; ++j) if (scanf(\"%f\", &o[j]) != 1) return 1;\n\
              embodia_policy_forward(o, a);\n\
-             for (j = 0; j < EMBODIA_POLICY_ACTION_DIM; ++j) printf(\"%.9g\\n\", a[j]); }}\n\
+             for (j = 0; j < EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM; ++j) printf(\"%.9g\\n\", a[j]); }}\n\
              return 0; }}\n"
         ),
     )
@@ -172,13 +189,13 @@ fn check_rust(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
     assert!(lib.success(), "rustc failed on the exported no_std module");
     fs::write(
         out.join("main.rs"),
-        "use policy::embodia_policy::{forward, ACTION_DIM, OBS_DIM};\n\
+        "use policy::embodia_policy::{forward, ACTION_DIM, CHUNK, OBS_DIM};\n\
          fn main() {\n\
          let mut text = String::new();\n\
          std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).unwrap();\n\
          let v: Vec<f32> = text.split_whitespace().map(|t| t.parse().unwrap()).collect();\n\
          for o in v.chunks(OBS_DIM) {\n\
-         let mut a = [0.0f32; ACTION_DIM];\n\
+         let mut a = [0.0f32; CHUNK * ACTION_DIM];\n\
          forward(o.try_into().unwrap(), &mut a);\n\
          for x in a { println!(\"{x:?}\"); } } }\n",
     )
@@ -201,11 +218,83 @@ fn check_rust(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
 fn check_all_formats(name: &str, config: TrainConfig) {
     let dir = scratch_dir(name);
     let run = trained(&dir, config);
-    let spec = policy_of_run(&run).unwrap();
-    let (obs, want, ..) = reference(&run);
+    check_run_formats(&dir, &run);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+fn check_run_formats(dir: &Path, run: &Path) {
+    let spec = policy_of_run(run).unwrap();
+    let (obs, want) = reference(run);
     assert_close("reference forward", &reference_forward(&spec, &obs), &want);
-    check_c(&dir, &spec, &obs, &want);
-    check_rust(&dir, &spec, &obs, &want);
+    check_c(dir, &spec, &obs, &want);
+    check_rust(dir, &spec, &obs, &want);
+}
+
+/// A small SFT run on reach (a flow teacher, K = 3) in `dir/sft`.
+fn flow_teacher(dir: &Path) -> PathBuf {
+    let policy = FlowPolicyConfig { denoise_steps: 3, width: 16, hidden: vec![32, 16], ..FlowPolicyConfig::default() };
+    let algo = SftConfig {
+        num_envs: 2,
+        demos: 2,
+        batch_size: 32,
+        updates_per_iteration: 20,
+        warmup_steps: 5,
+        decay_steps: 40,
+        policy,
+        ..SftConfig::default()
+    };
+    let config = TrainConfig {
+        task: "reach".into(),
+        env: embodia::sim::task_config("reach"),
+        ..config("sft", AlgoConfig::Sft(algo), 40)
+    };
+    let run_dir = dir.join("sft");
+    Run::create(&run_dir, config).unwrap().train(&mut []).unwrap();
+    run_dir
+}
+
+/// A student distilled from `teacher` with `method` for a few gradient steps, in `dir/NAME`.
+fn distilled(dir: &Path, teacher: &Path, method: DistillMethod, name: &str) -> PathBuf {
+    let overrides = [
+        "algo.num_envs=2",
+        "algo.chunk_steps=5",
+        "algo.batch_size=32",
+        "algo.updates_per_iteration=20",
+        "algo.warmup_steps=5",
+        "algo.student.hidden=[32, 24]",
+    ];
+    let req = DistillRequest {
+        teacher: teacher.to_path_buf(),
+        method,
+        loss: ConsistencyLoss::SameNoise,
+        seed: 2,
+        steps: Some(40),
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+    };
+    let run_dir = dir.join(name);
+    Run::create(&run_dir, distill_config(&req).unwrap()).unwrap().train(&mut []).unwrap();
+    run_dir
+}
+
+#[test]
+fn distilled_students_export_exactly_with_their_chunk_layout() {
+    let dir = scratch_dir("distill");
+    let teacher = flow_teacher(&dir);
+    // The multi-step teacher itself is refused, with the command that distills it.
+    let err = embodia::export::export_run(&teacher, Format::C, &dir.join("teacher-c")).unwrap_err();
+    assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
+    assert!(err.to_string().contains(&format!("embodia distill --run {}", teacher.display())), "{err}");
+    assert!(!dir.join("teacher-c").exists());
+    for (method, name) in [(DistillMethod::Consistency, "consistency"), (DistillMethod::MeanFlow, "meanflow")] {
+        let student = distilled(&dir, &teacher, method, name);
+        let spec = policy_of_run(&student).unwrap();
+        assert_eq!((spec.chunk, spec.action_dim), (4, 6), "{name}: reach's chunk layout");
+        let sub = dir.join(format!("{name}-out"));
+        fs::create_dir_all(&sub).unwrap();
+        check_run_formats(&sub, &student);
+        let header = fs::read_to_string(sub.join("c").join("embodia_policy.h")).unwrap();
+        assert!(header.contains("#define EMBODIA_POLICY_CHUNK 4"), "{header}");
+    }
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -234,7 +323,7 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     fs::write(flow.join("config.toml"), sft.to_toml()).unwrap();
     let err = policy_of_run(&flow).unwrap_err();
     assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
-    assert!(err.to_string().contains("distill") && err.to_string().contains("not implemented"), "{err}");
+    assert!(err.to_string().contains("embodia distill --run"), "{err}");
 
     // A run whose tensors file is truncated: reported as corrupt, nothing written.
     let run = trained(&dir, ppo(Activation::Elu, true));
@@ -258,8 +347,11 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     assert!(err.to_string().contains("not empty"), "{err}");
     assert_eq!(fs::read_dir(&out).unwrap().count(), 1);
     // Nothing temporary is left beside the outputs.
-    let leftovers: Vec<_> =
-        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.contains(".tmp")).collect();
+    let leftovers: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     fs::remove_dir_all(&dir).unwrap();
 }
@@ -273,7 +365,8 @@ fn cli_exports_every_format_and_reports_bad_runs() {
         [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"]), ("onnx", vec!["model.onnx"])];
     for (format, files) in formats {
         let out = dir.join(format);
-        let o = embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
+        let o =
+            embodia(&["export", "--run", run.to_str().unwrap(), "--format", format, "--out", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let mut written: Vec<String> =
             fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
@@ -284,7 +377,11 @@ fn cli_exports_every_format_and_reports_bad_runs() {
     let missing = dir.join("no-such-run");
     let o = embodia(&["export", "--run", missing.to_str().unwrap(), "--format", "c", "--out", "x"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not a run directory"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a run directory"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -325,7 +422,8 @@ fn bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f() {
 fn cli_act_and_run_onnx_agree() {
     let dir = scratch_dir("act");
     let run = trained(&dir, ppo(Activation::Elu, true));
-    let (obs, want, obs_dim, _) = reference(&run);
+    let (obs, want) = reference(&run);
+    let obs_dim = policy_of_run(&run).unwrap().obs_dim;
     let obs_file = dir.join("obs.csv");
     let rows: Vec<String> =
         obs.chunks(obs_dim).map(|o| o.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ")).collect();

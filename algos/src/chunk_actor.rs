@@ -48,11 +48,25 @@ impl ChunkActor {
         let (h, c, d) = (self.policy.horizon, self.policy.chunk, self.policy.action_dim);
         for (chunk, dst) in chunks.chunks_exact(h * d).zip(out.chunks_exact_mut(c * d)) {
             dst.copy_from_slice(&chunk[..c * d]);
-            self.action_norm.denormalize(dst);
-            for (j, a) in dst.iter_mut().enumerate() {
-                *a = a.clamp(self.action_low[j % d], self.action_high[j % d]);
-            }
         }
+        self.to_env_units(out);
+    }
+
+    /// Standardized executed actions `[n, C, D]`, in place, into the task's units, clamped to
+    /// its bounds.
+    pub fn to_env_units(&self, actions: &mut [f32]) {
+        let d = self.policy.action_dim;
+        self.action_norm.denormalize(actions);
+        for (j, a) in actions.iter_mut().enumerate() {
+            *a = a.clamp(self.action_low[j % d], self.action_high[j % d]);
+        }
+    }
+
+    /// The one draw `x_1 ~ N(0, I)`, `[H·D]`, that deterministic actions start from.
+    pub fn deterministic_noise(&self) -> Vec<f32> {
+        let mut noise = vec![0.0f32; self.policy.chunk_width()];
+        fill_normal(&mut ChaCha8Rng::seed_from_u64(DETERMINISTIC_NOISE_SEED), &mut noise);
+        noise
     }
 
     /// ODE actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
@@ -75,8 +89,7 @@ impl ChunkActor {
         match sampling {
             Some(rng) => fill_normal(rng, &mut noise[..n * hd]),
             None => {
-                let mut first = vec![0.0f32; hd];
-                fill_normal(&mut ChaCha8Rng::seed_from_u64(DETERMINISTIC_NOISE_SEED), &mut first);
+                let first = self.deterministic_noise();
                 for row in noise[..n * hd].chunks_exact_mut(hd) {
                     row.copy_from_slice(&first);
                 }

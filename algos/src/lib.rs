@@ -1,5 +1,5 @@
-//! Reinforcement-learning algorithms for embodia: PPO, SAC, and flow-policy behaviour cloning
-//! (SFT) and RL, with their buffers, normalizer,
+//! Reinforcement-learning algorithms for embodia: PPO, SAC, flow-policy behaviour cloning
+//! (SFT) and RL, and one-step distillation of flow policies, with their buffers, normalizer,
 //! optimizer, checkpoints and metrics.
 //!
 //! Algorithms implement [`Learner`]; they take a [`VecEnv`](embodia_sim::VecEnv), report
@@ -8,6 +8,7 @@
 
 mod checkpoint;
 mod chunk_actor;
+pub mod distill;
 mod gae;
 mod learner;
 mod metrics;
@@ -21,7 +22,8 @@ pub mod sac;
 pub mod sft;
 
 pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
-pub use chunk_actor::ChunkActor;
+pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
+pub use distill::{ConsistencyLoss, Distill, DistillConfig, DistillMethod};
 pub use gae::compute_gae;
 pub use learner::{ActionQueue, EvalResult, Learner, evaluate};
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};

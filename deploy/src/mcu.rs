@@ -168,8 +168,8 @@ pub struct Firmware {
     pub baseline_elf: PathBuf,
     /// Observations it runs the policy on.
     pub inputs: usize,
-    /// Action dimensions.
-    pub action_dim: usize,
+    /// Floats of one forward pass's output, `chunk · action_dim`.
+    pub output_dim: usize,
     /// The whole image: start-up, harness, the input table, the policy and its libm functions.
     pub image: Footprint,
     /// What the policy adds to the image: its code, weights and the libm functions it pulls
@@ -180,7 +180,7 @@ pub struct Firmware {
 /// What a firmware run printed.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// Raw actions, `[inputs, action_dim]`.
+    /// Raw actions, `[inputs, chunk, action_dim]`.
     pub actions: Vec<f32>,
     /// Stack bytes the forward pass used beyond the harness (high-water marks of this image
     /// minus the empty-policy baseline).
@@ -229,7 +229,7 @@ pub fn build(
         &dir.join("empty_policy.c"),
         "/* The baseline: the harness with a policy that does nothing. */\n\
          #include \"embodia_policy.h\"\n\
-         void embodia_policy_forward(const float obs[EMBODIA_POLICY_OBS_DIM], float action[EMBODIA_POLICY_ACTION_DIM]) {\n\
+         void embodia_policy_forward(const float obs[EMBODIA_POLICY_OBS_DIM], float action[EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM]) {\n\
          \x20   (void)obs; (void)action;\n}\n",
     )?;
     let policy_src = match implementation {
@@ -247,7 +247,7 @@ pub fn build(
     let baseline_elf = link("baseline.elf", "empty_policy.c")?;
     let image = size(&elf)?;
     let policy = image.minus(&size(&baseline_elf)?);
-    Ok(Firmware { elf, baseline_elf, inputs: n, action_dim: spec.action_dim, image, policy })
+    Ok(Firmware { elf, baseline_elf, inputs: n, output_dim: spec.output_dim(), image, policy })
 }
 
 /// Builds the `no_std` Rust export as `libembodia_policy.a` exposing the C header's function;
@@ -260,12 +260,12 @@ fn build_rust_policy(spec: &PolicySpec, dir: &Path) -> Result<String, McuError> 
         "//! The `no_std` export behind `embodia_policy_forward` of `embodia_policy.h`.\n\
          #![no_std]\n\
          mod embodia_policy;\n\
-         use embodia_policy::{forward, ACTION_DIM, OBS_DIM};\n\
+         use embodia_policy::{forward, ACTION_DIM, CHUNK, OBS_DIM};\n\
          extern \"C\" { fn semihost_exit(success: i32) -> !; }\n\
-         /// # Safety\n/// `obs` points at OBS_DIM floats, `action` at ACTION_DIM writable floats.\n\
+         /// # Safety\n/// `obs` points at OBS_DIM floats, `action` at CHUNK * ACTION_DIM writable floats.\n\
          #[no_mangle]\n\
          pub unsafe extern \"C\" fn embodia_policy_forward(obs: *const f32, action: *mut f32) {\n\
-         \x20   forward(&*(obs as *const [f32; OBS_DIM]), &mut *(action as *mut [f32; ACTION_DIM]));\n}\n\
+         \x20   forward(&*(obs as *const [f32; OBS_DIM]), &mut *(action as *mut [f32; CHUNK * ACTION_DIM]));\n}\n\
          #[panic_handler]\n\
          fn panic(_: &core::panic::PanicInfo) -> ! { unsafe { semihost_exit(0) } }\n",
     )?;
@@ -297,8 +297,8 @@ fn build_rust_policy(spec: &PolicySpec, dir: &Path) -> Result<String, McuError> 
 
 /// Boots the firmware on QEMU's mps2-an386 and reads back its actions and stack use.
 pub fn run(firmware: &Firmware) -> Result<RunOutput, McuError> {
-    let main = parse_output(&qemu(&firmware.elf, &[])?, firmware.inputs, firmware.action_dim)?;
-    let baseline = parse_output(&qemu(&firmware.baseline_elf, &[])?, firmware.inputs, firmware.action_dim)?;
+    let main = parse_output(&qemu(&firmware.elf, &[])?, firmware.inputs, firmware.output_dim)?;
+    let baseline = parse_output(&qemu(&firmware.baseline_elf, &[])?, firmware.inputs, firmware.output_dim)?;
     Ok(RunOutput { actions: main.0, policy_stack_bytes: main.1.saturating_sub(baseline.1) })
 }
 
@@ -490,6 +490,7 @@ mod tests {
             source: "unit test".into(),
             obs_dim: 2,
             action_dim: 1,
+            chunk: 1,
             normalizer: None,
             layers: vec![Dense { input: 2, output: 1, weight: vec![1.0, -1.0], bias: vec![0.0] }],
             activation: Activation::Relu,

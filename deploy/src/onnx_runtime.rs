@@ -6,7 +6,7 @@
 //!   `onnxruntime` wheel's `onnxruntime/capi/`), never downloaded.
 //!
 //! Either way the model is expected to map `[batch, obs_dim]` float observations to
-//! `[batch, action_dim]` float actions, as [`crate::export::onnx`] writes it.
+//! `[batch, output_dim]` float actions, as [`crate::export::onnx`] writes it.
 
 use std::path::{Path, PathBuf};
 
@@ -66,10 +66,10 @@ impl Runtime {
 pub trait OnnxPolicy {
     /// Observation features the model takes.
     fn obs_dim(&self) -> usize;
-    /// Action dimensions the model returns.
-    fn action_dim(&self) -> usize;
+    /// Floats per output row: `chunk · action_dim` of the exported policy.
+    fn output_dim(&self) -> usize;
     /// Runs `obs` (`[batch, obs_dim]`, row-major, raw units) into `action`
-    /// (`[batch, action_dim]`); `batch` is `obs.len() / obs_dim`.
+    /// (`[batch, output_dim]`, an action chunk per row); `batch` is `obs.len() / obs_dim`.
     fn run(&mut self, obs: &[f32], action: &mut [f32]) -> Result<(), OnnxError>;
 }
 
@@ -103,11 +103,11 @@ fn feature_dim(what: &str, dims: &[Option<usize>]) -> Result<usize, String> {
 
 /// Checks that `obs` and `action` hold the same whole number of rows.
 #[cfg_attr(not(any(feature = "tract", feature = "ort")), allow(dead_code))]
-fn batch_of(obs: &[f32], action: &[f32], obs_dim: usize, action_dim: usize) -> Result<usize, OnnxError> {
+fn batch_of(obs: &[f32], action: &[f32], obs_dim: usize, output_dim: usize) -> Result<usize, OnnxError> {
     let batch = obs.len() / obs_dim;
-    if obs.len() % obs_dim != 0 || action.len() != batch * action_dim {
+    if obs.len() % obs_dim != 0 || action.len() != batch * output_dim {
         return Err(OnnxError::Input(format!(
-            "{} observation values and {} action slots do not make whole rows of {obs_dim} and {action_dim}",
+            "{} observation values and {} action slots do not make whole rows of {obs_dim} and {output_dim}",
             obs.len(),
             action.len()
         )));
@@ -129,7 +129,7 @@ mod tract {
         path: String,
         state: TypedSimpleState,
         obs_dim: usize,
-        action_dim: usize,
+        output_dim: usize,
     }
 
     impl TractPolicy {
@@ -142,9 +142,9 @@ mod tract {
                 return Err(model_error(path, format!("has {inputs} inputs and {outputs} outputs; a policy has one of each")));
             }
             let obs_dim = feature_dim("the input", &dims(model.input_fact(0).map_err(bad)?)).map_err(|m| model_error(path, m))?;
-            let action_dim = feature_dim("the output", &dims(model.output_fact(0).map_err(bad)?)).map_err(|m| model_error(path, m))?;
+            let output_dim = feature_dim("the output", &dims(model.output_fact(0).map_err(bad)?)).map_err(|m| model_error(path, m))?;
             let state = model.into_runnable().map_err(bad)?.spawn().map_err(bad)?;
-            Ok(Self { path: path.display().to_string(), state, obs_dim, action_dim })
+            Ok(Self { path: path.display().to_string(), state, obs_dim, output_dim })
         }
     }
 
@@ -153,12 +153,12 @@ mod tract {
             self.obs_dim
         }
 
-        fn action_dim(&self) -> usize {
-            self.action_dim
+        fn output_dim(&self) -> usize {
+            self.output_dim
         }
 
         fn run(&mut self, obs: &[f32], action: &mut [f32]) -> Result<(), OnnxError> {
-            let batch = batch_of(obs, action, self.obs_dim, self.action_dim)?;
+            let batch = batch_of(obs, action, self.obs_dim, self.output_dim)?;
             let failed = |e: TractError| OnnxError::Run { path: self.path.clone(), message: format!("{e:#}") };
             let input = Tensor::from_shape(&[batch, self.obs_dim], obs).map_err(failed)?;
             let out = self.state.run(tvec!(input.into_tvalue())).map_err(failed)?;
@@ -185,7 +185,7 @@ mod ort_runtime {
         session: Session,
         input: String,
         obs_dim: usize,
-        action_dim: usize,
+        output_dim: usize,
     }
 
     impl OrtPolicy {
@@ -207,9 +207,9 @@ mod ort_runtime {
                 return Err(model_error(path, format!("has {} inputs and {} outputs; a policy has one of each", inputs.len(), outputs.len())));
             }
             let obs_dim = feature_dim("the input", &dims(inputs[0].dtype())).map_err(|m| model_error(path, m))?;
-            let action_dim = feature_dim("the output", &dims(outputs[0].dtype())).map_err(|m| model_error(path, m))?;
+            let output_dim = feature_dim("the output", &dims(outputs[0].dtype())).map_err(|m| model_error(path, m))?;
             let input = inputs[0].name().to_string();
-            Ok(Self { path: path.display().to_string(), session, input, obs_dim, action_dim })
+            Ok(Self { path: path.display().to_string(), session, input, obs_dim, output_dim })
         }
     }
 
@@ -231,12 +231,12 @@ mod ort_runtime {
             self.obs_dim
         }
 
-        fn action_dim(&self) -> usize {
-            self.action_dim
+        fn output_dim(&self) -> usize {
+            self.output_dim
         }
 
         fn run(&mut self, obs: &[f32], action: &mut [f32]) -> Result<(), OnnxError> {
-            let batch = batch_of(obs, action, self.obs_dim, self.action_dim)?;
+            let batch = batch_of(obs, action, self.obs_dim, self.output_dim)?;
             let failed = |e: ort::Error| OnnxError::Run { path: self.path.clone(), message: e.to_string() };
             let input = TensorRef::from_array_view(([batch, self.obs_dim], obs)).map_err(&failed)?;
             let outputs = self.session.run(ort::inputs![self.input.as_str() => input]).map_err(&failed)?;

@@ -61,6 +61,7 @@ fn policy(
         source: "tests/mcu.rs".into(),
         obs_dim,
         action_dim,
+        chunk: 1,
         normalizer: normalize.then(|| ObsNormalizer {
             mean: (0..obs_dim).map(|j| j as f32 * 0.1 - 0.5).collect(),
             std: (0..obs_dim).map(|j| 0.5 + j as f32 * 0.05).collect(),
@@ -80,6 +81,16 @@ fn quadrotor_sac() -> PolicySpec {
     policy(26, &[64, 64], 4, Activation::Relu, ActionHead::SquashedAffine, false)
 }
 
+/// A distilled student's layout: `chunk` actions of `action_dim` per pass (clip head).
+fn chunked(obs_dim: usize, hidden: &[usize], action_dim: usize, chunk: usize) -> PolicySpec {
+    let mut spec = policy(obs_dim, hidden, action_dim * chunk, Activation::Elu, ActionHead::Clip, true);
+    spec.action_dim = action_dim;
+    spec.chunk = chunk;
+    spec.action_low.truncate(action_dim);
+    spec.action_high.truncate(action_dim);
+    spec
+}
+
 fn observations(spec: &PolicySpec, scale: f32) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     (0..INPUTS * spec.obs_dim).map(|_| rng.random_range(-scale..scale)).collect()
@@ -93,10 +104,10 @@ fn check_on_mcu(name: &str, spec: &PolicySpec, implementation: Implementation) -
     let fw = mcu::build(spec, &obs, implementation, &dir)?;
     let out = mcu::run(&fw)?;
     let mut scratch = vec![0.0; 2 * spec.max_width()];
-    let mut want = vec![0.0; spec.action_dim];
+    let mut want = vec![0.0; spec.output_dim()];
     let mut worst = 0f32;
     let mut spread = 0f32;
-    for (i, (o, got)) in obs.chunks(spec.obs_dim).zip(out.actions.chunks(spec.action_dim)).enumerate() {
+    for (i, (o, got)) in obs.chunks(spec.obs_dim).zip(out.actions.chunks(spec.output_dim())).enumerate() {
         spec.forward(o, &mut want, &mut scratch);
         for (g, w) in got.iter().zip(&want) {
             let err = (g - w).abs() / w.abs().max(1.0);
@@ -135,6 +146,7 @@ fn c_firmware_reproduces_the_reference_forward_on_a_cortex_m4f() {
         ("quadrotor-sac", quadrotor_sac()),
         ("ppo-tanh-normalized", policy(3, &[64, 64], 1, Activation::Tanh, ActionHead::Clip, true)),
         ("ppo-elu", policy(11, &[32, 24], 3, Activation::Elu, ActionHead::Clip, false)),
+        ("student-chunk-4", chunked(9, &[32, 32], 3, 4)),
     ];
     for (name, spec) in cases {
         check_on_mcu(name, &spec, Implementation::C).unwrap();

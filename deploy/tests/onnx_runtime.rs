@@ -25,13 +25,22 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The policies under test: every activation, both heads, a normalizer whose clip bites.
+/// The policies under test: every activation, both heads, a normalizer whose clip bites, an
+/// action chunk.
 fn policies() -> Vec<PolicySpec> {
     vec![
         PolicySpec::random(&[5, 32, 24, 3], Activation::Elu, ActionHead::Clip, 1),
         PolicySpec::random(&[7, 16, 2], Activation::Tanh, ActionHead::Clip, 2),
         PolicySpec::random(&[4, 32, 32, 2 * 3], Activation::Relu, ActionHead::SquashedAffine, 3),
         PolicySpec { normalizer: None, ..PolicySpec::random(&[3, 8, 1], Activation::Elu, ActionHead::Clip, 4) },
+        // A distilled student's layout: a chunk of 3 actions of 2 per call, bounds per action.
+        PolicySpec {
+            action_dim: 2,
+            chunk: 3,
+            action_low: vec![-1.0, -0.25],
+            action_high: vec![0.5, 1.0],
+            ..PolicySpec::random(&[6, 16, 3 * 2], Activation::Elu, ActionHead::Clip, 5)
+        },
     ]
 }
 
@@ -49,8 +58,8 @@ fn runtimes() -> Vec<Runtime> {
 
 fn reference(spec: &PolicySpec, obs: &[f32]) -> Vec<f32> {
     let mut scratch = vec![0.0; 2 * spec.max_width()];
-    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.action_dim];
-    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.action_dim)) {
+    let mut out = vec![0.0; obs.len() / spec.obs_dim * spec.output_dim()];
+    for (o, a) in obs.chunks(spec.obs_dim).zip(out.chunks_mut(spec.output_dim())) {
         spec.forward(o, a, &mut scratch);
     }
     out
@@ -80,12 +89,12 @@ fn onnx_runtimes_reproduce_the_reference_forward() {
         for runtime in runtimes() {
             let what = format!("{} on policy {n} ({:?}, {:?})", runtime.name(), spec.activation, spec.head);
             let mut policy = load(&model, &runtime).unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!((policy.obs_dim(), policy.action_dim()), (spec.obs_dim, spec.action_dim), "{what}");
+            assert_eq!((policy.obs_dim(), policy.output_dim()), (spec.obs_dim, spec.output_dim()), "{what}");
             let mut batched = vec![0.0; want.len()];
             policy.run(&obs, &mut batched).unwrap();
             assert_close(&format!("{what}, batch {SAMPLES}"), &batched, &want);
             let mut single = vec![0.0; want.len()];
-            for (o, a) in obs.chunks(spec.obs_dim).zip(single.chunks_mut(spec.action_dim)) {
+            for (o, a) in obs.chunks(spec.obs_dim).zip(single.chunks_mut(spec.output_dim())) {
                 policy.run(o, a).unwrap();
             }
             assert_close(&format!("{what}, batch 1"), &single, &want);

@@ -11,6 +11,7 @@ mod distributions;
 mod flow;
 mod gaussian;
 mod mlp;
+mod one_step;
 mod params;
 mod squashed;
 
@@ -22,5 +23,6 @@ pub use flow::{
 };
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
+pub use one_step::{OneStepHead, OneStepPolicy, OneStepPolicyConfig};
 pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};
 pub use squashed::{SquashedGaussianActor, SquashedGaussianActorConfig};

@@ -27,19 +27,20 @@ static char *put_decimal(char *p, uint32_t v) {
 }
 
 int main(void) {
-    static char line[EMBODIA_POLICY_ACTION_DIM * 9 + 32];
-    float action[EMBODIA_POLICY_ACTION_DIM];
+    enum { OUTPUT_DIM = EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM };
+    static char line[OUTPUT_DIM * 9 + 32];
+    float action[OUTPUT_DIM];
     int n, j;
     for (n = 0; n < N_INPUTS; ++n) {
         char *p = line;
         bench_begin();
         embodia_policy_forward(INPUTS[n], action);
         bench_end();
-        for (j = 0; j < EMBODIA_POLICY_ACTION_DIM; ++j) {
+        for (j = 0; j < OUTPUT_DIM; ++j) {
             uint32_t bits;
             memcpy(&bits, &action[j], sizeof bits);
             p = put_hex(p, bits);
-            *p++ = j + 1 < EMBODIA_POLICY_ACTION_DIM ? ' ' : '\n';
+            *p++ = j + 1 < OUTPUT_DIM ? ' ' : '\n';
         }
         *p = '\0';
         semihost_write(line);

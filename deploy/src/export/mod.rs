@@ -1,5 +1,6 @@
-//! Exporting a one-step Gaussian MLP policy (PPO's mean, SAC's squashed mean) as a
-//! self-contained artifact that maps raw observations to raw commands.
+//! Exporting a one-step MLP policy (PPO's mean, SAC's squashed mean, a distilled one-step
+//! action-chunk student) as a self-contained artifact that maps raw observations to raw
+//! commands.
 //!
 //! A [`PolicySpec`] holds everything the deterministic action needs: the observation
 //! normalizer, the MLP weights and activation, and the action head with the raw action bounds.
@@ -141,16 +142,20 @@ pub enum ActionHead {
     SquashedAffine,
 }
 
-/// A one-step deterministic policy: raw observation `[obs_dim]` → raw action `[action_dim]`
-/// (action chunk of length 1).
+/// A one-step deterministic policy: raw observation `[obs_dim]` → raw action chunk
+/// `[chunk, action_dim]` (row-major: `chunk` actions to execute in order; 1 for per-step
+/// policies).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicySpec {
     /// Where the policy came from (run directory, algorithm), written into the artifacts.
     pub source: String,
     /// Observation features.
     pub obs_dim: usize,
-    /// Action dimensions.
+    /// Action dimensions of one action.
     pub action_dim: usize,
+    /// Actions per forward pass (the executed chunk length `C`); the MLP's output is
+    /// `[chunk, action_dim]`.
+    pub chunk: usize,
     /// Observation normalization, if the policy was trained with one.
     pub normalizer: Option<ObsNormalizer>,
     /// The MLP layers in order; the activation follows every layer but the last.
@@ -190,8 +195,11 @@ impl PolicySpec {
             }
             width = l.output;
         }
+        if self.chunk == 0 || (self.head == ActionHead::SquashedAffine && self.chunk != 1) {
+            return bad(format!("chunk {} is not allowed with the {:?} head", self.chunk, self.head));
+        }
         let needed = match self.head {
-            ActionHead::Clip => self.action_dim,
+            ActionHead::Clip => self.chunk * self.action_dim,
             ActionHead::SquashedAffine => 2 * self.action_dim,
         };
         if width != needed {
@@ -234,6 +242,7 @@ impl PolicySpec {
             source: format!("random policy {widths:?}, seed {seed}"),
             obs_dim,
             action_dim,
+            chunk: 1,
             normalizer: Some(normalizer),
             layers,
             activation,
@@ -248,8 +257,13 @@ impl PolicySpec {
         self.layers.iter().map(|l| l.output).chain([self.obs_dim]).max().unwrap_or(0)
     }
 
-    /// Reference forward pass: raw observation `obs` (`[obs_dim]`) → raw action `action`
-    /// (`[action_dim]`), using `scratch` (`2 · max_width()` floats) and no other memory.
+    /// Floats of one forward pass's output, `chunk · action_dim`.
+    pub fn output_dim(&self) -> usize {
+        self.chunk * self.action_dim
+    }
+
+    /// Reference forward pass: raw observation `obs` (`[obs_dim]`) → raw action chunk `action`
+    /// (`[chunk, action_dim]`), using `scratch` (`2 · max_width()` floats) and no other memory.
     pub fn forward(&self, obs: &[f32], action: &mut [f32], scratch: &mut [f32]) {
         let w = self.max_width();
         let (mut a, mut b) = scratch[..2 * w].split_at_mut(w);
@@ -268,8 +282,8 @@ impl PolicySpec {
             }
             std::mem::swap(&mut a, &mut b);
         }
-        for (j, y) in action.iter_mut().enumerate().take(self.action_dim) {
-            let (lo, hi) = (self.action_low[j], self.action_high[j]);
+        for (j, y) in action.iter_mut().enumerate().take(self.output_dim()) {
+            let (lo, hi) = (self.action_low[j % self.action_dim], self.action_high[j % self.action_dim]);
             *y = match self.head {
                 ActionHead::Clip => a[j].clamp(lo, hi),
                 ActionHead::SquashedAffine => lo + 0.5 * (a[j].tanh() + 1.0) * (hi - lo),

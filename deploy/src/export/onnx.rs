@@ -1,5 +1,6 @@
 //! ONNX export: `model.onnx`, one graph with input `obs` `[batch, obs_dim]` and output
-//! `action` `[batch, action_dim]` (batch dynamic), computing what [`PolicySpec::forward`] does:
+//! `action` `[batch, chunk · action_dim]` (batch dynamic; the chunk's actions row-major, in the
+//! order to execute them), computing what [`PolicySpec::forward`] does:
 //! `Sub`/`Div`/`Clip` for the observation normalizer, one `Gemm` and activation per layer,
 //! then `Max`/`Min` (clip head) or `Tanh` and the affine map into the bounds (squashed head).
 //!
@@ -12,7 +13,7 @@ use super::{ActionHead, Activation, PolicySpec};
 pub const MODEL: &str = "model.onnx";
 /// Name of the graph input, `[batch, obs_dim]`, raw observation units.
 pub const INPUT: &str = "obs";
-/// Name of the graph output, `[batch, action_dim]`, raw command units.
+/// Name of the graph output, `[batch, chunk · action_dim]`, raw command units.
 pub const OUTPUT: &str = "action";
 
 const IR_VERSION: i64 = 8;
@@ -49,23 +50,26 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
             };
         }
     }
-    if spec.layers[last].output > spec.action_dim {
+    let out = spec.output_dim();
+    if spec.layers[last].output > out {
         // The squashed head's network also outputs log standard deviations: keep the means.
         let int64 = |g: &mut Graph, name: &str, v: i64| g.initializer(name, tensor(name, &[1], INT64).bytes(9, &v.to_le_bytes()));
         let (starts, ends, axes) = (int64(&mut g, "mean_start", 0), int64(&mut g, "mean_end", spec.action_dim as i64), int64(&mut g, "mean_axis", 1));
         x = g.node("Slice", &[&x, &starts, &ends, &axes], "action_mean");
     }
-    let low = g.constant("action_low", &[spec.action_dim], &spec.action_low);
+    // Bounds repeated for every action of the chunk.
+    let tiled = |bound: &[f32]| -> Vec<f32> { bound.iter().copied().cycle().take(out).collect() };
+    let low = g.constant("action_low", &[out], &tiled(&spec.action_low));
     match spec.head {
         ActionHead::Clip => {
-            let high = g.constant("action_high", &[spec.action_dim], &spec.action_high);
+            let high = g.constant("action_high", &[out], &tiled(&spec.action_high));
             x = g.node("Max", &[&x, &low], "action_above_low");
             g.node("Min", &[&x, &high], OUTPUT);
         }
         ActionHead::SquashedAffine => {
             // low + 0.5·(tanh(u) + 1)·(high − low), in the order PolicySpec::forward rounds.
-            let range: Vec<f32> = spec.action_low.iter().zip(&spec.action_high).map(|(l, h)| h - l).collect();
-            let range = g.constant("action_range", &[spec.action_dim], &range);
+            let range: Vec<f32> = tiled(&spec.action_low).iter().zip(tiled(&spec.action_high)).map(|(l, h)| h - l).collect();
+            let range = g.constant("action_range", &[out], &range);
             let (one, half) = (g.constant("one", &[], &[1.0]), g.constant("half", &[], &[0.5]));
             x = g.node("Tanh", &[&x], "action_squashed");
             x = g.node("Add", &[&x, &one], "action_shifted");
@@ -78,9 +82,9 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
     let graph = g
         .message
         .string(2, "embodia_policy")
-        .string(10, &format!("Deterministic policy from {}: raw observation -> raw action (chunk length 1).", spec.source))
+        .string(10, &format!("Deterministic policy from {}: raw observation -> raw action chunk of {} (row-major [chunk, action_dim]).", spec.source, spec.chunk))
         .message(11, value_info(INPUT, spec.obs_dim))
-        .message(12, value_info(OUTPUT, spec.action_dim));
+        .message(12, value_info(OUTPUT, out));
     let metadata = |key: &str, value: &str| Message::default().string(1, key).string(2, value);
     let model = Message::default()
         .int(1, IR_VERSION)
@@ -89,7 +93,8 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
         .message(7, graph)
         .message(8, Message::default().string(1, "").int(2, OPSET))
         .message(14, metadata("source", &spec.source))
-        .message(14, metadata("action_chunk", "1"));
+        .message(14, metadata("action_chunk", &spec.chunk.to_string()))
+        .message(14, metadata("action_dim", &spec.action_dim.to_string()));
     vec![(MODEL.into(), model.0)]
 }
 

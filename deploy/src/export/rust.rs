@@ -36,11 +36,13 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
          //! Deterministic policy, `core` only: [`forward`] maps a raw observation to a raw action.\n\
          #![allow(clippy::all, clippy::excessive_precision, dead_code)]\n\n\
          /// Raw observation features.\npub const OBS_DIM: usize = {};\n\
-         /// Raw action (command) dimensions; one action per call (chunk length 1).\npub const ACTION_DIM: usize = {};\n\
+         /// Raw action (command) dimensions of one action.\npub const ACTION_DIM: usize = {};\n\
+         /// Actions per call: [`forward`] writes `[CHUNK][ACTION_DIM]`, row-major, to run in order.\npub const CHUNK: usize = {};\n\
          const MAX_WIDTH: usize = {};\n",
         spec.source,
         spec.obs_dim,
         spec.action_dim,
+        spec.chunk,
         spec.max_width()
     );
     s.push_str(MATH);
@@ -76,9 +78,9 @@ fn dense(w: &[f32], b: &[f32], x: &[f32], y: &mut [f32], activate: bool) {{
     }}
 }}
 
-/// Deterministic action for one raw observation: normalizes, runs the MLP, maps into the raw
-/// action bounds. Uses {} floats of stack.
-pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; ACTION_DIM]) {{
+/// Deterministic action chunk for one raw observation: normalizes, runs the MLP, maps into the
+/// raw action bounds. Uses {} floats of stack.
+pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; CHUNK * ACTION_DIM]) {{
     let mut a = [0.0f32; MAX_WIDTH];
     let mut b = [0.0f32; MAX_WIDTH];
     for j in 0..OBS_DIM {{
@@ -100,11 +102,11 @@ pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; ACTION_DIM]) {{
         s.push_str(&format!("    dense(&W{i}, &B{i}, &{x}[..{}], &mut {y}, {});\n", l.input, i < last));
     }
     let out = if spec.layers.len() % 2 == 0 { "a" } else { "b" };
-    s.push_str("    for j in 0..ACTION_DIM {\n");
+    s.push_str("    for j in 0..CHUNK * ACTION_DIM {\n");
     match spec.head {
         ActionHead::Clip => s.push_str(&format!(
-            "        let u = {out}[j];\n        \
-             action[j] = if u < ACTION_LOW[j] {{ ACTION_LOW[j] }} else if u > ACTION_HIGH[j] {{ ACTION_HIGH[j] }} else {{ u }};\n"
+            "        let (u, lo, hi) = ({out}[j], ACTION_LOW[j % ACTION_DIM], ACTION_HIGH[j % ACTION_DIM]);\n        \
+             action[j] = if u < lo {{ lo }} else if u > hi {{ hi }} else {{ u }};\n"
         )),
         ActionHead::SquashedAffine => s.push_str(&format!(
             "        action[j] = ACTION_LOW[j] + 0.5 * (tanh({out}[j]) + 1.0) * (ACTION_HIGH[j] - ACTION_LOW[j]);\n"
