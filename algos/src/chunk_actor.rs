@@ -4,6 +4,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::{FlowPolicy, FlowPolicyConfig, NoiseMethod, StochasticSteps};
+use embodia_sim::ActionState;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,12 @@ pub struct ChunkActor {
     pub action_low: Vec<f32>,
     /// Upper action bounds of the task, `[action_dim]`.
     pub action_high: Vec<f32>,
+    /// Action dimensions predicted relative to the present state (openpi's `DeltaActions`):
+    /// where entry `j` is set, the policy's chunk holds `a_{t+i,j} − obs_t[column]·scale` for
+    /// every step `i` of the chunk, and the executed action adds the state back. Empty: every
+    /// action is absolute. `[action_dim]` or empty.
+    #[serde(default)]
+    pub relative: Vec<Option<ActionState>>,
 }
 
 /// Seed of the initial noise of deterministic actions.
@@ -42,15 +49,29 @@ impl ChunkActor {
         x
     }
 
-    /// The executed actions of standardized chunks `[n, H·D]`: `[n, C, D]` in the task's units,
-    /// clamped to its bounds.
-    pub fn env_actions(&self, chunks: &[f32], out: &mut [f32]) {
-        let (h, c, d) = (self.policy.horizon, self.policy.chunk, self.policy.action_dim);
-        for (chunk, dst) in chunks.chunks_exact(h * d).zip(out.chunks_exact_mut(c * d)) {
+    /// The executed actions of standardized chunks `[n, H·D]` sampled for raw observations
+    /// `raw_obs` (`[n, obs_dim]`): `[n, C, D]` in the task's units (relative dimensions made
+    /// absolute), clamped to its bounds.
+    pub fn env_actions(&self, raw_obs: &[f32], chunks: &[f32], out: &mut [f32]) {
+        let (h, c, d, od) = (self.policy.horizon, self.policy.chunk, self.policy.action_dim, self.policy.obs_dim);
+        for ((chunk, dst), obs) in chunks.chunks_exact(h * d).zip(out.chunks_exact_mut(c * d)).zip(raw_obs.chunks_exact(od)) {
             dst.copy_from_slice(&chunk[..c * d]);
             self.action_norm.denormalize(dst);
+            for action in dst.chunks_exact_mut(d) {
+                self.add_state(obs, action, 1.0);
+            }
             for (j, a) in dst.iter_mut().enumerate() {
                 *a = a.clamp(self.action_low[j % d], self.action_high[j % d]);
+            }
+        }
+    }
+
+    /// Adds `sign ×` the present state (from raw `obs`, `[obs_dim]`) to the relative dimensions
+    /// of one action (`[action_dim]`): `sign = −1` makes an absolute action relative.
+    pub fn add_state(&self, obs: &[f32], action: &mut [f32], sign: f32) {
+        for (a, state) in action.iter_mut().zip(&self.relative) {
+            if let Some(s) = state {
+                *a += sign * obs[s.column] * s.scale;
             }
         }
     }
@@ -82,10 +103,10 @@ impl ChunkActor {
                 }
             }
         }
-        let obs = to_tensor(&self.normalized_obs(obs), n, od, device);
+        let normalized = to_tensor(&self.normalized_obs(obs), n, od, device);
         let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
-        let sample = model.sample(obs, noise, NoiseMethod::Ode, StochasticSteps::None);
-        self.env_actions(&to_host(sample.actions)?, out);
+        let sample = model.sample(normalized, noise, NoiseMethod::Ode, StochasticSteps::None);
+        self.env_actions(obs, &to_host(sample.actions)?, out);
         Ok(())
     }
 
@@ -93,7 +114,9 @@ impl ChunkActor {
     /// widths.
     pub fn from_checkpoint(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Result<Self, AlgoError> {
         let actor: Self = ckpt.get(CHUNK_ACTOR_KEY)?;
-        if actor.policy.obs_dim != obs_dim || actor.policy.action_dim != action_dim {
+        let relative_ok = actor.relative.is_empty()
+            || (actor.relative.len() == action_dim && actor.relative.iter().flatten().all(|s| s.column < obs_dim));
+        if actor.policy.obs_dim != obs_dim || actor.policy.action_dim != action_dim || !relative_ok {
             return Err(AlgoError::Checkpoint(format!(
                 "the checkpoint's policy observes {} features and acts in {} dimensions, the task has {obs_dim} and {action_dim}",
                 actor.policy.obs_dim, actor.policy.action_dim
