@@ -125,3 +125,36 @@ impl ChunkActor {
         Ok(actor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_actions_become_absolute_again_when_executed() {
+        let policy = FlowPolicyConfig { obs_dim: 3, action_dim: 2, horizon: 3, chunk: 2, ..FlowPolicyConfig::default() };
+        let actor = ChunkActor {
+            policy,
+            obs_norm: Standardizer::fit(&[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0], 3, 0.01),
+            // Mean 0.5, std 2: the chunk is standardized as the policy predicts it.
+            action_norm: Standardizer::fit(&[-1.5, -1.5, 2.5, 2.5], 2, 0.01),
+            action_low: vec![-1.0, -1.0],
+            action_high: vec![1.0, 1.0],
+            relative: vec![Some(ActionState { column: 1, scale: 2.0 }), None],
+        };
+        let obs = [0.7, 0.2, -0.4];
+        let absolute = [0.5, -0.3, 0.6, 0.1, 0.9, 2.0];
+        let mut chunk = absolute;
+        for action in chunk.chunks_exact_mut(2) {
+            actor.add_state(&obs, action, -1.0);
+        }
+        // Dimension 0 is relative to 2 × obs[1] = 0.4, dimension 1 is absolute.
+        assert!((chunk[0] - 0.1).abs() < 1e-6 && chunk[1] == -0.3 && (chunk[2] - 0.2).abs() < 1e-6);
+        actor.action_norm.normalize(&mut chunk);
+        let mut out = [0.0f32; 4];
+        actor.env_actions(&obs, &chunk, &mut out);
+        for (o, a) in out.iter().zip(&absolute[..4]) {
+            assert!((o - a).abs() < 1e-6, "{out:?} vs {absolute:?}");
+        }
+    }
+}
