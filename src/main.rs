@@ -248,7 +248,7 @@ enum BenchCommand {
         #[arg(long, default_value_t = 20)]
         demos: usize,
         /// SFT gradient steps.
-        #[arg(long, default_value_t = 4000)]
+        #[arg(long, default_value_t = 6000)]
         sft_steps: u64,
         /// Wall-time budget of flow RL per task and seed, seconds.
         #[arg(long, default_value_t = 300.0)]
