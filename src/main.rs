@@ -148,6 +148,10 @@ enum Command {
         /// Replace OUT if it exists and is not empty.
         #[arg(long)]
         force: bool,
+        /// DART perturbation of the executed actions (fraction of the action clip; labels stay
+        /// the expert's clean actions). `train --algo sft --demos N` records with 0.05.
+        #[arg(long, default_value_t = 0.0)]
+        noise: f32,
     },
     /// Demonstration datasets (LeRobot v3 layout).
     Dataset {
@@ -478,8 +482,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Calibrate { port, robot, out, seconds } => calibrate(&port, &robot, out, seconds),
         Command::ServoEmulator { robot } => servo_emulator(&robot),
         Command::Plot { runs, out } => plot(&runs, &out),
-        Command::Record { task, expert, episodes, out, seed, envs, only_success, force } => {
-            let req = embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force };
+        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise } => {
+            let req =
+                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise };
             let s = embodia::demos::record(&req)?;
             println!(
                 "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
