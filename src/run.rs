@@ -161,7 +161,8 @@ pub fn record_demos(
     noise_std: f32,
 ) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
     use embodia_sim::rapier::expert::record_task_expert_perturbed;
-    let record_task_expert = |task, env, envs, count, seed| record_task_expert_perturbed(task, env, envs, count, seed, noise_std);
+    let record_task_expert =
+        |task, env, envs, count, seed| record_task_expert_perturbed(task, env, envs, count, seed, noise_std);
     let seed = seed.wrapping_add(DEMO_SEED_OFFSET);
     let mut demos = record_task_expert(task, env, 16, count, seed)?;
     demos.episodes.retain(|e| e.success);

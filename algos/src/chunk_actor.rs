@@ -54,7 +54,9 @@ impl ChunkActor {
     /// absolute), clamped to its bounds.
     pub fn env_actions(&self, raw_obs: &[f32], chunks: &[f32], out: &mut [f32]) {
         let (h, c, d, od) = (self.policy.horizon, self.policy.chunk, self.policy.action_dim, self.policy.obs_dim);
-        for ((chunk, dst), obs) in chunks.chunks_exact(h * d).zip(out.chunks_exact_mut(c * d)).zip(raw_obs.chunks_exact(od)) {
+        for ((chunk, dst), obs) in
+            chunks.chunks_exact(h * d).zip(out.chunks_exact_mut(c * d)).zip(raw_obs.chunks_exact(od))
+        {
             dst.copy_from_slice(&chunk[..c * d]);
             self.action_norm.denormalize(dst);
             for action in dst.chunks_exact_mut(d) {
@@ -132,7 +134,8 @@ mod tests {
 
     #[test]
     fn relative_actions_become_absolute_again_when_executed() {
-        let policy = FlowPolicyConfig { obs_dim: 3, action_dim: 2, horizon: 3, chunk: 2, ..FlowPolicyConfig::default() };
+        let policy =
+            FlowPolicyConfig { obs_dim: 3, action_dim: 2, horizon: 3, chunk: 2, ..FlowPolicyConfig::default() };
         let actor = ChunkActor {
             policy,
             obs_norm: Standardizer::fit(&[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0], 3, 0.01),

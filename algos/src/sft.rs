@@ -377,7 +377,9 @@ impl Learner for Sft {
         }
         let actor = ChunkActor::from_checkpoint(ckpt, self.actor.policy.obs_dim, self.actor.policy.action_dim)?;
         if actor.policy != self.actor.policy || actor.relative != self.actor.relative {
-            return Err(AlgoError::Checkpoint("the checkpoint's policy layout or relative actions differ from the config's".into()));
+            return Err(AlgoError::Checkpoint(
+                "the checkpoint's policy layout or relative actions differ from the config's".into(),
+            ));
         }
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         self.ema = load_params(self.ema.clone(), &ckpt.params("ema"))?;

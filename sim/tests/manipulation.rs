@@ -272,7 +272,8 @@ fn perturbed_recording_labels_the_clean_expert_action_and_runs_the_perturbed_one
     let noisy = record_expert_perturbed(&mut env("reach", config.clone(), envs).unwrap(), episodes, 3, noise).unwrap();
     let (od, ad) = (noisy.obs_dim, noisy.action_dim);
     // reach observes its last executed action in the last `ad` columns.
-    let last_action = |ep: &embodia_sim::demonstrations::Episode, t: usize| ep.observations[(t + 1) * od - ad..(t + 1) * od].to_vec();
+    let last_action =
+        |ep: &embodia_sim::demonstrations::Episode, t: usize| ep.observations[(t + 1) * od - ad..(t + 1) * od].to_vec();
     for (demos, perturbed) in [(&clean, false), (&noisy, true)] {
         let (mut sum_sq, mut count) = (0.0f64, 0usize);
         for ep in &demos.episodes {

@@ -13,8 +13,8 @@
 //! episodes in a [`RapierEnv`] and reports the success rate and mean return. Experts read the
 //! true state (object poses, targets): they are privileged, not policies a robot could run.
 
-use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
 use rapier3d::prelude::*;
 use rayon::prelude::*;
 
