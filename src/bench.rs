@@ -208,9 +208,9 @@ pub fn flow_bench(
     let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
     let mut eval_env = embodia_sim::make_with(task, eval_episodes, env_config.as_ref())?;
     let start = Instant::now();
-    let recorded = crate::run::record_demos(task, env_config.as_ref(), demos, seed)?;
     let config =
         SftConfig { decay_steps: sft_steps.max(SftConfig::default().warmup_steps + 1), ..SftConfig::default() };
+    let recorded = crate::run::record_demos(task, env_config.as_ref(), demos, seed, config.demo_noise)?;
     let mut sft = Sft::new(config, eval_env.as_ref(), &recorded, default_device(), seed)?;
     for _ in 0..sft_steps {
         sft.update()?;

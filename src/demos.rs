@@ -28,6 +28,9 @@ pub struct RecordRequest {
     pub out: PathBuf,
     /// Replace a non-empty `out`.
     pub force: bool,
+    /// DART perturbation of the executed actions, a fraction of the action clip (the labels
+    /// stay the expert's clean actions; see `record_expert_perturbed`); 0 for none.
+    pub noise: f32,
 }
 
 /// What `embodia record` did.
@@ -52,6 +55,11 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
     anyhow::ensure!(req.episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     anyhow::ensure!(req.envs > 0, "invalid value for `--envs`: 0 (allowed: ≥ 1)");
     anyhow::ensure!(
+        (0.0..=1.0).contains(&req.noise),
+        "invalid value for `--noise`: {} (allowed: 0 ≤ noise ≤ 1)",
+        req.noise
+    );
+    anyhow::ensure!(
         EXPERTS.contains(&req.expert.as_str()),
         "unknown expert `{}`; valid experts: {}",
         req.expert,
@@ -63,7 +71,14 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
     let config = crate::sim::task_config(&req.task);
     let robot_type = config.as_ref().map(|c| c.scene.robot.clone());
     let rec = |episodes: usize, seed: u64| {
-        crate::sim::rapier::expert::record_task_expert(&req.task, config.as_ref(), req.envs, episodes, seed)
+        crate::sim::rapier::expert::record_task_expert_perturbed(
+            &req.task,
+            config.as_ref(),
+            req.envs,
+            episodes,
+            seed,
+            req.noise,
+        )
     };
 
     let mut demos: Demonstrations = rec(req.episodes, req.seed)?;

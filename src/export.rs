@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use embodia_algos::distill::{FIXED_NOISE_KEY, STUDENT_KEY, STUDENT_PREFIX};
 use embodia_algos::{Checkpoint, ChunkActor, RunningNormalizer};
-use embodia_deploy::export::{self, ActionHead, Activation, Dense, Format, ObsNormalizer, PolicySpec};
+use embodia_deploy::export::{self, ActionHead, Activation, Dense, Format, ObsNormalizer, PolicySpec, StateOffset};
 use embodia_policies::{Activation as NetActivation, NamedParams, OneStepPolicyConfig};
 
 use crate::config::{AlgoConfig, TrainConfig};
@@ -124,6 +124,7 @@ pub fn policy_of_checkpoint(
         head,
         action_low: bounds.low.clone(),
         action_high: bounds.high.clone(),
+        state_offsets: Vec::new(),
     };
     spec.validate().map_err(|e| corrupt(e.to_string()))?;
     Ok(spec)
@@ -195,6 +196,7 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
         head: ActionHead::Clip,
         action_low: actor.action_low.clone(),
         action_high: actor.action_high.clone(),
+        state_offsets: actor.relative.iter().map(|r| r.map(|s| StateOffset { column: s.column, scale: s.scale })).collect(),
     })
 }
 

@@ -245,6 +245,10 @@ enum Command {
         /// Replace OUT if it exists and is not empty.
         #[arg(long)]
         force: bool,
+        /// DART perturbation of the executed actions (fraction of the action clip; labels stay
+        /// the expert's clean actions). `train --algo sft --demos N` records with 0.05.
+        #[arg(long, default_value_t = 0.0)]
+        noise: f32,
     },
     /// Demonstration datasets (LeRobot v3 layout).
     Dataset {
@@ -345,7 +349,7 @@ enum BenchCommand {
         #[arg(long, default_value_t = 20)]
         demos: usize,
         /// SFT gradient steps.
-        #[arg(long, default_value_t = 4000)]
+        #[arg(long, default_value_t = 6000)]
         sft_steps: u64,
         /// Wall-time budget of flow RL per task and seed, seconds.
         #[arg(long, default_value_t = 300.0)]
@@ -678,8 +682,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json } } => {
             bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json)
         }
-        Command::Record { task, expert, episodes, out, seed, envs, only_success, force } => {
-            let req = embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force };
+        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise } => {
+            let req =
+                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise };
             let s = embodia::demos::record(&req)?;
             println!(
                 "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",

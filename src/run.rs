@@ -125,7 +125,7 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
         AlgoConfig::Sft(c) => {
             let demos = match &c.dataset {
                 Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
-                None => record_demos(&config.task, config.env.as_ref(), c.demos, config.seed)?,
+                None => record_demos(&config.task, config.env.as_ref(), c.demos, config.seed, c.demo_noise)?,
             };
             Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
         }
@@ -174,14 +174,18 @@ pub const DEMO_SEED_OFFSET: u64 = 2_000_029;
 
 /// `count` successful episodes of the task's scripted expert, recorded in memory from seed
 /// `seed + DEMO_SEED_OFFSET` (rounds of `count` episodes until enough succeed; at most 10
-/// rounds).
+/// rounds), its executed actions perturbed by `noise_std` (a fraction of the action clip; see
+/// `record_expert_perturbed`).
 pub fn record_demos(
     task: &str,
     env: Option<&embodia_sim::TaskConfig>,
     count: usize,
     seed: u64,
+    noise_std: f32,
 ) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
-    use embodia_sim::rapier::expert::record_task_expert;
+    use embodia_sim::rapier::expert::record_task_expert_perturbed;
+    let record_task_expert =
+        |task, env, envs, count, seed| record_task_expert_perturbed(task, env, envs, count, seed, noise_std);
     let seed = seed.wrapping_add(DEMO_SEED_OFFSET);
     let mut demos = record_task_expert(task, env, 16, count, seed)?;
     demos.episodes.retain(|e| e.success);

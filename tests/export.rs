@@ -289,6 +289,9 @@ fn distilled_students_export_exactly_with_their_chunk_layout() {
         let student = distilled(&dir, &teacher, method, name);
         let spec = policy_of_run(&student).unwrap();
         assert_eq!((spec.chunk, spec.action_dim), (4, 6), "{name}: reach's chunk layout");
+        // SFT predicts joint targets relative to the present joint positions: the export adds
+        // the observed state back, and the checks below compare it with the learner's actions.
+        assert_eq!(spec.state_offsets.iter().flatten().count(), 6, "{name}: relative joint actions");
         let sub = dir.join(format!("{name}-out"));
         fs::create_dir_all(&sub).unwrap();
         check_run_formats(&sub, &student);

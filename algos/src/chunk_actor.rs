@@ -4,6 +4,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::{FlowPolicy, FlowPolicyConfig, NoiseMethod, StochasticSteps};
+use embodia_sim::ActionState;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,12 @@ pub struct ChunkActor {
     pub action_low: Vec<f32>,
     /// Upper action bounds of the task, `[action_dim]`.
     pub action_high: Vec<f32>,
+    /// Action dimensions predicted relative to the present state (openpi's `DeltaActions`):
+    /// where entry `j` is set, the policy's chunk holds `a_{t+i,j} − obs_t[column]·scale` for
+    /// every step `i` of the chunk, and the executed action adds the state back. Empty: every
+    /// action is absolute. `[action_dim]` or empty.
+    #[serde(default)]
+    pub relative: Vec<Option<ActionState>>,
 }
 
 /// Seed of the initial noise of deterministic actions.
@@ -42,21 +49,27 @@ impl ChunkActor {
         x
     }
 
-    /// The executed actions of standardized chunks `[n, H·D]`: `[n, C, D]` in the task's units,
-    /// clamped to its bounds.
-    pub fn env_actions(&self, chunks: &[f32], out: &mut [f32]) {
+    /// The executed actions of standardized chunks `[n, H·D]` sampled for raw observations
+    /// `raw_obs` (`[n, obs_dim]`): `[n, C, D]` in the task's units (see [`Self::to_env_units`]).
+    pub fn env_actions(&self, raw_obs: &[f32], chunks: &[f32], out: &mut [f32]) {
         let (h, c, d) = (self.policy.horizon, self.policy.chunk, self.policy.action_dim);
         for (chunk, dst) in chunks.chunks_exact(h * d).zip(out.chunks_exact_mut(c * d)) {
             dst.copy_from_slice(&chunk[..c * d]);
         }
-        self.to_env_units(out);
+        self.to_env_units(raw_obs, out);
     }
 
-    /// Standardized executed actions `[n, C, D]`, in place, into the task's units, clamped to
-    /// its bounds.
-    pub fn to_env_units(&self, actions: &mut [f32]) {
-        let d = self.policy.action_dim;
+    /// Standardized executed actions `[n, C, D]` chosen at raw observations `raw_obs`
+    /// (`[n, obs_dim]`), in place, into the task's units: de-standardized, relative dimensions
+    /// made absolute from the present state, clamped to the bounds.
+    pub fn to_env_units(&self, raw_obs: &[f32], actions: &mut [f32]) {
+        let (c, d, od) = (self.policy.chunk, self.policy.action_dim, self.policy.obs_dim);
         self.action_norm.denormalize(actions);
+        for (chunk, obs) in actions.chunks_exact_mut(c * d).zip(raw_obs.chunks_exact(od)) {
+            for action in chunk.chunks_exact_mut(d) {
+                self.add_state(obs, action, 1.0);
+            }
+        }
         for (j, a) in actions.iter_mut().enumerate() {
             *a = a.clamp(self.action_low[j % d], self.action_high[j % d]);
         }
@@ -67,6 +80,16 @@ impl ChunkActor {
         let mut noise = vec![0.0f32; self.policy.chunk_width()];
         fill_normal(&mut ChaCha8Rng::seed_from_u64(DETERMINISTIC_NOISE_SEED), &mut noise);
         noise
+    }
+
+    /// Adds `sign ×` the present state (from raw `obs`, `[obs_dim]`) to the relative dimensions
+    /// of one action (`[action_dim]`): `sign = −1` makes an absolute action relative.
+    pub fn add_state(&self, obs: &[f32], action: &mut [f32], sign: f32) {
+        for (a, state) in action.iter_mut().zip(&self.relative) {
+            if let Some(s) = state {
+                *a += sign * obs[s.column] * s.scale;
+            }
+        }
     }
 
     /// ODE actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
@@ -95,10 +118,10 @@ impl ChunkActor {
                 }
             }
         }
-        let obs = to_tensor(&self.normalized_obs(obs), n, od, device);
+        let normalized = to_tensor(&self.normalized_obs(obs), n, od, device);
         let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
-        let sample = model.sample(obs, noise, NoiseMethod::Ode, StochasticSteps::None);
-        self.env_actions(&to_host(sample.actions)?, out);
+        let sample = model.sample(normalized, noise, NoiseMethod::Ode, StochasticSteps::None);
+        self.env_actions(obs, &to_host(sample.actions)?, out);
         Ok(())
     }
 
@@ -106,12 +129,48 @@ impl ChunkActor {
     /// widths.
     pub fn from_checkpoint(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Result<Self, AlgoError> {
         let actor: Self = ckpt.get(CHUNK_ACTOR_KEY)?;
-        if actor.policy.obs_dim != obs_dim || actor.policy.action_dim != action_dim {
+        let relative_ok = actor.relative.is_empty()
+            || (actor.relative.len() == action_dim && actor.relative.iter().flatten().all(|s| s.column < obs_dim));
+        if actor.policy.obs_dim != obs_dim || actor.policy.action_dim != action_dim || !relative_ok {
             return Err(AlgoError::Checkpoint(format!(
                 "the checkpoint's policy observes {} features and acts in {} dimensions, the task has {obs_dim} and {action_dim}",
                 actor.policy.obs_dim, actor.policy.action_dim
             )));
         }
         Ok(actor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_actions_become_absolute_again_when_executed() {
+        let policy =
+            FlowPolicyConfig { obs_dim: 3, action_dim: 2, horizon: 3, chunk: 2, ..FlowPolicyConfig::default() };
+        let actor = ChunkActor {
+            policy,
+            obs_norm: Standardizer::fit(&[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0], 3, 0.01),
+            // Mean 0.5, std 2: the chunk is standardized as the policy predicts it.
+            action_norm: Standardizer::fit(&[-1.5, -1.5, 2.5, 2.5], 2, 0.01),
+            action_low: vec![-1.0, -1.0],
+            action_high: vec![1.0, 1.0],
+            relative: vec![Some(ActionState { column: 1, scale: 2.0 }), None],
+        };
+        let obs = [0.7, 0.2, -0.4];
+        let absolute = [0.5, -0.3, 0.6, 0.1, 0.9, 2.0];
+        let mut chunk = absolute;
+        for action in chunk.chunks_exact_mut(2) {
+            actor.add_state(&obs, action, -1.0);
+        }
+        // Dimension 0 is relative to 2 × obs[1] = 0.4, dimension 1 is absolute.
+        assert!((chunk[0] - 0.1).abs() < 1e-6 && chunk[1] == -0.3 && (chunk[2] - 0.2).abs() < 1e-6);
+        actor.action_norm.normalize(&mut chunk);
+        let mut out = [0.0f32; 4];
+        actor.env_actions(&obs, &chunk, &mut out);
+        for (o, a) in out.iter().zip(&absolute[..4]) {
+            assert!((o - a).abs() < 1e-6, "{out:?} vs {absolute:?}");
+        }
     }
 }

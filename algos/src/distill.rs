@@ -525,7 +525,7 @@ impl Distill {
                 };
                 chunk[i * cd..(i + 1) * cd].copy_from_slice(&source[i * cd..(i + 1) * cd]);
             }
-            self.actor.to_env_units(&mut chunk);
+            self.actor.to_env_units(&env.buffers().obs, &mut chunk);
             for j in 0..c {
                 for i in 0..n {
                     step_actions[i * ad..(i + 1) * ad].copy_from_slice(&chunk[(i * c + j) * ad..(i * c + j + 1) * ad]);
@@ -579,7 +579,7 @@ impl Learner for Distill {
         }
         let executed = self.student_actions(&self.actor.normalized_obs(obs), &z)?;
         actions.copy_from_slice(&executed);
-        self.actor.to_env_units(actions);
+        self.actor.to_env_units(obs, actions);
         Ok(())
     }
 

@@ -402,7 +402,7 @@ impl PpoFlow {
             let noise = self.noise(n);
             let sample = model.sample(to_tensor(&obs, n, od, &plain), noise, method, self.stochastic_steps(k_star));
             let chunk = to_host(sample.actions)?;
-            self.actor.env_actions(&chunk, &mut env_actions);
+            self.actor.env_actions(&env.buffers().obs, &chunk, &mut env_actions);
             let r = &mut self.rollout;
             r.obs.extend_from_slice(&obs);
             r.chains.extend(to_host(sample.chains)?);

@@ -34,6 +34,7 @@ fn teacher() -> Checkpoint {
         action_norm: Standardizer { mean: vec![0.0], std: vec![1.0] },
         action_low: vec![-2.0],
         action_high: vec![2.0],
+        relative: vec![],
     };
     let mut ckpt = Checkpoint::default();
     ckpt.insert_params("ema", named_params(&model));

@@ -497,6 +497,7 @@ mod tests {
             head: ActionHead::Clip,
             action_low: vec![-1.0],
             action_high: vec![1.0],
+            state_offsets: Vec::new(),
         };
         let dir = std::env::temp_dir().join(format!("embodia-mcu-unit-{}", std::process::id()));
         let err = build(&spec, &[1.0, f32::NAN], Implementation::C, &dir).unwrap_err();

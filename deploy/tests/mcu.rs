@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use embodia_deploy::export::{ActionHead, Activation, Dense, ObsNormalizer, PolicySpec};
+use embodia_deploy::export::{ActionHead, Activation, Dense, ObsNormalizer, PolicySpec, StateOffset};
 use embodia_deploy::mcu::{self, Implementation, McuError, Toolchain};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -72,6 +72,7 @@ fn policy(
         head,
         action_low: (0..action_dim).map(|j| -1.0 - j as f32).collect(),
         action_high: (0..action_dim).map(|j| 1.0 + 0.5 * j as f32).collect(),
+        state_offsets: Vec::new(),
     }
 }
 
@@ -81,13 +82,15 @@ fn quadrotor_sac() -> PolicySpec {
     policy(26, &[64, 64], 4, Activation::Relu, ActionHead::SquashedAffine, false)
 }
 
-/// A distilled student's layout: `chunk` actions of `action_dim` per pass (clip head).
+/// A distilled student's layout: `chunk` actions of `action_dim` per pass (clip head), all but
+/// the last action dimension relative to an observed state.
 fn chunked(obs_dim: usize, hidden: &[usize], action_dim: usize, chunk: usize) -> PolicySpec {
     let mut spec = policy(obs_dim, hidden, action_dim * chunk, Activation::Elu, ActionHead::Clip, true);
     spec.action_dim = action_dim;
     spec.chunk = chunk;
     spec.action_low.truncate(action_dim);
     spec.action_high.truncate(action_dim);
+    spec.state_offsets = (0..action_dim).map(|j| (j + 1 < action_dim).then_some(StateOffset { column: 2 * j, scale: 0.5 + j as f32 })).collect();
     spec
 }
 

@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use embodia_deploy::export::{ActionHead, Activation, Format, PolicySpec, write_export};
+use embodia_deploy::export::{ActionHead, Activation, Format, PolicySpec, StateOffset, write_export};
 use embodia_deploy::onnx_runtime::{OnnxError, Runtime, load};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -33,12 +33,14 @@ fn policies() -> Vec<PolicySpec> {
         PolicySpec::random(&[7, 16, 2], Activation::Tanh, ActionHead::Clip, 2),
         PolicySpec::random(&[4, 32, 32, 2 * 3], Activation::Relu, ActionHead::SquashedAffine, 3),
         PolicySpec { normalizer: None, ..PolicySpec::random(&[3, 8, 1], Activation::Elu, ActionHead::Clip, 4) },
-        // A distilled student's layout: a chunk of 3 actions of 2 per call, bounds per action.
+        // A distilled student's layout: a chunk of 3 actions of 2 per call, bounds per action,
+        // the second action dimension relative to observation 4.
         PolicySpec {
             action_dim: 2,
             chunk: 3,
             action_low: vec![-1.0, -0.25],
             action_high: vec![0.5, 1.0],
+            state_offsets: vec![None, Some(StateOffset { column: 4, scale: 0.5 })],
             ..PolicySpec::random(&[6, 16, 3 * 2], Activation::Elu, ActionHead::Clip, 5)
         },
     ]

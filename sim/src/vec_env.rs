@@ -52,6 +52,18 @@ pub struct ActionSpec {
     pub bounds: BoxSpace,
 }
 
+/// Where the policy observation shows the current value of what one action dimension
+/// commands, so that a policy can predict actions relative to the present state (openpi's
+/// `DeltaActions`): `obs[column] × scale` is that value in the action's own units (for a
+/// joint-position action, the action that would hold the joint where it is).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ActionState {
+    /// Column of the policy observation, `[0, obs_dim)`.
+    pub column: usize,
+    /// Factor from the observed value to action units.
+    pub scale: f32,
+}
+
 /// Batched results of the last `reset` or `step`.
 ///
 /// After a step in which environment `i` ended (terminated or truncated), it is reset
@@ -165,6 +177,12 @@ pub trait VecEnv: Send {
     /// for tasks without a scene to draw.
     fn scene_view(&self) -> Option<&dyn crate::view::SceneView> {
         None
+    }
+    /// For each action dimension, where the policy observation holds the current value of what
+    /// it commands (see [`ActionState`]), `[action_dim]`; empty when the task's actions are not
+    /// absolute targets of observed quantities.
+    fn action_states(&self) -> Vec<Option<ActionState>> {
+        Vec::new()
     }
 }
 

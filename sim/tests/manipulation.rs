@@ -262,3 +262,72 @@ fn object_grasped_reward_fires_while_the_expert_holds_the_cube() {
         assert_eq!(e.buffers().reward[0], 0.0);
     }
 }
+
+#[test]
+fn perturbed_recording_labels_the_clean_expert_action_and_runs_the_perturbed_one() {
+    use embodia_sim::rapier::expert::{record_expert, record_expert_perturbed};
+    let (envs, episodes, noise) = (4, 4, 0.1);
+    let config = task_config("reach").unwrap();
+    let clean = record_expert(&mut env("reach", config.clone(), envs).unwrap(), episodes, 3).unwrap();
+    let noisy = record_expert_perturbed(&mut env("reach", config.clone(), envs).unwrap(), episodes, 3, noise).unwrap();
+    let (od, ad) = (noisy.obs_dim, noisy.action_dim);
+    // reach observes its last executed action in the last `ad` columns.
+    let last_action =
+        |ep: &embodia_sim::demonstrations::Episode, t: usize| ep.observations[(t + 1) * od - ad..(t + 1) * od].to_vec();
+    for (demos, perturbed) in [(&clean, false), (&noisy, true)] {
+        let (mut sum_sq, mut count) = (0.0f64, 0usize);
+        for ep in &demos.episodes {
+            // The first nine tenths of the 200-step limit are perturbed, the rest is not.
+            for t in 1..ep.len() {
+                let label = &ep.actions[(t - 1) * ad..t * ad];
+                let executed = last_action(ep, t);
+                let d2: f64 = label.iter().zip(&executed).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
+                if t <= 180 {
+                    sum_sq += d2;
+                    count += ad;
+                } else {
+                    assert_eq!(d2, 0.0, "the last tenth must run the expert's action (t = {t})");
+                }
+            }
+        }
+        let rms = (sum_sq / count as f64).sqrt();
+        if perturbed {
+            // Clamping at ±clip only shrinks the noise.
+            assert!(rms > 0.5 * noise as f64 && rms < 1.2 * noise as f64, "rms perturbation {rms}");
+        } else {
+            assert_eq!(rms, 0.0);
+        }
+    }
+    // Small perturbations leave the expert able to finish the task.
+    assert!(noisy.success_rate() >= 0.75, "{}", noisy.success_rate());
+}
+
+#[test]
+fn joint_position_tasks_say_where_the_observation_holds_what_actions_command() {
+    use embodia_sim::ActionState;
+    let pick = env("pick-cube", task_config("pick-cube").unwrap(), 1).unwrap();
+    let states = pick.action_states();
+    assert_eq!(states.len(), 8);
+    // Seven arm joints (joint_pos is the first term, scale 1, action scale 1); no gripper state.
+    for (k, s) in states[..7].iter().enumerate() {
+        assert_eq!(*s, Some(ActionState { column: k, scale: 1.0 }));
+    }
+    assert_eq!(states[7], None);
+    // reach: action scale 0.5, so the holding action is 2 × (q − default).
+    let mut reach = env("reach", task_config("reach").unwrap(), 1).unwrap();
+    reach.reset(4);
+    let states = reach.action_states();
+    assert!(states.iter().all(|s| s.is_some_and(|s| s.scale == 2.0)));
+    // Commanding the observed positions holds the arm near where it is.
+    let obs0 = reach.buffers().obs.clone();
+    let hold: Vec<f32> = states.iter().map(|s| obs0[s.unwrap().column] * s.unwrap().scale).collect();
+    for _ in 0..20 {
+        reach.step(&hold).unwrap();
+    }
+    for s in states.iter().flatten() {
+        let moved = (reach.buffers().obs[s.column] - obs0[s.column]).abs();
+        assert!(moved < 0.05, "joint at column {} moved {moved} rad while held", s.column);
+    }
+    // push-t's actions move the command by a delta: no absolute state to be relative to.
+    assert!(env("push-t", task_config("push-t").unwrap(), 1).unwrap().action_states().is_empty());
+}

@@ -41,6 +41,15 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
     }
     src.push_str(&array("ACTION_LOW", &spec.action_low));
     src.push_str(&array("ACTION_HIGH", &spec.action_high));
+    if !spec.state_offsets.is_empty() {
+        // Relative action dimensions: the present state obs[STATE_COLUMN]·STATE_SCALE is added
+        // back (column −1: absolute).
+        let columns: Vec<String> = spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
+        let scales: Vec<f32> = spec.state_offsets.iter().map(|s| s.map_or(0.0, |s| s.scale)).collect();
+        src.push_str(&format!("static const int STATE_COLUMN[{}] = {{ {} }};
+", columns.len(), columns.join(", ")));
+        src.push_str(&array("STATE_SCALE", &scales));
+    }
     for (i, l) in spec.layers.iter().enumerate() {
         // Transposed to [out, in]: each output's dot product reads both operands contiguously,
         // which a Cortex-M4 does with post-incrementing loads (15% fewer instructions at -O2).
@@ -87,10 +96,16 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
     let out = if spec.layers.len() % 2 == 0 { "a" } else { "b" };
     src.push_str("    for (j = 0; j < EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM; ++j) {\n");
     match spec.head {
-        ActionHead::Clip => src.push_str(&format!(
-            "        float u = {out}[j], lo = ACTION_LOW[j % EMBODIA_POLICY_ACTION_DIM], hi = ACTION_HIGH[j % EMBODIA_POLICY_ACTION_DIM];\n        \
-             action[j] = u < lo ? lo : (u > hi ? hi : u);\n"
-        )),
+        ActionHead::Clip => {
+            src.push_str(&format!(
+                "        int d = j % EMBODIA_POLICY_ACTION_DIM;\n        \
+                 float u = {out}[j], lo = ACTION_LOW[d], hi = ACTION_HIGH[d];\n"
+            ));
+            if !spec.state_offsets.is_empty() {
+                src.push_str("        if (STATE_COLUMN[d] >= 0) u = u + obs[STATE_COLUMN[d]] * STATE_SCALE[d];\n");
+            }
+            src.push_str("        action[j] = u < lo ? lo : (u > hi ? hi : u);\n");
+        }
         ActionHead::SquashedAffine => src.push_str(&format!(
             "        action[j] = ACTION_LOW[j] + 0.5f * (tanhf({out}[j]) + 1.0f) * (ACTION_HIGH[j] - ACTION_LOW[j]);\n"
         )),

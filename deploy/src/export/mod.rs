@@ -168,6 +168,20 @@ pub struct PolicySpec {
     pub action_low: Vec<f32>,
     /// Upper action bounds, `[action_dim]`, raw command units.
     pub action_high: Vec<f32>,
+    /// Action dimensions the network predicts relative to the present state, `[action_dim]`
+    /// or empty (every action absolute). Clip head only.
+    pub state_offsets: Vec<Option<StateOffset>>,
+}
+
+/// An action dimension predicted relative to the present state (a delta action, as openpi's
+/// `DeltaActions`): `obs[column] · scale` of the raw observation is added to the network's
+/// output before clipping, for every action of the chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StateOffset {
+    /// Column of the raw observation, `[0, obs_dim)`.
+    pub column: usize,
+    /// Factor from observation units to action units.
+    pub scale: f32,
 }
 
 impl PolicySpec {
@@ -211,6 +225,23 @@ impl PolicySpec {
         if self.action_low.iter().zip(&self.action_high).any(|(l, h)| !(l <= h && l.is_finite() && h.is_finite())) {
             return bad("action bounds must be finite with low ≤ high".into());
         }
+        if !self.state_offsets.is_empty() {
+            if self.head != ActionHead::Clip || self.state_offsets.len() != self.action_dim {
+                return bad(format!(
+                    "{} state offsets: they need the clip head and one entry per action dimension ({})",
+                    self.state_offsets.len(),
+                    self.action_dim
+                ));
+            }
+            for (j, s) in self.state_offsets.iter().enumerate() {
+                if let Some(s) = s.filter(|s| s.column >= self.obs_dim || !s.scale.is_finite()) {
+                    return bad(format!(
+                        "state offset of action {j}: column {} of {} observations, scale {}",
+                        s.column, self.obs_dim, s.scale
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -249,7 +280,14 @@ impl PolicySpec {
             head,
             action_low: vec![low; action_dim],
             action_high: vec![high; action_dim],
+            state_offsets: Vec::new(),
         }
+    }
+
+    /// The state offset of output `j` of the chunk (`[chunk, action_dim]` flattened), if its
+    /// action dimension is relative.
+    pub fn state_offset(&self, j: usize) -> Option<StateOffset> {
+        self.state_offsets.get(j % self.action_dim).copied().flatten()
     }
 
     /// The widest layer, the size of each of the two scratch buffers a forward pass needs.
@@ -285,7 +323,10 @@ impl PolicySpec {
         for (j, y) in action.iter_mut().enumerate().take(self.output_dim()) {
             let (lo, hi) = (self.action_low[j % self.action_dim], self.action_high[j % self.action_dim]);
             *y = match self.head {
-                ActionHead::Clip => a[j].clamp(lo, hi),
+                ActionHead::Clip => match self.state_offset(j) {
+                    Some(s) => (a[j] + obs[s.column] * s.scale).clamp(lo, hi),
+                    None => a[j].clamp(lo, hi),
+                },
                 ActionHead::SquashedAffine => lo + 0.5 * (a[j].tanh() + 1.0) * (hi - lo),
             };
         }

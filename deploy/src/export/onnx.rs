@@ -57,6 +57,18 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
         let (starts, ends, axes) = (int64(&mut g, "mean_start", 0), int64(&mut g, "mean_end", spec.action_dim as i64), int64(&mut g, "mean_axis", 1));
         x = g.node("Slice", &[&x, &starts, &ends, &axes], "action_mean");
     }
+    if !spec.state_offsets.is_empty() {
+        // Relative dimensions: + obs · M, M [obs_dim, out] holding each offset's scale.
+        let mut m = vec![0.0f32; spec.obs_dim * out];
+        for j in 0..out {
+            if let Some(s) = spec.state_offset(j) {
+                m[s.column * out + j] = s.scale;
+            }
+        }
+        let m = g.constant("state_offset_matrix", &[spec.obs_dim, out], &m);
+        let offset = g.node("MatMul", &[INPUT, &m], "state_offset");
+        x = g.node("Add", &[&x, &offset], "action_absolute");
+    }
     // Bounds repeated for every action of the chunk.
     let tiled = |bound: &[f32]| -> Vec<f32> { bound.iter().copied().cycle().take(out).collect() };
     let low = g.constant("action_low", &[out], &tiled(&spec.action_low));

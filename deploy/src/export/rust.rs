@@ -53,6 +53,14 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
     }
     s.push_str(&array("ACTION_LOW", &spec.action_low));
     s.push_str(&array("ACTION_HIGH", &spec.action_high));
+    if !spec.state_offsets.is_empty() {
+        // Relative action dimensions: the present state obs[STATE_COLUMN]·STATE_SCALE is added
+        // back (column −1: absolute).
+        let columns: Vec<String> = spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
+        let scales: Vec<f32> = spec.state_offsets.iter().map(|s| s.map_or(0.0, |s| s.scale)).collect();
+        s.push_str(&format!("static STATE_COLUMN: [i32; {}] = [{}];\n", columns.len(), columns.join(", ")));
+        s.push_str(&array("STATE_SCALE", &scales));
+    }
     for (i, l) in spec.layers.iter().enumerate() {
         s.push_str(&format!("// layer {i}: [{}, {}], row-major\n", l.input, l.output));
         s.push_str(&array(&format!("W{i}"), &l.weight));
@@ -104,10 +112,17 @@ pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; CHUNK * ACTION_DIM]) {{
     let out = if spec.layers.len() % 2 == 0 { "a" } else { "b" };
     s.push_str("    for j in 0..CHUNK * ACTION_DIM {\n");
     match spec.head {
-        ActionHead::Clip => s.push_str(&format!(
-            "        let (u, lo, hi) = ({out}[j], ACTION_LOW[j % ACTION_DIM], ACTION_HIGH[j % ACTION_DIM]);\n        \
-             action[j] = if u < lo {{ lo }} else if u > hi {{ hi }} else {{ u }};\n"
-        )),
+        ActionHead::Clip => {
+            let mutable = if spec.state_offsets.is_empty() { "" } else { "mut " };
+            s.push_str(&format!(
+                "        let d = j % ACTION_DIM;\n        \
+                 let ({mutable}u, lo, hi) = ({out}[j], ACTION_LOW[d], ACTION_HIGH[d]);\n"
+            ));
+            if !spec.state_offsets.is_empty() {
+                s.push_str("        if STATE_COLUMN[d] >= 0 { u = u + obs[STATE_COLUMN[d] as usize] * STATE_SCALE[d]; }\n");
+            }
+            s.push_str("        action[j] = if u < lo { lo } else if u > hi { hi } else { u };\n");
+        }
         ActionHead::SquashedAffine => s.push_str(&format!(
             "        action[j] = ACTION_LOW[j] + 0.5 * (tanh({out}[j]) + 1.0) * (ACTION_HIGH[j] - ACTION_LOW[j]);\n"
         )),

@@ -111,6 +111,10 @@ impl VecEnv for RapierEnv {
         Some(self)
     }
 
+    fn action_states(&self) -> Vec<Option<crate::ActionState>> {
+        self.spec.action_states()
+    }
+
     fn info(&self) -> &TaskInfo {
         &self.info
     }

@@ -13,6 +13,8 @@
 //! episodes in a [`RapierEnv`] and reports the success rate and mean return. Experts read the
 //! true state (object poses, targets): they are privileged, not policies a robot could run.
 
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
 use rapier3d::prelude::*;
 use rayon::prelude::*;
 
@@ -73,7 +75,7 @@ pub struct ExpertEval {
 /// evenly over its environments (environment `i` runs `episodes / n` episodes, one more for
 /// the first `episodes % n`), and reports the success rate and mean return.
 pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<ExpertEval, SimError> {
-    let demos = run_expert(env, episodes, seed, false)?;
+    let demos = run_expert(env, episodes, seed, false, 0.0)?;
     let k = episodes.max(1) as f64;
     let successes = demos.episodes.iter().filter(|e| e.success).count();
     let returns: f64 = demos.episodes.iter().map(|e| e.rewards.iter().map(|&r| r as f64).sum::<f64>()).sum();
@@ -89,12 +91,37 @@ pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Resul
 /// (spread over its environments as in [`evaluate_expert`]), successful or not, in the order
 /// they end (ties by environment index): observations, actions, rewards and outcome.
 pub fn record_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<Demonstrations, SimError> {
-    run_expert(env, episodes, seed, true)
+    run_expert(env, episodes, seed, true, 0.0)
+}
+
+/// [`record_expert`] with the executed actions perturbed (DART, Laskey et al. 2017): every
+/// step the environment runs the expert's action plus Gaussian noise of std
+/// `noise_std × clip` (clamped to `±clip`, the task's action clip), while the episode records
+/// the expert's clean action as the label and the perturbed one in the state that follows.
+/// The demonstrations then show how the expert recovers from the small deviations a cloned
+/// policy makes, instead of only its own noise-free path; without them a clone never sees the
+/// corrective part of the expert's feedback and drifts (the hold of pick-cube, where the
+/// expert's states never leave the goal). The last tenth of each episode's time limit is not
+/// perturbed. The noise is drawn from a generator seeded by `seed`.
+pub fn record_expert_perturbed(
+    env: &mut RapierEnv,
+    episodes: usize,
+    seed: u64,
+    noise_std: f32,
+) -> Result<Demonstrations, SimError> {
+    run_expert(env, episodes, seed, true, noise_std)
 }
 
 /// The expert loop of [`evaluate_expert`] and [`record_expert`]; stores observations and
-/// actions only when `keep_steps` (rewards always, for returns).
-fn run_expert(env: &mut RapierEnv, episodes: usize, seed: u64, keep_steps: bool) -> Result<Demonstrations, SimError> {
+/// actions only when `keep_steps` (rewards always, for returns); executes the actions perturbed
+/// by `noise_std` (see [`record_expert_perturbed`]).
+fn run_expert(
+    env: &mut RapierEnv,
+    episodes: usize,
+    seed: u64,
+    keep_steps: bool,
+    noise_std: f32,
+) -> Result<Demonstrations, SimError> {
     let n = env.num_envs();
     let mut experts = (0..n).map(|_| scripted_expert(env.spec())).collect::<Result<Vec<_>, _>>()?;
     let quota: Vec<usize> = (0..n).map(|i| episodes / n + usize::from(i < episodes % n)).collect();
@@ -116,6 +143,12 @@ fn run_expert(env: &mut RapierEnv, episodes: usize, seed: u64, keep_steps: bool)
     };
     let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
     let mut actions = vec![0.0f32; n * ad];
+    let mut executed = vec![0.0f32; n * ad];
+    let clip = env.spec().config.action.clip;
+    // The last tenth of the time limit runs unperturbed, so that a task judged at the end of
+    // the episode (pick-cube's hold) is judged on the expert's own behaviour.
+    let quiet_from = env.spec().config.episode_steps as usize * 9 / 10;
+    let mut noise_rng = ChaCha8Rng::seed_from_u64(seed ^ 0xDA47);
     env.reset(seed);
     for (expert, scene) in experts.iter_mut().zip(env.scenes()) {
         expert.reset(env.spec(), scene);
@@ -134,7 +167,19 @@ fn run_expert(env: &mut RapierEnv, episodes: usize, seed: u64, keep_steps: bool)
                 ep.actions.extend_from_slice(&actions[i * ad..(i + 1) * ad]);
             }
         }
-        env.step(&actions)?;
+        executed.copy_from_slice(&actions);
+        if noise_std > 0.0 {
+            for (i, a) in executed.chunks_exact_mut(ad.max(1)).enumerate() {
+                if running[i].rewards.len() >= quiet_from {
+                    continue;
+                }
+                for a in a {
+                    let xi = super::scene::gaussian(&mut noise_rng);
+                    *a = (*a + noise_std * clip * xi).clamp(-clip, clip);
+                }
+            }
+        }
+        env.step(&executed)?;
         let b = env.buffers();
         for i in 0..n {
             if done[i] < quota[i] {
@@ -178,6 +223,19 @@ pub fn record_task_expert(
     seed: u64,
 ) -> Result<Demonstrations, SimError> {
     record_expert(&mut task_env(name, config, num_envs.min(episodes).max(1))?, episodes, seed)
+}
+
+/// [`record_expert_perturbed`] on `num_envs` environments of the registered rapier task `name`,
+/// with its default configuration or `config`.
+pub fn record_task_expert_perturbed(
+    name: &str,
+    config: Option<&TaskConfig>,
+    num_envs: usize,
+    episodes: usize,
+    seed: u64,
+    noise_std: f32,
+) -> Result<Demonstrations, SimError> {
+    record_expert_perturbed(&mut task_env(name, config, num_envs.min(episodes).max(1))?, episodes, seed, noise_std)
 }
 
 /// `num_envs` environments of the registered rapier task `name`.

@@ -9,7 +9,7 @@ use rapier3d::prelude::*;
 use super::articulation::{Articulation, SpawnOptions};
 use super::objects::{Objects, ObjectsSpec, coverage, planar};
 use super::task::{ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
-use crate::SimError;
+use crate::{ActionState, SimError};
 
 /// What every environment of a batch shares: the task and everything derived from it once.
 #[derive(Debug)]
@@ -159,6 +159,32 @@ impl SceneSpec {
     /// Number of action components (the driven joints, then the gripper if any).
     pub fn num_actions(&self) -> usize {
         self.driven.len() + self.gripper.is_some() as usize
+    }
+
+    /// Where the policy observation shows what each action commands (see [`ActionState`]):
+    /// with joint-position actions (`target = default + scale × action`) and a `joint_pos`
+    /// term (`scale' × (q − default)`), driven joint `k`'s action holding it in place is
+    /// `obs[offset + j] / (scale' × scale)`; the gripper's action has none.
+    pub fn action_states(&self) -> Vec<Option<ActionState>> {
+        let a = &self.config.action;
+        if a.kind != ActionKind::JointPosition || a.scale == 0.0 {
+            return Vec::new();
+        }
+        let (na, n) = (self.default_q.len(), self.num_actions());
+        let mut offset = 0;
+        for term in &self.config.observations.policy {
+            if term.term == ObsKind::JointPos && term.scale != 0.0 {
+                let mut states: Vec<Option<ActionState>> = self
+                    .driven
+                    .iter()
+                    .map(|&j| Some(ActionState { column: offset + j, scale: 1.0 / (term.scale * a.scale) }))
+                    .collect();
+                states.resize(n, None);
+                return states;
+            }
+            offset += obs_dim(term.term, na, n);
+        }
+        Vec::new()
     }
 }
 
@@ -738,7 +764,7 @@ impl Scene {
 }
 
 /// Standard normal draw (Box–Muller).
-fn gaussian(rng: &mut ChaCha8Rng) -> f32 {
+pub(crate) fn gaussian(rng: &mut ChaCha8Rng) -> f32 {
     let u1 = uniform(rng, [f32::EPSILON, 1.0]);
     let u2 = uniform(rng, [0.0, 1.0]);
     (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
