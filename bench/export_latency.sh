@@ -9,13 +9,8 @@
 #        [--layers 17,256,256,6]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$here/.venv-latency"
-req="$here/requirements-latency.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.requirements"; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet -r "$req"
-  cp "$req" "$venv/.requirements"
-fi
+bin="$(bash "$here/venv.sh" latency)" || exit $?
+venv="$(dirname "$bin")"
 # One thread everywhere, and no OpenMP busy-waiting (it slows everything beside it).
 export OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 ORT_DYLIB_PATH="$(ls "$venv"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.* | head -1)"
@@ -23,4 +18,4 @@ export ORT_DYLIB_PATH
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$here/../target/release/embodia" bench export-latency --out "$tmp/model" --json "$@" > "$tmp/embodia.json"
-"$venv/bin/python" "$here/export_latency.py" "$tmp/model/model.onnx" "$tmp/embodia.json"
+"$bin/python" "$here/export_latency.py" "$tmp/model/model.onnx" "$tmp/embodia.json"

@@ -98,15 +98,16 @@ pub fn run_onnx(model: &Path, runtime: &Runtime, text: &str, source_name: &str) 
 pub fn act(run: &Path, text: &str, source_name: &str) -> Result<String, ActionsError> {
     let (config, learner) = load_learner(run)?;
     let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref()).map_err(RunError::from)?;
-    let (obs_dim, action_dim) = (env.obs_spec().vector.dim(), env.action_spec().bounds.dim());
+    // A distilled student acts a whole chunk per observation: one row of `chunk · action_dim`.
+    let (obs_dim, width) = (env.obs_spec().vector.dim(), env.action_spec().bounds.dim() * learner.chunk_len());
     let obs = parse_observations(text, source_name, obs_dim)?;
-    let mut actions = vec![0.0; obs.len() / obs_dim * action_dim];
+    let mut actions = vec![0.0; obs.len() / obs_dim * width];
     if !obs.is_empty() {
         learner
             .act(&obs, &mut actions, None)
             .map_err(|e| ActionsError::Policy { run: run.display().to_string(), message: e.to_string() })?;
     }
-    Ok(format_actions(&actions, action_dim))
+    Ok(format_actions(&actions, width))
 }
 
 /// `actions` (`[rows, action_dim]`) as text, one comma-separated row per line.
