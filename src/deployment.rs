@@ -60,7 +60,9 @@ pub struct TaskPolicy {
     q: Vec<f32>,
     qd: Vec<f32>,
     obs: Vec<f32>,
+    /// The last predicted chunk, `[chunk, num_actions]` in the task's action units.
     action: Vec<f32>,
+    /// The action executed last (the chunk's first, clipped), `[num_actions]`.
     last_action: Vec<f32>,
     /// Joint targets per actuated joint, rad (scratch).
     command: Vec<f32>,
@@ -126,6 +128,7 @@ impl TaskPolicy {
                 policy.obs_dim, policy.action_dim, spec.obs_dim, n
             )));
         }
+        let output_dim = policy.output_dim();
         Ok(Self {
             scratch: vec![0.0; 2 * policy.max_width()],
             policy,
@@ -134,7 +137,7 @@ impl TaskPolicy {
             q: vec![0.0; na],
             qd: vec![0.0; na],
             obs: vec![0.0; spec.obs_dim],
-            action: vec![0.0; n],
+            action: vec![0.0; output_dim],
             last_action: vec![0.0; n],
             command: vec![0.0; na],
             target: [0.0; 3],
@@ -206,7 +209,7 @@ impl TaskPolicy {
             let n = match term.term {
                 ObsKind::JointPos | ObsKind::JointVel => self.q.len(),
                 ObsKind::JointPosCosSin => 2 * self.q.len(),
-                ObsKind::LastAction => self.action.len(),
+                ObsKind::LastAction => self.last_action.len(),
                 _ => 3,
             };
             let out = &mut self.obs[at..at + n];
@@ -236,16 +239,18 @@ impl TaskPolicy {
         &self.obs
     }
 
-    /// Goals (rad, map order) for the last action, as the task's joint-position action term
-    /// maps it (joints the action does not drive stay at their defaults).
-    fn goals_of_action(&mut self, goals: &mut [f64]) {
+    /// Goals (rad, map order) for action `i` of the last predicted chunk, as the task's
+    /// joint-position action term maps it (joints the action does not drive stay at their
+    /// defaults).
+    fn goals_of_action(&mut self, i: usize, goals: &mut [f64]) {
         let c = &self.spec.config.action;
+        let action = &self.action[i * self.last_action.len()..(i + 1) * self.last_action.len()];
         self.command.copy_from_slice(&self.spec.default_q);
         for (k, &j) in self.spec.driven.iter().enumerate() {
-            self.command[j] = self.spec.default_q[j] + self.action[k].clamp(-c.clip, c.clip) * c.scale;
+            self.command[j] = self.spec.default_q[j] + action[k].clamp(-c.clip, c.clip) * c.scale;
         }
         if let (Some(j), Some(g)) = (self.spec.gripper, &c.gripper) {
-            let a = self.action[self.spec.driven.len()].clamp(-1.0, 1.0);
+            let a = action[self.spec.driven.len()].clamp(-1.0, 1.0);
             self.command[j] = g.closed + 0.5 * (a + 1.0) * (g.open - g.closed);
         }
         for (g, &i) in goals.iter_mut().zip(&self.joint_index) {
@@ -255,13 +260,19 @@ impl TaskPolicy {
 }
 
 impl Policy for TaskPolicy {
+    /// The exported policy's chunk: 1 for PPO and SAC, `C` for a distilled student.
     fn chunk_len(&self) -> usize {
-        1
+        self.policy.chunk
     }
 
     fn predict(&mut self, state: &JointState, goals: &mut [f64]) -> Result<(), String> {
         self.observe(state);
         self.policy.forward(&self.obs, &mut self.action, &mut self.scratch);
+        for (i, g) in goals.chunks_exact_mut(self.joint_index.len()).enumerate() {
+            self.goals_of_action(i, g);
+        }
+        // The loop replans every cycle and executes (the ensemble around) the chunk's first
+        // action now: that is the next observation's last action.
         let clip = self.spec.config.action.clip;
         for (l, a) in self.last_action.iter_mut().zip(&self.action) {
             *l = a.clamp(-clip, clip);
@@ -271,7 +282,6 @@ impl Policy for TaskPolicy {
             ep.actions.extend_from_slice(&self.last_action);
             ep.rewards.push(0.0);
         }
-        self.goals_of_action(goals);
         Ok(())
     }
 

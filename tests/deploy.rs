@@ -154,3 +154,56 @@ fn bench_deploy_injects_every_fault_kind_and_detects_each() {
     assert_eq!(json["commands_over_step"], 0);
     assert!(json["commands_checked"].as_u64().unwrap() > 24);
 }
+
+/// A distilled one-step student deploys with its action chunk: each predicted row of goals is
+/// the exported forward pass's action of that chunk step (relative joint targets made absolute),
+/// and `deploy --sim` runs it through the loop's chunk ensembling.
+#[test]
+fn a_distilled_student_deploys_its_whole_chunk() {
+    let dir = temp_dir("student");
+    let tiny = [
+        "--set", "algo.num_envs=2", "--set", "algo.batch_size=32", "--set", "algo.updates_per_iteration=20",
+        "--set", "algo.warmup_steps=5",
+    ];
+    let mut train = vec!["train", "--task", "reach", "--algo", "sft", "--steps", "40", "--run-dir", "runs/sft", "--quiet"];
+    train.extend(tiny);
+    train.extend(["--set", "algo.demos=2", "--set", "algo.decay_steps=40", "--set", "algo.policy.denoise_steps=3"]);
+    let (code, _, err) = embodia(&dir, &train);
+    assert_eq!(code, Some(0), "{err}");
+    let mut distill = vec!["distill", "--run", "runs/sft", "--out", "runs/student", "--steps", "40", "--quiet"];
+    distill.extend(["--eval-episodes", "1", "--eval-seeds", "1", "--latency-calls", "10", "--set", "algo.chunk_steps=5"]);
+    distill.extend(tiny);
+    let (code, _, err) = embodia(&dir, &distill);
+    assert_eq!(code, Some(0), "{err}");
+
+    let student = dir.join("runs/student");
+    let (config, _) = embodia::run::load_learner(&student).unwrap();
+    let exported = embodia::export::policy_of_run(&student).unwrap();
+    let (chunk, n) = (exported.chunk, exported.action_dim);
+    assert_eq!((chunk, n), (4, 6));
+    let mut policy = TaskPolicy::new(&config, exported.clone(), &so101_map()).unwrap();
+    use embodia::deploy::Policy;
+    assert_eq!(policy.chunk_len(), chunk);
+    let mut state = JointState::new(6);
+    state.position.copy_from_slice(&[0.1, -0.3, 0.4, 0.2, -0.1, 0.05]);
+    let obs = policy.observe(&state).to_vec();
+    let mut want = vec![0.0f32; exported.output_dim()];
+    exported.forward(&obs, &mut want, &mut vec![0.0; 2 * exported.max_width()]);
+    let mut goals = vec![0.0; chunk * 6];
+    policy.predict(&state, &mut goals).unwrap();
+    let spec = SceneSpec::new(embodia::sim::task_config("reach").unwrap(), embodia::robots::builtin("so101").unwrap()).unwrap();
+    let action = &spec.config.action;
+    for (i, (row, a)) in goals.chunks(6).zip(want.chunks(n)).enumerate() {
+        for j in 0..6 {
+            let expected = spec.default_q[j] + a[j].clamp(-action.clip, action.clip) * action.scale;
+            assert!((row[j] - f64::from(expected)).abs() < 1e-6, "chunk step {i}, joint {j}: {} vs {expected}", row[j]);
+        }
+    }
+    assert!(goals[..6] != goals[18..], "the chunk's steps differ");
+
+    let (code, out, err) = embodia(&dir, &["deploy", "--run", "runs/student", "--sim", "--episodes", "1", "--hz", "100", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
