@@ -253,8 +253,8 @@ impl TaskPolicy {
             let a = action[self.spec.driven.len()].clamp(-1.0, 1.0);
             self.command[j] = g.closed + 0.5 * (a + 1.0) * (g.open - g.closed);
         }
-        for (g, &i) in goals.iter_mut().zip(&self.joint_index) {
-            *g = f64::from(self.command[i]);
+        for (g, &joint) in goals.iter_mut().zip(&self.joint_index) {
+            *g = f64::from(self.command[joint]);
         }
     }
 }
