@@ -10,6 +10,7 @@
 //! solved is therefore also run from [`CONFIRM_EPISODES`] fresh initial states (outside the
 //! timing): its success rate there is the figure to hold against the criterion.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -151,6 +152,38 @@ pub fn sim_throughput(
     })
 }
 
+/// What `embodia bench flow` runs for one task and seed.
+#[derive(Debug, Clone, Default)]
+pub struct FlowBenchSpec {
+    /// Task.
+    pub task: String,
+    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`).
+    pub algorithm: String,
+    /// Successful scripted demonstrations for SFT.
+    pub demos: usize,
+    /// SFT gradient steps.
+    pub sft_steps: u64,
+    /// Wall-time budget of flow RL, seconds.
+    pub rl_seconds: f64,
+    /// Parallel environments of flow RL (replaces `algo.num_envs`).
+    pub num_envs: usize,
+    /// Deterministic evaluation episodes for S0, S1 and the baseline.
+    pub eval_episodes: usize,
+    /// Seed of demonstrations, networks and environments.
+    pub seed: u64,
+    /// `--config FILE` of the flow-RL run (`[algo]` and `[env]` tables, as `embodia train` reads).
+    pub config_file: Option<PathBuf>,
+    /// `--set key=value` overrides of the flow-RL run, in order.
+    pub overrides: Vec<String>,
+    /// Directory for learning curves: `<out>/<algorithm>/` and `<out>/ppo/` each get a
+    /// `metrics.csv` (one row per iteration, wall seconds counted from the start of RL) and
+    /// `curves.png`.
+    pub out: Option<PathBuf>,
+    /// Also train Gaussian PPO from scratch (the task's `ppo` defaults) for the wall time that
+    /// SFT and flow RL took together.
+    pub baseline: bool,
+}
+
 /// Figures of `embodia bench flow`: SFT from scripted demonstrations, then flow RL for a wall
 /// time budget.
 #[derive(Debug, Clone, Serialize)]
@@ -159,6 +192,8 @@ pub struct FlowBenchResult {
     pub task: String,
     /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`).
     pub algorithm: String,
+    /// Seed.
+    pub seed: u64,
     /// Demonstrations (successful scripted-expert episodes).
     pub demos: usize,
     /// SFT gradient steps.
@@ -181,63 +216,80 @@ pub struct FlowBenchResult {
     pub inference_seconds: f64,
     /// Seconds spent in advantages and updates during RL.
     pub update_seconds: f64,
+    /// Success rate of Gaussian PPO from scratch after `sft_seconds + rl_seconds` of training
+    /// (same protocol), when the baseline ran.
+    pub baseline_success: Option<f64>,
+    /// Environment steps of that baseline.
+    pub baseline_env_steps: Option<u64>,
 }
 
-/// SFT of the default flow policy on `demos` scripted demonstrations of `task` for `sft_steps`
-/// gradient steps, evaluation (S0), then `algorithm` from that policy for `rl_seconds` of
-/// wall time with `num_envs` environments, evaluation (S1). Evaluations run `eval_episodes`
+/// SFT of the default flow policy on `demos` scripted demonstrations for `sft_steps` gradient
+/// steps, evaluation (S0), then flow RL from that policy for `rl_seconds` of wall time,
+/// evaluation (S1), and optionally the Gaussian PPO baseline. Evaluations run `eval_episodes`
 /// deterministic episodes from the evaluation seed.
-#[allow(clippy::too_many_arguments)]
-pub fn flow_bench(
-    task: &str,
-    algorithm: &str,
-    demos: usize,
-    sft_steps: u64,
-    rl_seconds: f64,
-    num_envs: usize,
-    eval_episodes: usize,
-    seed: u64,
-) -> Result<FlowBenchResult, RunError> {
-    use embodia_algos::{FlowRlMethod, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate};
-    let method = match algorithm {
-        "ppo-flow-sde" => FlowRlMethod::Sde,
-        "ppo-flow-noise" => FlowRlMethod::Noise,
-        other => return Err(crate::config::ConfigError::UnknownAlgorithm(other.into()).into()),
+pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
+    use crate::config::{AlgoConfig, ConfigSources, resolve};
+    use embodia_algos::{Learner, PpoFlow, Sft, SftConfig, evaluate};
+    let rl_config = resolve(&ConfigSources {
+        task: Some(&spec.task),
+        algorithm: Some(&spec.algorithm),
+        file: spec.config_file.as_deref(),
+        seed: Some(spec.seed),
+        total_steps: None,
+        overrides: &spec.overrides,
+    })?;
+    let AlgoConfig::PpoFlow(mut config) = rl_config.algo.clone() else {
+        return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into());
     };
-    let env_config = embodia_sim::task_config(task);
+    config.num_envs = spec.num_envs;
+    config.init = "(in memory)".into();
+    let (task, seed, env_config) = (spec.task.as_str(), spec.seed, rl_config.env.as_ref());
     let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
-    let mut eval_env = embodia_sim::make_with(task, eval_episodes, env_config.as_ref())?;
+    let mut eval_env = embodia_sim::make_with(task, spec.eval_episodes, env_config)?;
     let start = Instant::now();
-    let config =
-        SftConfig { decay_steps: sft_steps.max(SftConfig::default().warmup_steps + 1), ..SftConfig::default() };
-    let recorded = crate::run::record_demos(task, env_config.as_ref(), demos, seed, config.demo_noise)?;
-    let mut sft = Sft::new(config, eval_env.as_ref(), &recorded, default_device(), seed)?;
-    for _ in 0..sft_steps {
+    let sft_config =
+        SftConfig { decay_steps: spec.sft_steps.max(SftConfig::default().warmup_steps + 1), ..SftConfig::default() };
+    let recorded = crate::run::record_demos(task, env_config, spec.demos, seed, sft_config.demo_noise)?;
+    let mut sft = Sft::new(sft_config, eval_env.as_ref(), &recorded, default_device(), seed)?;
+    for _ in 0..spec.sft_steps {
         sft.update()?;
     }
     let sft_seconds = start.elapsed().as_secs_f64();
     let sft_success = evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
 
-    let config = PpoFlowConfig { method, num_envs, init: "(in memory)".into(), ..PpoFlowConfig::default() };
-    let mut env = embodia_sim::make_with(task, num_envs, env_config.as_ref())?;
+    let mut env = embodia_sim::make_with(task, spec.num_envs, env_config)?;
     env.reset(seed);
     let mut rl = PpoFlow::new(config.clone(), env.as_ref(), &sft.checkpoint()?, default_device(), seed)?;
     let (mut sim, mut inference, mut update, mut rl_time) = (0.0, 0.0, 0.0, 0.0);
     let mut chunk_steps = 0u64;
-    while rl_time < rl_seconds {
+    let mut rows = Vec::new();
+    while rl_time < spec.rl_seconds {
         let t = Instant::now();
-        rl.iterate(env.as_mut())?;
+        let mut row = rl.iterate(env.as_mut())?;
         rl_time += t.elapsed().as_secs_f64();
+        row.wall_seconds = rl_time;
+        rows.push(row);
         let split = rl.last_time_split();
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
-        chunk_steps += (config.chunk_steps * num_envs) as u64;
+        chunk_steps += (config.chunk_steps * spec.num_envs) as u64;
     }
     let rl_success = evaluate(&rl, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+    if let Some(out) = &spec.out {
+        write_curves(&out.join(&spec.algorithm), &rows)?;
+    }
+    let (baseline_success, baseline_env_steps) = match spec.baseline {
+        true => {
+            let (success, steps) = ppo_baseline(spec, sft_seconds + rl_time)?;
+            (Some(success), Some(steps))
+        }
+        false => (None, None),
+    };
     Ok(FlowBenchResult {
         task: task.into(),
-        algorithm: algorithm.into(),
-        demos,
-        sft_steps,
+        algorithm: spec.algorithm.clone(),
+        seed,
+        demos: spec.demos,
+        sft_steps: spec.sft_steps,
         sft_seconds,
         sft_success,
         rl_success,
@@ -247,7 +299,51 @@ pub fn flow_bench(
         sim_seconds: sim,
         inference_seconds: inference,
         update_seconds: update,
+        baseline_success,
+        baseline_env_steps,
     })
+}
+
+/// Gaussian PPO from scratch with the task's `ppo` defaults for `seconds` of wall time; its
+/// deterministic success rate over `spec.eval_episodes` episodes and its env steps. Writes its
+/// curves to `<out>/ppo/` when `spec.out` is set.
+fn ppo_baseline(spec: &FlowBenchSpec, seconds: f64) -> Result<(f64, u64), RunError> {
+    use crate::config::{ConfigSources, resolve};
+    let config = resolve(&ConfigSources {
+        task: Some(&spec.task),
+        algorithm: Some("ppo"),
+        seed: Some(spec.seed),
+        ..ConfigSources::default()
+    })?;
+    let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
+    env.reset(spec.seed);
+    let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    while start.elapsed().as_secs_f64() < seconds {
+        let mut row = learner.iterate(env.as_mut())?;
+        row.wall_seconds = start.elapsed().as_secs_f64();
+        rows.push(row);
+    }
+    if let Some(out) = &spec.out {
+        write_curves(&out.join("ppo"), &rows)?;
+    }
+    let eval = evaluate_learner(learner.as_ref(), &config, spec.eval_episodes, false)?;
+    Ok((eval.success_rate.unwrap_or(0.0), learner.env_steps()))
+}
+
+/// Writes `rows` as `dir/metrics.csv` (the run directory format) and draws `dir/curves.png`.
+fn write_curves(dir: &Path, rows: &[embodia_algos::MetricRow]) -> Result<(), RunError> {
+    let io = |e: std::io::Error| RunError::Io { path: dir.display().to_string(), message: e.to_string() };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut text = format!("{}\n", embodia_algos::MetricRow::CSV_HEADER);
+    for row in rows {
+        text.push_str(&row.csv_values());
+        text.push('\n');
+    }
+    std::fs::write(dir.join(crate::run::METRICS_FILE), text).map_err(io)?;
+    crate::plot::write_run_curves(dir)?;
+    Ok(())
 }
 
 /// Steps `envs` tensor environments of `task` on `device` with uniform random actions drawn on

@@ -363,6 +363,18 @@ enum BenchCommand {
         /// Seeds 1..=N.
         #[arg(long, default_value_t = 1)]
         seeds: u64,
+        /// TOML file overriding the flow-RL run's defaults, as `embodia train --config` reads.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one flow-RL setting, e.g. --set algo.policy_lr=1e-5 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+        /// Write learning curves (metrics.csv, curves.png) under DIR/<task>-seed<N>/<algo>/.
+        #[arg(long, value_name = "DIR", default_value = "runs/bench-flow")]
+        out: PathBuf,
+        /// Also train Gaussian PPO from scratch for the same wall time (SFT + RL) and report its success.
+        #[arg(long)]
+        baseline: bool,
         /// Also print one JSON object per result.
         #[arg(long)]
         json: bool,
@@ -656,8 +668,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bench { bench: BenchCommand::Solve { settings, seeds, json } } => bench_solve(&settings, seeds, json),
         Command::Bench {
-            bench: BenchCommand::Flow { tasks, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json },
-        } => bench_flow(&tasks, &algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seeds, json),
+            bench:
+                BenchCommand::Flow {
+                    tasks,
+                    algo,
+                    demos,
+                    sft_steps,
+                    rl_seconds,
+                    envs,
+                    eval_episodes,
+                    seeds,
+                    config,
+                    overrides,
+                    out,
+                    baseline,
+                    json,
+                },
+        } => {
+            let spec = embodia::bench::FlowBenchSpec {
+                algorithm: algo,
+                demos,
+                sft_steps,
+                rl_seconds,
+                num_envs: envs,
+                eval_episodes,
+                config_file: config,
+                overrides,
+                out: Some(out),
+                baseline,
+                ..Default::default()
+            };
+            bench_flow(&tasks, spec, seeds, json)
+        }
         Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, tensor, json } } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)?;
             if tensor { bench_tensor_sim(&settings, &envs, measure_steps, &cli.device, json) } else { Ok(()) }
@@ -986,26 +1028,34 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
 }
 
 #[allow(clippy::too_many_arguments)]
-fn bench_flow(
-    tasks: &[String],
-    algo: &str,
-    demos: usize,
-    sft_steps: u64,
-    rl_seconds: f64,
-    envs: usize,
-    eval_episodes: usize,
-    seeds: u64,
-    json: bool,
-) -> anyhow::Result<()> {
-    anyhow::ensure!(envs > 0 && eval_episodes > 0 && seeds > 0, "--envs, --eval-episodes and --seeds must be ≥ 1");
-    println!(
-        "bench flow: SFT on {demos} scripted demos ({sft_steps} gradient steps), then {algo} for {rl_seconds} s with {envs} envs; success over {eval_episodes} deterministic episodes"
+fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        spec.num_envs > 0 && spec.eval_episodes > 0 && seeds > 0,
+        "--envs, --eval-episodes and --seeds must be ≥ 1"
     );
+    println!(
+        "bench flow: SFT on {} scripted demos ({} gradient steps), then {} for {} s with {} envs{}; success over {} deterministic episodes",
+        spec.demos,
+        spec.sft_steps,
+        spec.algorithm,
+        spec.rl_seconds,
+        spec.num_envs,
+        if spec.baseline { ", and Gaussian PPO from scratch for the same wall time" } else { "" },
+        spec.eval_episodes
+    );
+    let root = spec.out.clone().unwrap_or_default();
     for task in tasks {
+        let mut results = Vec::new();
         for seed in 1..=seeds {
-            let r = embodia::bench::flow_bench(task, algo, demos, sft_steps, rl_seconds, envs, eval_episodes, seed)?;
+            let out = root.join(format!("{task}-seed{seed}"));
+            let spec = embodia::bench::FlowBenchSpec { task: task.clone(), seed, out: Some(out.clone()), ..spec.clone() };
+            let r = embodia::bench::flow_bench(&spec)?;
+            let baseline = match (r.baseline_success, r.baseline_env_steps) {
+                (Some(s), Some(n)) => format!(" ppo-from-scratch={s:.2} after {n} env steps;"),
+                _ => String::new(),
+            };
             println!(
-                "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s; rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s",
+                "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s;{baseline} rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s; curves in {}",
                 r.task,
                 r.sft_success,
                 r.sft_seconds,
@@ -1015,12 +1065,24 @@ fn bench_flow(
                 r.chunk_steps_per_s,
                 r.sim_seconds,
                 r.inference_seconds,
-                r.update_seconds
+                r.update_seconds,
+                out.display()
             );
             if json {
                 println!("{}", serde_json::to_string(&r)?);
             }
+            results.push(r);
         }
+        let median = |f: &dyn Fn(&embodia::bench::FlowBenchResult) -> Option<f64>| {
+            embodia::bench::median(results.iter().filter_map(f).collect())
+                .map_or_else(|| "-".to_string(), |m| format!("{m:.2}"))
+        };
+        println!(
+            "task={task} median over {seeds} seed(s): S0={} S1={}{}",
+            median(&|r| Some(r.sft_success)),
+            median(&|r| Some(r.rl_success)),
+            if spec.baseline { format!(" ppo-from-scratch={}", median(&|r| r.baseline_success)) } else { String::new() }
+        );
     }
     Ok(())
 }

@@ -922,3 +922,32 @@ fn bench_sim_measures_quadrotor_cpu_and_tensor_environments() {
         assert!(r["env_steps"].as_u64().unwrap() >= 400 && r["steps_per_s"].as_f64().unwrap() > 0.0, "{r}");
     }
 }
+
+#[test]
+fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
+    let dir = tmp();
+    let d = dir.path();
+    let mut args = vec!["bench", "flow", "--tasks", "reach", "--demos", "2", "--sft-steps", "20", "--rl-seconds", "0.5"];
+    args.extend(["--envs", "4", "--eval-episodes", "4", "--baseline", "--out", "bf", "--json"]);
+    args.extend(["--set", "algo.chunk_steps=10", "--set", "algo.critic_hidden=[16]"]);
+    let out = ok(d, &args);
+    let json: Vec<Value> =
+        out.stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(json.len(), 1, "{}", out.stdout);
+    let r = &json[0];
+    for key in ["sft_success", "rl_success", "baseline_success"] {
+        assert!(r[key].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{key}: {r}");
+    }
+    assert!(r["baseline_env_steps"].as_u64().unwrap() > 0 && r["rl_env_steps"].as_u64().unwrap() > 0, "{r}");
+    assert!(out.stdout.contains("median over 1 seed(s)") && out.stdout.contains("ppo-from-scratch="), "{}", out.stdout);
+    for algo in ["ppo-flow-sde", "ppo"] {
+        let run = d.join("bf/reach-seed1").join(algo);
+        let (header, rows) = metrics(&run);
+        assert!(header.iter().any(|h| h == "wall_seconds") && !rows.is_empty(), "{algo}");
+        assert!(run.join("curves.png").exists(), "{algo}");
+    }
+    // The overrides reach the flow-RL config: a bad one is named.
+    let mut bad = args.clone();
+    bad.extend(["--set", "algo.clip_ratio=-1"]);
+    assert_mentions(&fail(d, &bad), &["clip_ratio"]);
+}

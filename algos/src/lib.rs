@@ -31,7 +31,9 @@ pub use noise::{ExplorationNoise, PINK_OCTAVES, PinkNoise};
 pub use normalizer::{RunningNormalizer, Standardizer};
 pub use optim::Adam;
 pub use ppo::{Ppo, PpoConfig};
-pub use ppo_flow::{FlowRlMethod, PpoFlow, PpoFlowConfig};
+pub use ppo_flow::{
+    AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlow, PpoFlowConfig, group_advantages, share_initial_states,
+};
 pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};
 pub use sft::{Sft, SftConfig};

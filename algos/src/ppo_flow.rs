@@ -27,7 +27,9 @@
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
-use embodia_policies::{FlowPolicy, NoiseMethod, StochasticSteps, load_params, named_params};
+use embodia_policies::{
+    Activation, FlowPolicy, NoiseMethod, StochasticSteps, ValueCritic, ValueCriticConfig, load_params, named_params,
+};
 use embodia_sim::VecEnv;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -47,6 +49,33 @@ pub enum FlowRlMethod {
     Sde,
     /// Learned bounded noise on every step, joint log-prob over all steps and an entropy bonus.
     Noise,
+}
+
+/// What the value function reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriticInput {
+    /// πRL: the flow policy's value head on pooled action-expert features, averaged over the
+    /// denoising steps (spec §1.6).
+    ExpertFeatures,
+    /// A separate MLP `V(s)` on the standardized observation, as Gaussian PPO has. The expert's
+    /// features are computed from noisy action chunks and trained for flow matching only, so a
+    /// head on them must read the state's value through the noise of `x_t`; an observation
+    /// critic has no such handicap (deliberate difference from RLinf).
+    Observation,
+}
+
+/// Where advantages come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdvantageEstimator {
+    /// GAE(γ, λ) over chunk steps with the learned value function.
+    Gae,
+    /// GRPO-style group baseline (RLinf's `grpo`): each iteration resets the environments in
+    /// groups of `group_size` that share one initial state, runs every environment's episode to
+    /// its end, and gives all chunk steps of an episode the advantage
+    /// `(R − mean(R_group)) / (std(R_group) + 1e-6)` of its return `R`. No critic.
+    Grpo,
 }
 
 /// How per-element log-probabilities `[C, D]` become PPO ratios (`logprob_type`).
@@ -75,7 +104,8 @@ pub struct PpoFlowConfig {
     pub init: String,
     /// Parallel environments. Default 32.
     pub num_envs: usize,
-    /// Chunk steps collected per environment per iteration. Default 25.
+    /// Chunk steps collected per environment per iteration (GAE; GRPO runs whole episodes).
+    /// Default 25.
     pub chunk_steps: usize,
     /// Passes over each rollout. Default 4.
     pub update_epochs: usize,
@@ -129,6 +159,17 @@ pub struct PpoFlowConfig {
     /// Iterations at the start that update only the value head (DPPO's critic warmup; RLinf
     /// has none). Default 0.
     pub critic_warmup_iterations: u64,
+    /// What the value function reads. Default observation.
+    pub critic: CriticInput,
+    /// Hidden widths of the observation critic (ELU). Default [256, 256].
+    pub critic_hidden: Vec<usize>,
+    /// Advantage estimator. Default gae.
+    pub advantage: AdvantageEstimator,
+    /// GRPO: environments per group sharing an initial state; divides `num_envs`. Default 8.
+    pub group_size: usize,
+    /// GRPO: drop groups whose returns are all equal (no learning signal; RLinf's reward
+    /// filter). Default true.
+    pub filter_uniform_groups: bool,
 }
 
 impl Default for PpoFlowConfig {
@@ -162,6 +203,11 @@ impl Default for PpoFlowConfig {
             ignore_last: false,
             reward_scale: 1.0,
             critic_warmup_iterations: 0,
+            critic: CriticInput::Observation,
+            critic_hidden: vec![256, 256],
+            advantage: AdvantageEstimator::Gae,
+            group_size: 8,
+            filter_uniform_groups: true,
         }
     }
 }
@@ -193,6 +239,18 @@ impl PpoFlowConfig {
         check_range("value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0.0, "≥ 0")?;
         check_range("entropy_coef", self.entropy_coef, self.entropy_coef >= 0.0, "≥ 0")?;
         check_range("reward_scale", self.reward_scale, self.reward_scale > 0.0, "> 0")?;
+        check_range(
+            "group_size",
+            self.group_size,
+            self.group_size >= 2 && self.num_envs.is_multiple_of(self.group_size),
+            "≥ 2 and dividing num_envs",
+        )?;
+        check_range(
+            "critic_hidden",
+            format!("{:?}", self.critic_hidden),
+            !self.critic_hidden.contains(&0),
+            "positive widths",
+        )?;
         for (field, level) in
             [("noise_level", self.noise_level), ("noise_start", self.noise_start), ("noise_end", self.noise_end)]
         {
@@ -261,6 +319,9 @@ struct Rollout {
     dones: Vec<f32>,
     advantages: Vec<f32>,
     returns: Vec<f32>,
+    /// Samples the update uses, indices into `[steps·n]` (GRPO leaves out chunk steps after an
+    /// episode's end and filtered groups).
+    used: Vec<usize>,
 }
 
 /// Per-chunk-step scratch of the primitive steps, `[C, n]`.
@@ -289,6 +350,8 @@ pub struct PpoFlow {
     device: Device,
     actor: ChunkActor,
     model: FlowPolicy,
+    /// `V(s)` when `config.critic` is observation; its parameters are the value group.
+    critic: Option<ValueCritic>,
     policy_optim: Adam,
     value_optim: Adam,
     rng: ChaCha8Rng,
@@ -320,6 +383,16 @@ impl PpoFlow {
         }
         let actor = ChunkActor::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
         let model = load_params(actor.policy.init(&device), &init.params("ema"))?;
+        let gae_with_obs_critic =
+            config.advantage == AdvantageEstimator::Gae && config.critic == CriticInput::Observation;
+        let critic = gae_with_obs_critic.then(|| {
+            ValueCriticConfig {
+                obs_dim: actor.policy.obs_dim,
+                hidden: config.critic_hidden.clone(),
+                activation: Activation::Elu,
+            }
+            .init(&device)
+        });
         let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
             policy_optim: optim(),
@@ -333,6 +406,7 @@ impl PpoFlow {
             last_split: TimeSplit::default(),
             actor,
             model,
+            critic,
             device,
             config,
         })
@@ -365,50 +439,81 @@ impl PpoFlow {
         Tensor::from_data(TensorData::new(noise, [k + 1, n, hd]), &self.device.clone().inner())
     }
 
-    /// Values `[n]` of raw observations `[n, obs_dim]`: the mean over an ODE chain's steps,
-    /// as at rollout time.
+    /// Values `[n]` of raw observations `[n, obs_dim]`: the observation critic's, or the mean
+    /// over an ODE chain's steps as at rollout time.
     fn values(&mut self, model: &FlowPolicy, raw_obs: &[f32]) -> Result<Vec<f32>, AlgoError> {
         let (od, n) = (self.actor.policy.obs_dim, raw_obs.len() / self.actor.policy.obs_dim);
         let obs = to_tensor(&self.actor.normalized_obs(raw_obs), n, od, &self.device.clone().inner());
+        if let Some(critic) = &self.critic {
+            return to_host(critic.valid().forward(obs));
+        }
         let noise = self.noise(n);
         to_host(model.sample(obs, noise, NoiseMethod::Ode, StochasticSteps::None).value)
     }
 
-    fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
-        use std::time::Instant;
-        let n = env.num_envs();
-        let p = self.actor.policy.clone();
-        let (od, ad, c, k) = (p.obs_dim, p.action_dim, p.chunk, p.denoise_steps);
-        let plain = self.device.clone().inner();
-        let model = self.model.valid();
-        let method = self.method();
-        let gamma = self.config.gamma as f32;
+    /// Clears the rollout for a new iteration.
+    fn clear_rollout(&mut self) {
         let r = &mut self.rollout;
         for buf in [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones] {
             buf.clear();
         }
         r.stochastic_step.clear();
+        r.used.clear();
+    }
+
+    /// Samples one chunk for every environment from its present observation with the rollout
+    /// policy (Flow-SDE: one stochastic step `k*` shared by the batch; Flow-Noise: all steps),
+    /// appends observations, chains, `k*`, log-probs and values to the rollout, and writes the
+    /// chunk in environment units to `env_actions` (`[n, C, D]`).
+    fn sample_chunk(
+        &mut self,
+        model: &FlowPolicy,
+        critic: Option<&ValueCritic>,
+        raw_obs: &[f32],
+        env_actions: &mut [f32],
+    ) -> Result<(), AlgoError> {
+        let (od, k) = (self.actor.policy.obs_dim, self.actor.policy.denoise_steps);
+        let n = raw_obs.len() / od;
+        let obs = self.actor.normalized_obs(raw_obs);
+        let k_star = match self.config.ignore_last {
+            true if k > 1 => self.rng.random_range(0..k - 1),
+            _ => self.rng.random_range(0..k),
+        };
+        let noise = self.noise(n);
+        let obs_tensor = to_tensor(&obs, n, od, &self.device.clone().inner());
+        let sample = model.sample(obs_tensor.clone(), noise, self.method(), self.stochastic_steps(k_star));
+        let value = match critic {
+            Some(critic) => critic.forward(obs_tensor),
+            None => sample.value,
+        };
+        self.actor.env_actions(raw_obs, &to_host(sample.actions)?, env_actions);
+        let r = &mut self.rollout;
+        r.obs.extend_from_slice(&obs);
+        r.chains.extend(to_host(sample.chains)?);
+        r.stochastic_step.push(k_star);
+        r.log_probs.extend(to_host(sample.log_prob)?);
+        r.values.extend(to_host(value)?);
+        Ok(())
+    }
+
+    /// Collects `chunk_steps` chunk steps from every environment and computes GAE advantages.
+    fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        use std::time::Instant;
+        let n = env.num_envs();
+        let p = self.actor.policy.clone();
+        let (od, ad, c) = (p.obs_dim, p.action_dim, p.chunk);
+        let model = self.model.valid();
+        let critic = self.critic.as_ref().map(|c| c.valid());
+        let gamma = self.config.gamma as f32;
+        self.clear_rollout();
         let mut split = TimeSplit::default();
         let mut env_actions = vec![0.0f32; n * c * ad];
         let mut step_actions = vec![0.0f32; n * ad];
         let (mut rewards, mut dones) = (vec![0.0f32; n], vec![0.0f32; n]);
         for _ in 0..self.config.chunk_steps {
             let start = Instant::now();
-            let obs = self.actor.normalized_obs(&env.buffers().obs);
-            let k_star = match self.config.ignore_last {
-                true if k > 1 => self.rng.random_range(0..k - 1),
-                _ => self.rng.random_range(0..k),
-            };
-            let noise = self.noise(n);
-            let sample = model.sample(to_tensor(&obs, n, od, &plain), noise, method, self.stochastic_steps(k_star));
-            let chunk = to_host(sample.actions)?;
-            self.actor.env_actions(&env.buffers().obs, &chunk, &mut env_actions);
-            let r = &mut self.rollout;
-            r.obs.extend_from_slice(&obs);
-            r.chains.extend(to_host(sample.chains)?);
-            r.stochastic_step.push(k_star);
-            r.log_probs.extend(to_host(sample.log_prob)?);
-            r.values.extend(to_host(sample.value)?);
+            let obs = env.buffers().obs.clone();
+            self.sample_chunk(&model, critic.as_ref(), &obs, &mut env_actions)?;
             split.inference += start.elapsed().as_secs_f64();
 
             let s = &mut self.scratch;
@@ -416,10 +521,7 @@ impl PpoFlow {
                 buf.clear();
             }
             for j in 0..c {
-                for i in 0..n {
-                    step_actions[i * ad..(i + 1) * ad]
-                        .copy_from_slice(&env_actions[(i * c + j) * ad..(i * c + j + 1) * ad]);
-                }
+                chunk_column(&env_actions, j, c, ad, &mut step_actions);
                 let start = Instant::now();
                 env.step(&step_actions)?;
                 split.sim += start.elapsed().as_secs_f64();
@@ -473,12 +575,78 @@ impl PpoFlow {
             &mut r.advantages,
             &mut r.returns,
         );
-        let mean = r.advantages.iter().map(|&a| a as f64).sum::<f64>() / len as f64;
-        let var = r.advantages.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / len as f64;
-        let std = var.sqrt();
-        for a in &mut r.advantages {
-            *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
+        standardize(&mut r.advantages);
+        r.used.extend(0..len);
+        split.update += start.elapsed().as_secs_f64();
+        self.last_split = split;
+        Ok(())
+    }
+
+    /// GRPO collection: resets the environments so that each group of `group_size` shares an
+    /// initial state, runs chunk steps until every environment's episode has ended, and gives
+    /// each episode's chunk steps its group-normalized return as advantage. Chunk steps after
+    /// an episode's end (the environment auto-reset and runs on) and, with
+    /// `filter_uniform_groups`, groups whose returns are all equal, are left out of the update.
+    fn collect_grpo(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        use std::time::Instant;
+        let n = env.num_envs();
+        let g = self.config.group_size;
+        let p = self.actor.policy.clone();
+        let (ad, c) = (p.action_dim, p.chunk);
+        let model = self.model.valid();
+        self.clear_rollout();
+        let mut split = TimeSplit::default();
+
+        let start = Instant::now();
+        env.reset(self.rng.random());
+        let mut snapshot = env.snapshot();
+        share_initial_states(&mut snapshot, g);
+        env.restore(&snapshot)?;
+        split.sim += start.elapsed().as_secs_f64();
+
+        let mut env_actions = vec![0.0f32; n * c * ad];
+        let mut step_actions = vec![0.0f32; n * ad];
+        let mut returns = vec![0.0f32; n];
+        let mut running = vec![true; n];
+        let mut step = 0;
+        while running.iter().any(|&r| r) {
+            let start = Instant::now();
+            let obs = env.buffers().obs.clone();
+            self.sample_chunk(&model, None, &obs, &mut env_actions)?;
+            self.rollout.used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
+            split.inference += start.elapsed().as_secs_f64();
+            for j in 0..c {
+                chunk_column(&env_actions, j, c, ad, &mut step_actions);
+                let start = Instant::now();
+                env.step(&step_actions)?;
+                split.sim += start.elapsed().as_secs_f64();
+                self.env_steps += n as u64;
+                let b = env.buffers();
+                for i in 0..n {
+                    if !running[i] {
+                        continue;
+                    }
+                    returns[i] += b.reward[i] * self.config.reward_scale as f32;
+                    if b.done(i) {
+                        running[i] = false;
+                        self.episodes.push(b.episode_return[i], b.episode_length[i], b.success[i] > 0.0);
+                    }
+                }
+            }
+            step += 1;
         }
+
+        let start = Instant::now();
+        let r = &mut self.rollout;
+        let group_advantages = group_advantages(&returns, g, self.config.filter_uniform_groups);
+        r.advantages.clear();
+        for _ in 0..step {
+            r.advantages.extend(group_advantages.iter().map(|a| a.unwrap_or(0.0)));
+        }
+        r.used.retain(|&idx| group_advantages[idx % n].is_some());
+        // Read by the (zero-weighted) value loss only.
+        r.returns.clear();
+        r.returns.resize(step * n, 0.0);
         split.update += start.elapsed().as_secs_f64();
         self.last_split = split;
         Ok(())
@@ -533,7 +701,12 @@ impl PpoFlow {
                 FlowRlMethod::Noise => StochasticSteps::Joint,
             };
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, m, hd]), &d);
-            let eval = self.model.evaluate_chain(to_tensor(&obs, m, od, &d), chains, method, steps);
+            let obs = to_tensor(&obs, m, od, &d);
+            let eval = self.model.evaluate_chain(obs.clone(), chains, method, steps);
+            let value = match &self.critic {
+                Some(critic) => critic.forward(obs),
+                None => eval.value,
+            };
             // Reduction order: per element, already reduced over denoising steps; then summed
             // according to `logprob_type`.
             let lp = eval.log_prob.reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
@@ -548,9 +721,14 @@ impl PpoFlow {
                 .mean_dim(1);
             let approx_kl = ((ratio - 1.0) - log_ratio).mean();
             let (old_v, ret) = (to_tensor(&old_v, m, 1, &d), to_tensor(&ret, m, 1, &d));
-            let clipped = old_v.clone() + (eval.value.clone() - old_v).clamp(-cfg.value_clip, cfg.value_clip);
-            let value_loss =
-                huber(ret.clone() - eval.value, cfg.huber_delta).max_pair(huber(ret - clipped, cfg.huber_delta));
+            let clipped = old_v.clone() + (value.clone() - old_v).clamp(-cfg.value_clip, cfg.value_clip);
+            let value_loss = match cfg.advantage {
+                AdvantageEstimator::Gae => {
+                    huber(ret.clone() - value, cfg.huber_delta).max_pair(huber(ret - clipped, cfg.huber_delta))
+                }
+                // No critic: the group baseline replaces it.
+                AdvantageEstimator::Grpo => Tensor::zeros([m, 1], &d),
+            };
             let per_sample = surrogate.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef)
                 - eval.entropy.clone().mul_scalar(cfg.entropy_coef);
             let loss = per_sample.sum().div_scalar(b as f64);
@@ -570,24 +748,41 @@ impl PpoFlow {
         let loss = total.expect("a non-empty mini-batch");
         check_finite("flow PPO loss", stats[0] + stats[1], self.env_steps)?;
         let mut grads = loss.backward();
-        let value_grads = GradientsParams::from_module(&mut grads, self.model.value_head());
+        let value_grads = match &self.critic {
+            Some(critic) => GradientsParams::from_module(&mut grads, critic),
+            None => GradientsParams::from_module(&mut grads, self.model.value_head()),
+        };
         let policy_grads = GradientsParams::from_grads(grads, &self.model);
         let clip = Some(self.config.max_grad_norm);
         let policy_lr =
             if self.iterations < self.config.critic_warmup_iterations { 0.0 } else { self.config.policy_lr };
         let (model, norm) = self.policy_optim.step(policy_lr, self.model.clone(), &policy_grads, clip);
         check_finite("flow PPO policy gradients", norm.unwrap_or(0.0), self.env_steps)?;
-        let (model, norm) = self.value_optim.step(self.config.value_lr, model, &value_grads, clip);
+        let value_lr = self.config.value_lr;
+        let norm = match self.critic.take() {
+            Some(critic) => {
+                let (critic, norm) = self.value_optim.step(value_lr, critic, &value_grads, clip);
+                self.critic = Some(critic);
+                self.model = model;
+                norm
+            }
+            None => {
+                let (model, norm) = self.value_optim.step(value_lr, model, &value_grads, clip);
+                self.model = model;
+                norm
+            }
+        };
         check_finite("flow PPO value gradients", norm.unwrap_or(0.0), self.env_steps)?;
-        self.model = model;
         Ok(stats)
     }
 
     fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
-        let len = self.rollout.rewards.len();
-        let mut order: Vec<usize> = (0..len).collect();
-        let size = len.div_ceil(self.config.mini_batches);
+        let mut order = self.rollout.used.clone();
         let mut sums = [0.0f64; 4];
+        if order.is_empty() {
+            return Ok(sums);
+        }
+        let size = order.len().div_ceil(self.config.mini_batches);
         let mut count = 0.0;
         for _ in 0..self.config.update_epochs {
             order.shuffle(&mut self.rng);
@@ -601,6 +796,68 @@ impl PpoFlow {
         }
         Ok(sums.map(|s| s / count))
     }
+}
+
+/// Copies chunk step `j` of `chunks` (`[n, C, D]`) into `out` (`[n, D]`).
+fn chunk_column(chunks: &[f32], j: usize, c: usize, d: usize, out: &mut [f32]) {
+    for (i, row) in out.chunks_mut(d).enumerate() {
+        row.copy_from_slice(&chunks[(i * c + j) * d..(i * c + j + 1) * d]);
+    }
+}
+
+/// Standardizes `xs` in place to zero mean and unit variance (population std + 1e-5).
+fn standardize(xs: &mut [f32]) {
+    let len = xs.len().max(1) as f64;
+    let mean = xs.iter().map(|&a| a as f64).sum::<f64>() / len;
+    let std = (xs.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / len).sqrt();
+    for a in xs {
+        *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
+    }
+}
+
+/// Makes every environment of a group of `group_size` consecutive environments start from its
+/// group leader's state: copies the leader's per-environment rows (physical state, episode
+/// counters, generator, observation) of `snapshot` to the other members. Restoring the result
+/// gives each group one initial state (rapier scenes re-reset from the copied generator).
+pub fn share_initial_states(snapshot: &mut embodia_sim::EnvSnapshot, group_size: usize) {
+    let n = snapshot.rng.len();
+    let copy_rows = |v: &mut Vec<f64>| copy_leader_rows(v, n, group_size);
+    copy_rows(&mut snapshot.state);
+    copy_rows(&mut snapshot.running_return);
+    copy_leader_rows(&mut snapshot.elapsed, n, group_size);
+    copy_leader_rows(&mut snapshot.rng, n, group_size);
+    copy_leader_rows(&mut snapshot.obs, n, group_size);
+}
+
+/// Copies row `i / group · group` of `v` (`[n, row]`, any row width, possibly empty) to row `i`.
+fn copy_leader_rows<T: Clone>(v: &mut [T], n: usize, group: usize) {
+    let width = v.len() / n.max(1);
+    if width == 0 {
+        return;
+    }
+    for i in 0..n {
+        let leader = i / group * group;
+        if leader != i {
+            let (head, tail) = v.split_at_mut(i * width);
+            tail[..width].clone_from_slice(&head[leader * width..(leader + 1) * width]);
+        }
+    }
+}
+
+/// GRPO advantages of episode `returns` (`[n]`) in groups of `group_size` consecutive
+/// environments: `(R − mean) / (std + 1e-6)` with the population std of the group; `None` for
+/// every member of a group whose returns are all equal when `filter_uniform` (no signal).
+pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool) -> Vec<Option<f32>> {
+    returns
+        .chunks(group_size)
+        .flat_map(|group| {
+            let len = group.len() as f64;
+            let mean = group.iter().map(|&r| r as f64).sum::<f64>() / len;
+            let std = (group.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / len).sqrt();
+            let uniform = group.iter().all(|&r| r == group[0]);
+            group.iter().map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
+        })
+        .collect()
 }
 
 /// Huber loss with threshold δ, elementwise.
@@ -624,7 +881,10 @@ impl Learner for PpoFlow {
     }
 
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
-        self.collect(env)?;
+        match self.config.advantage {
+            AdvantageEstimator::Gae => self.collect(env)?,
+            AdvantageEstimator::Grpo => self.collect_grpo(env)?,
+        }
         let start = std::time::Instant::now();
         let [policy_loss, value_loss, entropy, kl] = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
@@ -650,6 +910,9 @@ impl Learner for PpoFlow {
     fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
         let mut ckpt = Checkpoint::default();
         ckpt.insert_params("model", named_params(&self.model));
+        if let Some(critic) = &self.critic {
+            ckpt.insert_params("critic", named_params(critic));
+        }
         for (name, optim) in [("policy", &self.policy_optim), ("value", &self.value_optim)] {
             let (steps, state) = optim.state();
             ckpt.insert_params(&format!("optim.{name}"), state);
@@ -671,9 +934,16 @@ impl Learner for PpoFlow {
         self.actor = ChunkActor::from_checkpoint(ckpt, self.actor.policy.obs_dim, self.actor.policy.action_dim)?;
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         let plain = self.device.clone().inner();
-        for (name, optim) in [("policy", &mut self.policy_optim), ("value", &mut self.value_optim)] {
-            let steps = ckpt.get(&format!("optim_{name}_steps"))?;
-            optim.load_state(steps, &ckpt.params(&format!("optim.{name}")), &self.model, &plain)?;
+        let steps = ckpt.get("optim_policy_steps")?;
+        self.policy_optim.load_state(steps, &ckpt.params("optim.policy"), &self.model, &plain)?;
+        let (steps, state) = (ckpt.get("optim_value_steps")?, ckpt.params("optim.value"));
+        match self.critic.take() {
+            Some(critic) => {
+                let critic = load_params(critic, &ckpt.params("critic"))?;
+                self.value_optim.load_state(steps, &state, &critic, &plain)?;
+                self.critic = Some(critic);
+            }
+            None => self.value_optim.load_state(steps, &state, &self.model, &plain)?,
         }
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;
@@ -732,6 +1002,37 @@ mod tests {
         for (got, want) in adv.iter().zip([a00, a10, a01, a11, a02, a12]) {
             assert!((got - want).abs() < 1e-5, "{adv:?}");
         }
+    }
+
+    #[test]
+    fn group_advantages_normalize_within_groups_and_filter_uniform_ones() {
+        let returns = [1.0, 0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 2.0];
+        let adv = group_advantages(&returns, 4, true);
+        let std = (0.25f64 * 0.75).sqrt();
+        for (a, e) in adv[..4].iter().zip([0.75 / std, -0.25 / std, -0.25 / std, -0.25 / std]) {
+            assert!((a.unwrap() as f64 - e).abs() < 1e-4, "{adv:?}");
+        }
+        assert!(adv[4..].iter().all(Option::is_none), "{adv:?}");
+        let kept = group_advantages(&returns, 4, false);
+        assert!(kept[4..].iter().all(|a| *a == Some(0.0)), "{kept:?}");
+    }
+
+    #[test]
+    fn shared_initial_states_copy_each_group_leaders_rows() {
+        let rng = |k: u8| embodia_sim::RngState { seed: [k; 32], stream: 0, word_pos: 0 };
+        let mut snapshot = embodia_sim::EnvSnapshot {
+            task: "t".into(),
+            state: (0..8).map(f64::from).collect(),
+            elapsed: vec![5, 6, 7, 8],
+            running_return: Vec::new(),
+            rng: (0..4).map(rng).collect(),
+            obs: vec![0.0, 1.0, 2.0, 3.0],
+        };
+        share_initial_states(&mut snapshot, 2);
+        assert_eq!(snapshot.state, [0.0, 1.0, 0.0, 1.0, 4.0, 5.0, 4.0, 5.0]);
+        assert_eq!(snapshot.elapsed, [5, 5, 7, 7]);
+        assert_eq!(snapshot.rng, [rng(0), rng(0), rng(2), rng(2)]);
+        assert_eq!(snapshot.obs, [0.0, 0.0, 2.0, 2.0]);
     }
 
     #[test]

@@ -85,7 +85,14 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     let obs = embodia_sim::make("reach", 4).unwrap().buffers().obs.clone();
     let mut reference = vec![0.0f32; 4 * 4 * 6];
     sft.act(&obs, &mut reference, None).unwrap();
-    for init in ["sde", "noise"] {
+    use embodia_algos::{AdvantageEstimator, CriticInput};
+    use AdvantageEstimator::{Gae, Grpo};
+    for (init, critic, advantage) in [
+        ("sde", CriticInput::Observation, Gae),
+        ("noise", CriticInput::Observation, Gae),
+        ("sde", CriticInput::ExpertFeatures, Gae),
+        ("sde", CriticInput::Observation, Grpo),
+    ] {
         let method = if init == "sde" { embodia_algos::FlowRlMethod::Sde } else { embodia_algos::FlowRlMethod::Noise };
         let config = PpoFlowConfig {
             method,
@@ -93,6 +100,10 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
             chunk_steps: 10,
             critic_warmup_iterations: 2,
             reward_scale: 0.02,
+            critic,
+            critic_hidden: vec![32],
+            advantage,
+            group_size: 4,
             ..Default::default()
         };
         let mut env = embodia_sim::make("reach", config.num_envs).unwrap();
@@ -116,8 +127,25 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
         ppo.act(&obs, &mut actions, None).unwrap();
         assert_ne!(actions, reference, "{init}: the policy must move after the warmup");
         assert!(value_losses.iter().all(|v| v.is_finite()), "{value_losses:?}");
+        if advantage == Grpo {
+            assert!(value_losses.iter().all(|&v| v == 0.0), "GRPO has no critic: {value_losses:?}");
+        }
+
+        // A restored learner (its critic and optimizer state included) continues identically.
+        let saved = ppo.checkpoint().unwrap();
+        let config =
+            PpoFlowConfig { method, critic, critic_hidden: vec![32], advantage, group_size: 4, ..Default::default() };
+        let mut restored = PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
+        restored.restore(&saved).unwrap();
+        assert_eq!(restored.checkpoint().unwrap().params("critic"), saved.params("critic"), "{init}");
+        assert_eq!(restored.checkpoint().unwrap().params("optim.value"), saved.params("optim.value"), "{init}");
+        let mut again = vec![0.0f32; reference.len()];
+        restored.act(&obs, &mut again, None).unwrap();
+        ppo.act(&obs, &mut actions, None).unwrap();
+        assert_eq!(again, actions, "{init}");
     }
 }
+
 
 /// The flow SFT recipe on pick-cube from 20 scripted demonstrations recorded with DART
 /// perturbations and cloned with joint actions relative to the present joint positions: a
@@ -138,4 +166,22 @@ fn sft_on_perturbed_pick_cube_demonstrations_partly_succeeds() {
     }
     let success = evaluate(&sft, env.as_mut(), 2_100_000, false).unwrap().success_rate.unwrap();
     assert!(success >= 0.1, "SFT success {success} on 20 pick-cube episodes");
+}
+
+#[test]
+fn grpo_groups_start_from_one_initial_state() {
+    let mut env = embodia_sim::make("reach", 4).unwrap();
+    env.reset(9);
+    let mut snapshot = env.snapshot();
+    embodia_algos::share_initial_states(&mut snapshot, 2);
+    env.restore(&snapshot).unwrap();
+    let od = env.obs_spec().vector.dim();
+    let obs = env.buffers().obs.clone();
+    let row = |i: usize| &obs[i * od..(i + 1) * od];
+    // Same joints and target; the end-effector terms agree to float rounding (forward
+    // kinematics through worlds with different histories).
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5);
+    assert!(close(row(0), row(1)), "{:?} vs {:?}", row(0), row(1));
+    assert!(close(row(2), row(3)), "{:?} vs {:?}", row(2), row(3));
+    assert!(!close(row(0), row(2)));
 }

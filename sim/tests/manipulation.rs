@@ -235,6 +235,27 @@ fn recorded_expert_episodes_replay_to_the_same_rewards_and_outcomes() {
 }
 
 #[test]
+fn success_reward_pays_while_the_success_criterion_holds_and_needs_one() {
+    use embodia_sim::rapier::expert::record_expert;
+    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    let mut config = task_config("pick-cube").unwrap();
+    config.rewards = [("success".to_string(), RewardTerm::new(RewardKind::Success, 2.0))].into_iter().collect();
+    let demos = record_expert(&mut env("pick-cube", config, 2).unwrap(), 2, 1).unwrap();
+    for ep in &demos.episodes {
+        assert!(ep.success);
+        assert!(ep.rewards.iter().all(|&r| r == 0.0 || r == 2.0), "{:?}", ep.rewards);
+        // Not at the goal at first; at the goal and still at the end (the episode's success).
+        assert_eq!(ep.rewards[0], 0.0);
+        assert_eq!(*ep.rewards.last().unwrap(), 2.0);
+    }
+    let mut config = task_config("pick-cube").unwrap();
+    config.success = SuccessTerm::None;
+    config.rewards.insert("success".into(), RewardTerm::new(RewardKind::Success, 1.0));
+    let err = env("pick-cube", config, 1).err().unwrap().to_string();
+    assert!(err.contains("`success` reward") && err.contains("env.success"), "{err}");
+}
+
+#[test]
 fn object_grasped_reward_fires_while_the_expert_holds_the_cube() {
     use embodia_sim::rapier::expert::record_expert;
     use embodia_sim::rapier::task::{RewardKind, RewardTerm};

@@ -133,6 +133,9 @@ impl SceneSpec {
         if gripper.is_none() && config.rewards.values().any(|r| r.term == RewardKind::ObjectGrasped) {
             return Err(bad("the `object_grasped` reward needs `env.action.gripper`".into()));
         }
+        if config.success == SuccessTerm::None && config.rewards.values().any(|r| r.term == RewardKind::Success) {
+            return Err(bad("the `success` reward needs a success criterion in `env.success`".into()));
+        }
         if uses_ee && end_effector.is_none() {
             return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
         }
@@ -668,6 +671,7 @@ impl Scene {
                 lifted as u8 as f32 * (1.0 - ((self.target - self.object_position()).length() / std).tanh())
             }
             RewardKind::TCoverage => self.coverage(spec),
+            RewardKind::Success => self.success(spec) as u8 as f32,
         }
     }
 

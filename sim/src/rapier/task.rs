@@ -338,6 +338,9 @@ pub enum RewardKind {
     /// Fraction of the goal footprint (the object at the target position and `target_yaw`)
     /// that the object covers, in `[0, 1]` (Push-T).
     TCoverage,
+    /// 1 while the task's success criterion holds (ManiSkill's sparse reward): what flow-policy
+    /// RL optimizes when the dense terms reward more than success (`env.success`).
+    Success,
 }
 
 /// Terminal conditions.
