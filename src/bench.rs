@@ -243,6 +243,7 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
     };
     config.num_envs = spec.num_envs;
     config.init = "(in memory)".into();
+    config.validate()?;
     let (task, seed, env_config) = (spec.task.as_str(), spec.seed, rl_config.env.as_ref());
     let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
     let mut eval_env = embodia_sim::make_with(task, spec.eval_episodes, env_config)?;

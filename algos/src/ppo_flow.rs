@@ -239,12 +239,14 @@ impl PpoFlowConfig {
         check_range("value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0.0, "≥ 0")?;
         check_range("entropy_coef", self.entropy_coef, self.entropy_coef >= 0.0, "≥ 0")?;
         check_range("reward_scale", self.reward_scale, self.reward_scale > 0.0, "> 0")?;
-        check_range(
-            "group_size",
-            self.group_size,
-            self.group_size >= 2 && self.num_envs.is_multiple_of(self.group_size),
-            "≥ 2 and dividing num_envs",
-        )?;
+        if self.advantage == AdvantageEstimator::Grpo {
+            check_range(
+                "group_size",
+                self.group_size,
+                self.group_size >= 2 && self.num_envs.is_multiple_of(self.group_size),
+                "≥ 2 and dividing num_envs",
+            )?;
+        }
         check_range(
             "critic_hidden",
             format!("{:?}", self.critic_hidden),
