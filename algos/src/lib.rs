@@ -32,7 +32,8 @@ pub use normalizer::{RunningNormalizer, Standardizer};
 pub use optim::Adam;
 pub use ppo::{Ppo, PpoConfig};
 pub use ppo_flow::{
-    AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlow, PpoFlowConfig, group_advantages, share_initial_states,
+    AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlow, PpoFlowConfig, RewardSource, group_advantages,
+    share_initial_states,
 };
 pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};

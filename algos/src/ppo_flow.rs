@@ -78,6 +78,18 @@ pub enum AdvantageEstimator {
     Grpo,
 }
 
+/// What the learner takes as the reward of a primitive step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewardSource {
+    /// The task's reward terms.
+    Task,
+    /// 1 while the task's success criterion holds, else 0 (RLinf's sparse success reward on
+    /// ManiSkill and LIBERO): what the success rate measures, without the dense terms'
+    /// preferences.
+    Success,
+}
+
 /// How per-element log-probabilities `[C, D]` become PPO ratios (`logprob_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -163,6 +175,8 @@ pub struct PpoFlowConfig {
     pub critic: CriticInput,
     /// Hidden widths of the observation critic (ELU). Default [256, 256].
     pub critic_hidden: Vec<usize>,
+    /// Reward of a primitive step (before `reward_scale`). Default task.
+    pub reward: RewardSource,
     /// Advantage estimator. Default gae.
     pub advantage: AdvantageEstimator,
     /// GRPO: environments per group sharing an initial state; divides `num_envs`. Default 8.
@@ -205,6 +219,7 @@ impl Default for PpoFlowConfig {
             critic_warmup_iterations: 0,
             critic: CriticInput::Observation,
             critic_hidden: vec![256, 256],
+            reward: RewardSource::Task,
             advantage: AdvantageEstimator::Gae,
             group_size: 8,
             filter_uniform_groups: true,
@@ -376,6 +391,9 @@ impl PpoFlow {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
+        let has_success = env.info().has_success;
+        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
+        check_range("reward", "success", config.reward == RewardSource::Task || has_success, &allowed)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" {
             return Err(AlgoError::Checkpoint(format!(
@@ -532,7 +550,7 @@ impl PpoFlow {
                 self.episodes.push_ended(b);
                 let s = &mut self.scratch;
                 let scale = self.config.reward_scale as f32;
-                s.rewards.extend(b.reward.iter().map(|r| r * scale));
+                s.rewards.extend(step_rewards(b, self.config.reward).map(|r| r * scale));
                 s.terminated.extend_from_slice(&b.terminated);
                 s.truncated.extend_from_slice(&b.truncated);
                 let base = s.trunc_values.len();
@@ -624,11 +642,12 @@ impl PpoFlow {
                 split.sim += start.elapsed().as_secs_f64();
                 self.env_steps += n as u64;
                 let b = env.buffers();
-                for i in 0..n {
+                let scale = self.config.reward_scale as f32;
+                for (i, reward) in step_rewards(b, self.config.reward).enumerate() {
                     if !running[i] {
                         continue;
                     }
-                    returns[i] += b.reward[i] * self.config.reward_scale as f32;
+                    returns[i] += reward * scale;
                     if b.done(i) {
                         running[i] = false;
                         self.episodes.push(b.episode_return[i], b.episode_length[i], b.success[i] > 0.0);
@@ -798,6 +817,15 @@ impl PpoFlow {
         }
         Ok(sums.map(|s| s / count))
     }
+}
+
+/// Rewards `[n]` of the last step from `source`.
+fn step_rewards(b: &embodia_sim::StepBuffers, source: RewardSource) -> impl Iterator<Item = f32> + '_ {
+    let rewards = match source {
+        RewardSource::Task => &b.reward,
+        RewardSource::Success => &b.success,
+    };
+    rewards.iter().copied()
 }
 
 /// Copies chunk step `j` of `chunks` (`[n, C, D]`) into `out` (`[n, D]`).

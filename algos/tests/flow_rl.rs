@@ -185,3 +185,15 @@ fn grpo_groups_start_from_one_initial_state() {
     assert!(close(row(2), row(3)), "{:?} vs {:?}", row(2), row(3));
     assert!(!close(row(0), row(2)));
 }
+
+#[test]
+fn success_reward_needs_a_task_with_a_success_criterion() {
+    let (sft, _) = sft_on_reach(60);
+    let config = PpoFlowConfig { reward: embodia_algos::RewardSource::Success, ..Default::default() };
+    let env = embodia_sim::make("pendulum", config.num_envs).unwrap();
+    let err = PpoFlow::new(config, env.as_ref(), &sft.checkpoint().unwrap(), Device::flex().autodiff(), 3)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("algo.reward") && err.contains("pendulum"), "{err}");
+}
