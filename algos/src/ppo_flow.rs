@@ -17,8 +17,15 @@
 //!    shaped by `logprob_type`, clipped Huber value loss, entropy bonus; one backward pass,
 //!    then AdamW steps with separate policy and value learning rates.
 //!
-//! Deliberate differences from the reference: environments auto-reset (so the loss mask is all
-//! ones and `masked_mean_ratio` reduces to a plain mean); when an episode ends inside a chunk,
+//! With `advantage = grpo` (RLinf's GRPO), steps 2–4 become: reset the environments so that
+//! groups of `group_size` share an initial state, run every environment's episode to its end,
+//! and give each episode's chunk steps its group-normalized return as advantage; there is no
+//! critic and no value loss.
+//!
+//! Deliberate differences from the reference: the value function is by default an MLP on the
+//! observation, not a head on the expert's features ([`CriticInput`]); environments auto-reset
+//! (so with GAE the loss mask is all ones and `masked_mean_ratio` reduces to a plain mean; GRPO
+//! leaves out the chunk steps after an episode's end); when an episode ends inside a chunk,
 //! the chunk's remaining actions run in the next episode and their rewards are dropped (our
 //! tasks' time limits are multiples of the default `C`, so only early terminations do this);
 //! gradient clipping is per parameter group (policy, value) rather than global; no
