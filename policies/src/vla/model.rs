@@ -176,6 +176,11 @@ impl VlaModel {
         Module::num_params(self)
     }
 
+    /// The vision encoder (`vision.*` parameters).
+    pub fn vision(&self) -> &VisionEncoder {
+        &self.vision
+    }
+
     /// The value head (its parameters form PPO's value parameter group).
     pub fn value_head(&self) -> &Mlp {
         &self.value_head
