@@ -314,3 +314,63 @@ impl ModuleMapper for MapLoad<'_> {
         Param::from_mapped_value(id, tensor, mapper)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_precision_converts_exactly() {
+        for (bits, value) in [
+            (0x3c00u16, 1.0f32),
+            (0xc000, -2.0),
+            (0x7bff, 65504.0),
+            (0x0001, 5.960_464_5e-8),
+            (0x0200, 3.051_757_8e-5),
+            (0x3555, 0.333_251_95),
+            (0x8000, -0.0),
+        ] {
+            assert_eq!(f16_to_f32(bits), value, "{bits:#06x}");
+        }
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
+        assert!(f16_to_f32(0x7e00).is_nan());
+    }
+
+    #[test]
+    fn name_maps_rename_by_first_matching_prefix_and_transpose() {
+        let map = NameMap::new().rule("encoder.blocks.", "vision.blocks.").rule("encoder.", "vision.");
+        assert_eq!(map.map("encoder.blocks.0.w").as_deref(), Some("vision.blocks.0.w"));
+        assert_eq!(map.map("encoder.norm.gamma").as_deref(), Some("vision.norm.gamma"));
+        assert_eq!(map.map("head.weight"), None);
+        assert_eq!(NameMap::identity().map("a.b").as_deref(), Some("a.b"));
+
+        // A PyTorch-layout [out, in] linear weight loads transposed into burn's [in, out].
+        let device = burn::tensor::Device::flex();
+        let linear = burn::nn::LinearConfig::new(3, 2).init(&device);
+        let mut file = NamedParams::new();
+        file.insert("fc.weight".into(), (vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        file.insert("fc.bias".into(), (vec![2], vec![0.5, -0.5]));
+        let map = NameMap::new().rule("fc.", "").transpose_2d(true);
+        let (linear, n) = load_mapped(linear, &file, &map).unwrap();
+        assert_eq!(n, 2);
+        let w = linear.weight.val().into_data().try_to_vec::<f32>().unwrap();
+        assert_eq!(w, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    }
+
+    #[test]
+    fn files_round_trip_with_metadata_and_reject_garbage() {
+        let dir = std::env::temp_dir().join(format!("embodia-st-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.safetensors");
+        let mut tensors = NamedParams::new();
+        tensors.insert("a".into(), (vec![2, 2], vec![1.0, -2.0, 3.5, f32::MIN_POSITIVE]));
+        tensors.insert("b.c".into(), (vec![3], vec![0.0, 1e-30, -7.0]));
+        let meta: BTreeMap<String, String> = [("k".to_string(), "v".to_string())].into();
+        write_safetensors(&path, &tensors, &meta).unwrap();
+        let (back, back_meta) = read_safetensors(&path).unwrap();
+        assert_eq!((back, back_meta), (tensors, meta));
+        std::fs::write(&path, b"garbage").unwrap();
+        assert!(matches!(read_safetensors(&path), Err(TensorFileError::Corrupt { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
