@@ -300,3 +300,25 @@ fn bad_inputs_and_configs_name_the_field() {
     assert_eq!(bad.validate().unwrap_err().field, "backbone width");
     assert!(matches!(bad.init(&device), Err(VlaError::Config(_))));
 }
+
+#[test]
+fn value_head_gradients_stop_at_its_input_when_detached() {
+    use burn::optim::GradientsParams;
+    for (value_input, detach) in
+        [(ValueInput::Prefix, true), (ValueInput::Prefix, false), (ValueInput::Expert, true), (ValueInput::Expert, false)]
+    {
+        let config = test_config().with_value_input(value_input).with_detach_critic_input(detach);
+        let device = Device::flex().autodiff();
+        let m = seeded_init(&device, 12, || config.init(&device).unwrap());
+        let batch = m.prepare(&input(&m, 2, 1, &["a", "b"]), &device).unwrap();
+        let ctx = m.encode(&batch);
+        let sample = m.sample(&ctx, noise(5, 2, 12, &device), NoiseMethod::Sde { level: 0.5 }, StochasticSteps::One(1));
+        let grads = GradientsParams::from_grads(sample.value.sum().backward(), &m);
+        // The value head has 3 layers × (weight, bias).
+        if detach {
+            assert_eq!(grads.len(), 6, "{value_input:?}: only the value head may get gradients");
+        } else {
+            assert!(grads.len() > 20, "{value_input:?}: {} parameters with gradients", grads.len());
+        }
+    }
+}

@@ -346,24 +346,20 @@ impl VlaModel {
         actions.reshape([b, self.config.horizon, self.config.action_dim])
     }
 
-    /// The value of the prefix, `[B, 1]` (π0.5 placement; with [`ValueInput::Expert`] use the
-    /// sampler's value instead, this then reads the expert at `t = 1` from zero noise).
+    /// The value estimate `[B, 1]` of one observation batch: with [`ValueInput::Prefix`] the
+    /// value head on the pooled prefix (what the sampler reports at every step); with
+    /// [`ValueInput::Expert`] the value head on the expert's output at `t = 1` from zero noise
+    /// (the sampler's per-step average is the one PPO stores).
     pub fn value(&self, context: &VlaContext) -> Tensor<2> {
-        match self.config.value_input {
-            ValueInput::Prefix => self.expert_value(context, &self.placeholder_features(context)),
-            ValueInput::Expert => {
-                let [b, _] = context.pooled.dims();
-                let device = context.pooled.device();
-                let width = self.config.horizon * self.config.action_dim;
-                let (_, features) = self.expert_velocity(context, Tensor::zeros([b, width], &device), Tensor::ones([b, 1], &device));
-                self.expert_value(context, &features)
-            }
-        }
-    }
-
-    fn placeholder_features(&self, context: &VlaContext) -> Tensor<3> {
         let [b, _] = context.pooled.dims();
-        Tensor::zeros([b, 1, 1], &context.pooled.device())
+        let device = context.pooled.device();
+        let x = Tensor::zeros([b, self.config.horizon * self.config.action_dim], &device);
+        let features = match self.config.value_input {
+            // The prefix value does not read the expert: skip its forward pass.
+            ValueInput::Prefix => Tensor::zeros([b, 1, 1], &device),
+            ValueInput::Expert => self.expert_velocity(context, x, Tensor::ones([b, 1], &device)).1,
+        };
+        self.expert_value(context, &features)
     }
 
     /// Saves every parameter to a safetensors file at `path`, with the configuration (JSON)
