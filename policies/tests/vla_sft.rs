@@ -32,8 +32,8 @@ fn batch(model: &VlaModel, pairs: &[(usize, usize)], rng: &mut ChaCha8Rng) -> (V
     let mut texts = Vec::new();
     for &(c, i) in pairs {
         for _ in 0..SIZE * SIZE {
-            for ch in 0..3 {
-                images.push((COLORS[c][ch] as i32 + rng.random_range(-20..=20)).clamp(0, 255) as u8);
+            for &v in &COLORS[c] {
+                images.push((v as i32 + rng.random_range(-20..=20)).clamp(0, 255) as u8);
             }
         }
         actions.extend(target(c, i));
