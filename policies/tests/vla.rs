@@ -80,8 +80,9 @@ fn output_shapes_for_one_and_two_views_and_both_stems() {
             let batch = m.prepare(&input(&m, 2, views, &["pick red", "push blue left"]), &device).unwrap();
             let ctx = m.encode(&batch);
             let p = views * 16 + 32 + 1;
-            assert_eq!(ctx.memory.dims(), [2, p, 32], "{stem:?} views {views}");
-            assert_eq!(ctx.padding.dims(), [2, p]);
+            assert_eq!(ctx.cache.layers.len(), 1);
+            assert_eq!(ctx.cache.layers[0].0.dims(), [2, 4, p, 8], "{stem:?} views {views}");
+            assert_eq!(ctx.cache.padding.dims(), [2, p]);
             assert_eq!(ctx.pooled.dims(), [2, 48]);
             let actions = m.predict(&batch, Tensor::zeros([2, 4, 3], &device));
             assert_eq!(actions.dims(), [2, 4, 3]);

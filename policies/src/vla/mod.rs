@@ -22,10 +22,13 @@
 //! row-major to `[batch, H·D]` inside the samplers and chains (`[K + 1, batch, H·D]`).
 //!
 //! Deliberate differences from π0: the action expert cross-attends to the backbone's final
-//! output (one memory for all its layers) instead of reading every layer's KV cache; the prefix
+//! output (each expert block has its own key/value projections of it, cached once per
+//! observation in [`PrefixCache`]) instead of attending to every backbone layer's keys and
+//! values; the prefix
 //! attention is fully bidirectional including the proprioception token (π0 puts the state in
 //! the suffix); the tokenizer is byte-level, not SentencePiece; actions are not padded to 32.
 
+mod expert;
 mod model;
 mod tokenizer;
 mod vision;
@@ -33,6 +36,7 @@ mod vision;
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
+pub use expert::{ActionExpert, PrefixCache};
 pub use model::{VlaBatch, VlaContext, VlaFeatures, VlaModel};
 pub use tokenizer::{
     BOS_TOKEN, BYTE_TOKENS, ByteTokenizer, EOS_TOKEN, PAD_TOKEN, TOKENIZER_NAME, TokenBatch, TokenizerError,

@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use burn::module::{Module, Param};
-use burn::nn::transformer::{
-    TransformerDecoder, TransformerDecoderConfig, TransformerDecoderInput, TransformerEncoder, TransformerEncoderInput,
-};
+use burn::nn::transformer::{TransformerEncoder, TransformerEncoderInput};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::silu;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor, TensorData};
 
+use super::expert::{ActionExpert, PrefixCache};
 use super::tokenizer::{ByteTokenizer, TOKENIZER_NAME, VOCAB_SIZE};
 use super::vision::{VisionEncoder, encoder_blocks};
 use super::{ValueInput, VlaConfig, VlaError, VlaInput};
@@ -45,11 +44,10 @@ pub struct VlaBatch {
 /// denoising step (π0's prefix KV cache).
 #[derive(Debug, Clone)]
 pub struct VlaContext {
-    /// Prefix tokens projected to the expert width, `[B, P, expert_width]`, the memory the
-    /// action tokens cross-attend to (`P = V·N + L + 1`).
-    pub memory: Tensor<3>,
-    /// `[B, P]`, `true` at language padding.
-    pub padding: Tensor<2, Bool>,
+    /// Cross-attention keys and values of the prefix (projected to the expert width) for
+    /// every expert block, `[B, heads, P, expert_width / heads]` each, `P = V·N + L + 1`, and
+    /// the prefix padding `[B, P]` (`true` at language padding).
+    pub cache: PrefixCache,
     /// The prefix averaged over its valid tokens, `[B, backbone_width]`.
     pub pooled: Tensor<2>,
 }
@@ -99,7 +97,7 @@ pub struct VlaModel {
     time_mlp_out: Linear,
     /// `[H, expert_width]`.
     action_pos: Param<Tensor<2>>,
-    expert: TransformerDecoder,
+    expert: ActionExpert,
     expert_norm: LayerNorm,
     action_out: Linear,
     noise_head: Mlp,
@@ -142,10 +140,7 @@ impl VlaConfig {
             time_mlp_in: LinearConfig::new(2 * e, e).init(device),
             time_mlp_out: LinearConfig::new(e, e).init(device),
             action_pos: normal([self.horizon, e]),
-            expert: TransformerDecoderConfig::new(e, e * self.mlp_ratio, self.expert_heads, self.expert_depth)
-                .with_dropout(0.0)
-                .with_norm_first(true)
-                .init(device),
+            expert: ActionExpert::new(e, self.expert_depth, self.expert_heads, self.mlp_ratio, device),
             expert_norm: LayerNormConfig::new(e).init(device),
             action_out: LinearConfig::new(e, self.action_dim).init(device),
             noise_head: MlpConfig::new(e, &[128, 64], self.action_dim, Activation::Tanh)
@@ -270,7 +265,8 @@ impl VlaModel {
         let valid = padding.clone().bool_not().float().unsqueeze_dim::<3>(2); // [B, P, 1]
         let pooled = (prefix.clone() * valid.clone()).sum_dim(1).div(valid.sum_dim(1)); // [B, 1, d]
         let d = self.config.backbone_width;
-        VlaContext { memory: self.memory_proj.forward(prefix), padding, pooled: pooled.reshape([b, d]) }
+        let cache = self.expert.prefix_cache(self.memory_proj.forward(prefix), padding);
+        VlaContext { cache, pooled: pooled.reshape([b, d]) }
     }
 
     /// Action-expert output `[B, H, expert_width]` at noisy chunk `x` (`[B, H·D]`) and times `t`
@@ -283,9 +279,7 @@ impl VlaModel {
         let time = sincos_embedding(t, &self.time_scaling).unsqueeze_dim::<3>(1).expand([b, h, e]);
         let tokens = self.time_mlp_out.forward(silu(self.time_mlp_in.forward(Tensor::cat(vec![actions, time], 2))))
             + self.action_pos.val().unsqueeze_dim::<3>(0);
-        let input =
-            TransformerDecoderInput::new(tokens, context.memory.clone()).memory_mask_pad(context.padding.clone());
-        self.expert_norm.forward(self.expert.forward(input))
+        self.expert_norm.forward(self.expert.forward(tokens, &context.cache))
     }
 
     /// Velocity `[B, H, D]` at the noisy chunk `x` (`[B, H, D]`) and times `t` (`[B, 1]`).
