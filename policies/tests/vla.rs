@@ -298,7 +298,10 @@ fn bad_inputs_and_configs_name_the_field() {
     bad.vision.patch_size = 5;
     assert_eq!(bad.validate().unwrap_err().field, "vision.image_size");
     let bad = test_config().with_backbone_heads(5);
-    assert_eq!(bad.validate().unwrap_err().field, "backbone width");
+    assert_eq!(bad.validate().unwrap_err().field, "backbone_width");
+    let mut deep = test_config();
+    deep.text.depth = 0;
+    assert_eq!(deep.validate().unwrap_err().field, "text.depth");
     assert!(matches!(bad.init(&device), Err(VlaError::Config(_))));
 }
 

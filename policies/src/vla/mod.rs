@@ -205,20 +205,21 @@ impl VlaConfig {
         if v.max_views == 0 {
             return bad("vision.max_views", "0".into(), "≥ 1");
         }
-        for (field, width, depth, heads, ratio) in [
-            ("vision", v.width, v.depth, v.heads, v.mlp_ratio),
-            ("text", self.text.width, self.text.depth, self.text.heads, self.text.mlp_ratio),
-            ("backbone", self.backbone_width, self.backbone_depth, self.backbone_heads, self.mlp_ratio),
-            ("expert", self.expert_width, self.expert_depth, self.expert_heads, self.mlp_ratio),
+        // (width, depth, heads, mlp_ratio) fields of each transformer, by their config paths.
+        for (names, width, depth, heads, ratio) in [
+            (["vision.width", "vision.depth", "vision.mlp_ratio"], v.width, v.depth, v.heads, v.mlp_ratio),
+            (["text.width", "text.depth", "text.mlp_ratio"], self.text.width, self.text.depth, self.text.heads, self.text.mlp_ratio),
+            (["backbone_width", "backbone_depth", "mlp_ratio"], self.backbone_width, self.backbone_depth, self.backbone_heads, self.mlp_ratio),
+            (["expert_width", "expert_depth", "mlp_ratio"], self.expert_width, self.expert_depth, self.expert_heads, self.mlp_ratio),
         ] {
             if depth == 0 {
-                return bad(&format!("{field} depth"), "0".into(), "≥ 1");
+                return bad(names[1], "0".into(), "≥ 1");
             }
             if heads == 0 || width == 0 || !width.is_multiple_of(heads) {
-                return bad(&format!("{field} width"), format!("{width} ({heads} heads)"), "a positive multiple of the heads");
+                return bad(names[0], format!("{width} ({heads} heads)"), "a positive multiple of the number of heads");
             }
             if ratio == 0 {
-                return bad(&format!("{field} mlp_ratio"), "0".into(), "≥ 1");
+                return bad(names[2], "0".into(), "≥ 1");
             }
         }
         if !self.expert_width.is_multiple_of(2) {
