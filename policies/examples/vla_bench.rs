@@ -44,6 +44,8 @@ fn main() {
         "VLA forward latency, CPU (burn flex), 64x64 images, {views} view(s), 7-D proprio and actions, median (min) of {reps} calls"
     );
     println!("{:<6} {:>10} {:>6} {:>8} {:>18} {:>22} {:>14}", "preset", "params", "batch", "K", "prefix ms", "chunk ms (prefix+K)", "chunks/s");
+    let base = VlaConfig::base(7, 7);
+    println!("base preset (not run): {} parameters, {} prefix tokens per view", base.param_count(), base.vision.tokens_per_view());
     for (name, config) in [("tiny", VlaConfig::tiny(7, 7)), ("small", VlaConfig::small(7, 7))] {
         let model = seeded_init(&device, 0, || config.init(&device).expect("valid preset"));
         for batch in [1usize, 64] {

@@ -80,8 +80,8 @@ pub struct TextConfig {
     pub mlp_ratio: usize,
 }
 
-/// Layout of a [`VlaModel`]. Defaults are the `tiny` preset (≈1.1M parameters for 7-D proprio
-/// and actions); [`VlaConfig::small`] is ≈10.7M and [`VlaConfig::base`] ≈100M.
+/// Layout of a [`VlaModel`]. Defaults are the `tiny` preset (1.16M parameters for 7-D proprio
+/// and actions); [`VlaConfig::small`] is 10.8M and [`VlaConfig::base`] 105M.
 #[derive(Config, Debug, PartialEq)]
 pub struct VlaConfig {
     /// Proprioceptive features (joint positions, gripper, …), one token. Set from the task.
@@ -143,12 +143,12 @@ pub struct VlaConfig {
 }
 
 impl VlaConfig {
-    /// ≈1.1M parameters (7-D proprio and actions): the defaults.
+    /// 1.16M parameters (7-D proprio and actions): the defaults.
     pub fn tiny(proprio_dim: usize, action_dim: usize) -> Self {
         Self::new(proprio_dim, action_dim)
     }
 
-    /// ≈10.7M parameters: ViT 256×4 (8 heads), text 256×2, backbone 256×4, expert 192×4.
+    /// 10.8M parameters: ViT 256×4 (8 heads), text 256×2, backbone 256×4, expert 192×4.
     pub fn small(proprio_dim: usize, action_dim: usize) -> Self {
         Self::new(proprio_dim, action_dim)
             .with_vision(VisionConfig::new().with_width(256).with_depth(4).with_heads(8))
@@ -161,7 +161,7 @@ impl VlaConfig {
             .with_expert_heads(8)
     }
 
-    /// ≈100M parameters: 224×224 images with patch 16, ViT 512×8, text 512×4, backbone
+    /// 105M parameters: 224×224 images with patch 16, ViT 512×8, text 512×4, backbone
     /// 640×8, expert 512×6, horizon 16.
     pub fn base(proprio_dim: usize, action_dim: usize) -> Self {
         Self::new(proprio_dim, action_dim)
