@@ -162,6 +162,13 @@ fn checkpoint_round_trip_gives_identical_outputs() {
         assert_eq!(host(s.log_prob), host(reference.log_prob.clone()));
         assert_eq!(host(s.value), host(reference.value.clone()));
     }
+    // A checkpoint whose tokenizer this build does not ship is refused.
+    let (tensors, mut meta) = embodia_policies::read_safetensors(&path).unwrap();
+    meta.insert("embodia.vla.tokenizer".into(), "sentencepiece-x".into());
+    let foreign = dir.join("foreign.safetensors");
+    write_safetensors(&foreign, &tensors, &meta).unwrap();
+    let err = VlaModel::load(&foreign, &device).unwrap_err().to_string();
+    assert!(err.contains("sentencepiece-x"), "{err}");
     // A checkpoint of another layout is refused with the tensor's name and shapes.
     let (wider, _) = model(&config.clone().with_backbone_width(64), 6);
     let err = wider.load_weights(&path).unwrap_err().to_string();
