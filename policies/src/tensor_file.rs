@@ -191,7 +191,9 @@ impl NameMap {
     }
 
     /// Transposes every selected 2-D tensor before loading: PyTorch stores linear weights as
-    /// `[out, in]`, burn as `[in, out]`.
+    /// `[out, in]`, burn as `[in, out]`. It applies to all 2-D tensors the map selects,
+    /// embeddings and position tables included (those need no transpose): load them with a
+    /// second map without this flag.
     pub fn transpose_2d(mut self, on: bool) -> Self {
         self.transpose_2d = on;
         self
