@@ -159,7 +159,7 @@ impl FlowPolicyConfig {
 
 /// Angular frequencies `2π / period` of the sinusoidal time embedding, `[width / 2]`, periods
 /// log-spaced from 4e-3 to 4 (openpi `posemb_sincos`).
-fn time_scaling(width: usize) -> Vec<f32> {
+pub(crate) fn time_scaling(width: usize) -> Vec<f32> {
     let half = width / 2;
     let (min, max) = (4e-3f64, 4.0f64);
     (0..half)
@@ -321,11 +321,7 @@ impl FlowPolicy {
 
     /// Sinusoidal embedding of `t` (`[batch, 1]`), `[batch, width]`: `[sin(ωt) ‖ cos(ωt)]`.
     fn time_embedding(&self, t: Tensor<2>) -> Tensor<2> {
-        let omega =
-            Tensor::<1>::from_data(TensorData::new(self.time_scaling.clone(), [self.time_scaling.len()]), &t.device())
-                .unsqueeze_dim::<2>(0);
-        let phase = t * omega;
-        Tensor::cat(vec![phase.clone().sin(), phase.cos()], 1)
+        sincos_embedding(t, &self.time_scaling)
     }
 
     /// Velocity `[batch, H·D]` and pooled expert features `[batch, feat]` at `x` (`[batch, H·D]`)
@@ -353,8 +349,7 @@ impl FlowPolicy {
 
     /// The noise head's output map from logits ℓ to a std in `[noise_std_min, noise_std_max]`.
     fn bounded_std(&self, logits: Tensor<2>) -> Tensor<2> {
-        let squashed = tanh(logits).add_scalar(1.0).mul_scalar(0.5);
-        squashed.mul_scalar(self.log_var_max - self.log_var_min).add_scalar(self.log_var_min).mul_scalar(0.5).exp()
+        bounded_std(logits, self.log_var_min, self.log_var_max)
     }
 
     /// One denoising transition from `x` (`[batch, H·D]`) at step `k` (`t = t_k`), with the
@@ -367,71 +362,14 @@ impl FlowPolicy {
         method: NoiseMethod,
         stochastic: bool,
     ) -> Transition {
-        let steps = self.denoise_steps;
-        let t = 1.0 - k as f64 / steps as f64;
-        let delta = 1.0 / steps as f64;
-        let batch = x.dims()[0];
-        let t_col = Tensor::<2>::full([batch, 1], t, &x.device());
-        let (v, features) = self.velocity(obs_features, x.clone(), t_col);
-        let critic_input = if self.detach_critic_input { features.clone().detach() } else { features.clone() };
-        let value = self.value_head.forward(critic_input);
-        // Predicted endpoints: clean action x̂0 and noise x̂1.
-        let x0 = x.clone() - v.clone().mul_scalar(t);
-        let x1 = x + v.mul_scalar(1.0 - t);
-        let ode = |x0: Tensor<2>, x1: Tensor<2>| x0.mul_scalar(1.0 - t + delta) + x1.mul_scalar(t - delta);
-        let (mean, std) = match (method, stochastic) {
-            (NoiseMethod::Ode, _) | (_, false) => (ode(x0, x1), None),
-            (NoiseMethod::Sde { level }, true) => {
-                let sigma = sde_sigma(k, steps, level);
-                let mean =
-                    x0.mul_scalar(1.0 - t + delta) + x1.mul_scalar(t - delta - sigma * sigma * delta / (2.0 * t));
-                let std = Tensor::full(mean.shape(), delta.sqrt() * sigma, &mean.device());
-                (mean, Some(std))
-            }
-            (NoiseMethod::Noise, true) => (ode(x0, x1), Some(self.noise_std(features))),
-            (NoiseMethod::Cps { level }, true) => {
-                let angle = std::f64::consts::FRAC_PI_2 * level;
-                let mean = x0.mul_scalar(1.0 - t + delta) + x1.mul_scalar((t - delta) * angle.cos());
-                let std = Tensor::full(mean.shape(), (t - delta) * angle.sin(), &mean.device());
-                (mean, Some(std))
-            }
-        };
-        Transition { mean, std, value }
+        flow_transition(self, &obs_features, x, k, method, stochastic)
     }
 
     /// Draws a chunk: `x_{t=1} = noise[0]`, then `x_{k+1} = μ_k + σ_k·noise[k + 1]` with σ = 0 on
     /// non-stochastic steps (spec §1.3). `obs`: `[batch, obs_dim]`; `noise`: standard normal
     /// `[K + 1, batch, H·D]`.
     pub fn sample(&self, obs: Tensor<2>, noise: Tensor<3>, method: NoiseMethod, steps: StochasticSteps) -> FlowSample {
-        let [k1, batch, width] = noise.dims();
-        let features = self.encode(obs);
-        let noise_at = |k: usize| noise.clone().narrow(0, k, 1).reshape([batch, width]);
-        let mut x = noise_at(0);
-        let mut chain = vec![x.clone()];
-        let mut terms = Vec::new();
-        if steps == StochasticSteps::Joint {
-            terms.push(standard_normal_log_prob(self.executed(x.clone())));
-        }
-        let mut value_sum: Option<Tensor<2>> = None;
-        for k in 0..k1 - 1 {
-            let tr = self.transition(features.clone(), x, k, method, steps.is_stochastic(k));
-            x = match &tr.std {
-                Some(std) => {
-                    let next = tr.mean.clone() + std.clone() * noise_at(k + 1);
-                    terms.push(self.gaussian_term(next.clone(), tr.mean.clone(), std.clone()));
-                    next
-                }
-                None => tr.mean,
-            };
-            chain.push(x.clone());
-            value_sum = Some(match value_sum {
-                Some(s) => s + tr.value,
-                None => tr.value,
-            });
-        }
-        let value = value_sum.expect("K ≥ 1").div_scalar((k1 - 1) as f64);
-        let log_prob = self.reduce_terms(terms, batch, &x.device());
-        FlowSample { actions: x, chains: Tensor::stack(chain, 0), log_prob, value }
+        flow_sample(self, &self.encode(obs), noise, method, steps)
     }
 
     /// Recomputes log-probabilities, values and entropies from stored `chains`
@@ -445,59 +383,234 @@ impl FlowPolicy {
         method: NoiseMethod,
         steps: StochasticSteps,
     ) -> ChainEval {
-        let [k1, batch, width] = chains.dims();
-        let device = chains.device();
-        let features = self.encode(obs);
-        let at = |k: usize| chains.clone().narrow(0, k, 1).reshape([batch, width]);
-        let mut terms = Vec::new();
-        let mut entropies = Vec::new();
-        if steps == StochasticSteps::Joint {
-            terms.push(standard_normal_log_prob(self.executed(at(0))));
-            entropies.push(Tensor::<2>::full([batch, 1], 0.5 + LOG_SQRT_2PI, &device));
+        flow_evaluate_chain(self, &self.encode(obs), chains, method, steps)
+    }
+}
+
+impl FlowExpert for FlowPolicy {
+    type Context = Tensor<2>;
+    type Features = Tensor<2>;
+
+    fn flow_layout(&self) -> FlowLayout {
+        FlowLayout {
+            horizon: self.horizon,
+            chunk: self.chunk,
+            action_dim: self.action_dim,
+            denoise_steps: self.denoise_steps,
         }
-        let mut values = Vec::new();
-        for k in (0..k1 - 1).filter(|&k| steps.is_stochastic(k)) {
-            let tr = self.transition(features.clone(), at(k), k, method, true);
-            if let Some(std) = tr.std {
-                let std = self.executed(std);
-                // Only the joint (Flow-Noise) objective has an entropy; Flow-SDE's is 0 (§1.5).
-                if steps == StochasticSteps::Joint {
-                    entropies.push(gaussian_entropy_elementwise(std.clone()).mean_dim(1));
-                }
-                terms.push(gaussian_elementwise(self.executed(at(k + 1)), self.executed(tr.mean), std));
+    }
+
+    fn expert_velocity(&self, context: &Tensor<2>, x: Tensor<2>, t: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        self.velocity(context.clone(), x, t)
+    }
+
+    fn expert_value(&self, _context: &Tensor<2>, features: &Tensor<2>) -> Tensor<2> {
+        let critic_input = if self.detach_critic_input { features.clone().detach() } else { features.clone() };
+        self.value_head.forward(critic_input)
+    }
+
+    fn expert_noise_std(&self, features: Tensor<2>) -> Tensor<2> {
+        self.noise_std(features)
+    }
+}
+
+/// Sizes of a flow expert's action chunks and denoising grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowLayout {
+    /// Model action horizon `H`.
+    pub horizon: usize,
+    /// Executed chunk length `C ≤ H` (log-probabilities cover the first `C` actions).
+    pub chunk: usize,
+    /// Action dimensions `D`.
+    pub action_dim: usize,
+    /// Denoising steps `K`.
+    pub denoise_steps: usize,
+}
+
+/// A velocity field `v_θ(x_t, t | context)` over flattened action chunks (`[batch, H·D]`) that
+/// the shared samplers ([`flow_transition`], [`flow_sample`], [`flow_evaluate_chain`]) drive:
+/// the MLP [`FlowPolicy`] and the transformer action expert of the VLA implement it.
+pub trait FlowExpert {
+    /// Conditioning computed once per environment step (π0's prefix cache).
+    type Context: Clone;
+    /// What one velocity evaluation exposes to the value and noise heads (π0's `suffix_out`).
+    type Features: Clone;
+
+    /// Chunk and grid sizes.
+    fn flow_layout(&self) -> FlowLayout;
+
+    /// Velocity `[batch, H·D]` and features at `x` (`[batch, H·D]`) and times `t` (`[batch, 1]`).
+    fn expert_velocity(&self, context: &Self::Context, x: Tensor<2>, t: Tensor<2>) -> (Tensor<2>, Self::Features);
+
+    /// Value estimate `[batch, 1]` at one denoising step (detached from the expert when the
+    /// model is so configured).
+    fn expert_value(&self, context: &Self::Context, features: &Self::Features) -> Tensor<2>;
+
+    /// Flow-Noise std `[batch, H·D]`, bounded.
+    fn expert_noise_std(&self, features: Self::Features) -> Tensor<2>;
+}
+
+/// One denoising transition of `expert` from `x` (`[batch, H·D]`) at step `k` (`t = t_k`), with
+/// the method's mean and std (spec §1.2); the std is `None` unless `stochastic`.
+pub fn flow_transition<E: FlowExpert + ?Sized>(
+    expert: &E,
+    context: &E::Context,
+    x: Tensor<2>,
+    k: usize,
+    method: NoiseMethod,
+    stochastic: bool,
+) -> Transition {
+    let steps = expert.flow_layout().denoise_steps;
+    let t = 1.0 - k as f64 / steps as f64;
+    let delta = 1.0 / steps as f64;
+    let batch = x.dims()[0];
+    let t_col = Tensor::<2>::full([batch, 1], t, &x.device());
+    let (v, features) = expert.expert_velocity(context, x.clone(), t_col);
+    let value = expert.expert_value(context, &features);
+    // Predicted endpoints: clean action x̂0 and noise x̂1.
+    let x0 = x.clone() - v.clone().mul_scalar(t);
+    let x1 = x + v.mul_scalar(1.0 - t);
+    let ode = |x0: Tensor<2>, x1: Tensor<2>| x0.mul_scalar(1.0 - t + delta) + x1.mul_scalar(t - delta);
+    let (mean, std) = match (method, stochastic) {
+        (NoiseMethod::Ode, _) | (_, false) => (ode(x0, x1), None),
+        (NoiseMethod::Sde { level }, true) => {
+            let sigma = sde_sigma(k, steps, level);
+            let mean = x0.mul_scalar(1.0 - t + delta) + x1.mul_scalar(t - delta - sigma * sigma * delta / (2.0 * t));
+            let std = Tensor::full(mean.shape(), delta.sqrt() * sigma, &mean.device());
+            (mean, Some(std))
+        }
+        (NoiseMethod::Noise, true) => (ode(x0, x1), Some(expert.expert_noise_std(features))),
+        (NoiseMethod::Cps { level }, true) => {
+            let angle = std::f64::consts::FRAC_PI_2 * level;
+            let mean = x0.mul_scalar(1.0 - t + delta) + x1.mul_scalar((t - delta) * angle.cos());
+            let std = Tensor::full(mean.shape(), (t - delta) * angle.sin(), &mean.device());
+            (mean, Some(std))
+        }
+    };
+    Transition { mean, std, value }
+}
+
+/// Draws a chunk from `expert`: `x_{t=1} = noise[0]`, then `x_{k+1} = μ_k + σ_k·noise[k + 1]`
+/// with σ = 0 on non-stochastic steps (spec §1.3). `noise`: standard normal `[K + 1, batch, H·D]`.
+pub fn flow_sample<E: FlowExpert + ?Sized>(
+    expert: &E,
+    context: &E::Context,
+    noise: Tensor<3>,
+    method: NoiseMethod,
+    steps: StochasticSteps,
+) -> FlowSample {
+    let layout = expert.flow_layout();
+    let [k1, batch, width] = noise.dims();
+    let noise_at = |k: usize| noise.clone().narrow(0, k, 1).reshape([batch, width]);
+    let mut x = noise_at(0);
+    let mut chain = vec![x.clone()];
+    let mut terms = Vec::new();
+    if steps == StochasticSteps::Joint {
+        terms.push(standard_normal_log_prob(executed(layout, x.clone())));
+    }
+    let mut value_sum: Option<Tensor<2>> = None;
+    for k in 0..k1 - 1 {
+        let tr = flow_transition(expert, context, x, k, method, steps.is_stochastic(k));
+        x = match &tr.std {
+            Some(std) => {
+                let next = tr.mean.clone() + std.clone() * noise_at(k + 1);
+                terms.push(gaussian_elementwise(
+                    executed(layout, next.clone()),
+                    executed(layout, tr.mean.clone()),
+                    executed(layout, std.clone()),
+                ));
+                next
             }
-            values.push(tr.value);
-        }
-        let value = match values.len() {
-            0 => Tensor::zeros([batch, 1], &device),
-            n => Tensor::cat(values, 1).sum_dim(1).div_scalar(n as f64),
+            None => tr.mean,
         };
-        let entropy = match entropies.len() {
-            0 => Tensor::zeros([batch, 1], &device),
-            n => Tensor::cat(entropies, 1).sum_dim(1).div_scalar(n as f64),
-        };
-        ChainEval { log_prob: self.reduce_terms(terms, batch, &device), value, entropy }
+        chain.push(x.clone());
+        value_sum = Some(match value_sum {
+            Some(s) => s + tr.value,
+            None => tr.value,
+        });
     }
+    let device = x.device();
+    let value = match value_sum {
+        Some(s) => s.div_scalar((k1 - 1) as f64),
+        None => Tensor::zeros([batch, 1], &device),
+    };
+    let log_prob = reduce_terms(layout, terms, batch, &device);
+    FlowSample { actions: x, chains: Tensor::stack(chain, 0), log_prob, value }
+}
 
-    /// The executed slice `[:C, :D]` of a flattened chunk, `[batch, C·D]`.
-    fn executed(&self, x: Tensor<2>) -> Tensor<2> {
-        x.narrow(1, 0, self.chunk * self.action_dim)
+/// Recomputes log-probabilities, values and entropies of `expert` from stored `chains`
+/// (`[K + 1, batch, H·D]`), re-evaluating only the stochastic steps (spec §1.5): the same
+/// computations as [`flow_sample`], so unchanged parameters give the rollout's
+/// log-probabilities exactly. Never resamples.
+pub fn flow_evaluate_chain<E: FlowExpert + ?Sized>(
+    expert: &E,
+    context: &E::Context,
+    chains: Tensor<3>,
+    method: NoiseMethod,
+    steps: StochasticSteps,
+) -> ChainEval {
+    let layout = expert.flow_layout();
+    let [k1, batch, width] = chains.dims();
+    let device = chains.device();
+    let at = |k: usize| chains.clone().narrow(0, k, 1).reshape([batch, width]);
+    let mut terms = Vec::new();
+    let mut entropies = Vec::new();
+    if steps == StochasticSteps::Joint {
+        terms.push(standard_normal_log_prob(executed(layout, at(0))));
+        entropies.push(Tensor::<2>::full([batch, 1], 0.5 + LOG_SQRT_2PI, &device));
     }
-
-    /// `log N(x; μ, σ)` of the executed slice, per element.
-    fn gaussian_term(&self, x: Tensor<2>, mean: Tensor<2>, std: Tensor<2>) -> Tensor<2> {
-        gaussian_elementwise(self.executed(x), self.executed(mean), self.executed(std))
-    }
-
-    /// Mean over denoising-step terms (each `[batch, C·D]`), zeros when there are none.
-    fn reduce_terms(&self, terms: Vec<Tensor<2>>, batch: usize, device: &Device) -> Tensor<2> {
-        let n = terms.len();
-        if n == 0 {
-            return Tensor::zeros([batch, self.chunk * self.action_dim], device);
+    let mut values = Vec::new();
+    for k in (0..k1 - 1).filter(|&k| steps.is_stochastic(k)) {
+        let tr = flow_transition(expert, context, at(k), k, method, true);
+        if let Some(std) = tr.std {
+            let std = executed(layout, std);
+            // Only the joint (Flow-Noise) objective has an entropy; Flow-SDE's is 0 (§1.5).
+            if steps == StochasticSteps::Joint {
+                entropies.push(gaussian_entropy_elementwise(std.clone()).mean_dim(1));
+            }
+            terms.push(gaussian_elementwise(executed(layout, at(k + 1)), executed(layout, tr.mean), std));
         }
-        let sum = terms.into_iter().reduce(|a, b| a + b).expect("non-empty");
-        sum.div_scalar(n as f64)
+        values.push(tr.value);
     }
+    let value = match values.len() {
+        0 => Tensor::zeros([batch, 1], &device),
+        n => Tensor::cat(values, 1).sum_dim(1).div_scalar(n as f64),
+    };
+    let entropy = match entropies.len() {
+        0 => Tensor::zeros([batch, 1], &device),
+        n => Tensor::cat(entropies, 1).sum_dim(1).div_scalar(n as f64),
+    };
+    ChainEval { log_prob: reduce_terms(layout, terms, batch, &device), value, entropy }
+}
+
+/// The executed slice `[:C, :D]` of a flattened chunk, `[batch, C·D]`.
+fn executed(layout: FlowLayout, x: Tensor<2>) -> Tensor<2> {
+    x.narrow(1, 0, layout.chunk * layout.action_dim)
+}
+
+/// Mean over denoising-step terms (each `[batch, C·D]`), zeros when there are none.
+fn reduce_terms(layout: FlowLayout, terms: Vec<Tensor<2>>, batch: usize, device: &Device) -> Tensor<2> {
+    let n = terms.len();
+    if n == 0 {
+        return Tensor::zeros([batch, layout.chunk * layout.action_dim], device);
+    }
+    let sum = terms.into_iter().reduce(|a, b| a + b).expect("non-empty");
+    sum.div_scalar(n as f64)
+}
+
+/// Sinusoidal embedding of `t` (`[batch, 1]`) with angular frequencies `scaling`
+/// (from [`time_scaling`]), `[batch, 2·scaling.len()]`: `[sin(ωt) ‖ cos(ωt)]`.
+pub(crate) fn sincos_embedding(t: Tensor<2>, scaling: &[f32]) -> Tensor<2> {
+    let omega = Tensor::<1>::from_data(TensorData::new(scaling.to_vec(), [scaling.len()]), &t.device()).unsqueeze_dim::<2>(0);
+    let phase = t * omega;
+    Tensor::cat(vec![phase.clone().sin(), phase.cos()], 1)
+}
+
+/// Maps noise-head logits ℓ (any shape) to a std in `[exp(½·log_var_min), exp(½·log_var_max)]`:
+/// `exp(½·[log σ²_min + (log σ²_max − log σ²_min)·(tanh ℓ + 1)/2])`.
+pub(crate) fn bounded_std<const D: usize>(logits: Tensor<D>, log_var_min: f64, log_var_max: f64) -> Tensor<D> {
+    let squashed = tanh(logits).add_scalar(1.0).mul_scalar(0.5);
+    squashed.mul_scalar(log_var_max - log_var_min).add_scalar(log_var_min).mul_scalar(0.5).exp()
 }
 
 /// `log N(x; μ, σ)` per element: `−log σ − ½log 2π − ½((x − μ)/σ)²`; elements with σ = 0

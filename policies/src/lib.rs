@@ -14,15 +14,19 @@ mod mlp;
 mod one_step;
 mod params;
 mod squashed;
+mod tensor_file;
+pub mod vla;
 
 pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
 pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
 pub use flow::{
-    ChainEval, FlowPolicy, FlowPolicyConfig, FlowSample, InvalidConfig, NoiseMethod, StochasticSteps, Transition,
-    sample_flow_time, sde_sigma, timesteps,
+    ChainEval, FlowExpert, FlowLayout, FlowPolicy, FlowPolicyConfig, FlowSample, InvalidConfig, NoiseMethod,
+    StochasticSteps, Transition, flow_evaluate_chain, flow_sample, flow_transition, sample_flow_time, sde_sigma,
+    timesteps,
 };
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use one_step::{OneStepHead, OneStepPolicy, OneStepPolicyConfig};
 pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};
+pub use tensor_file::{NameMap, TensorFileError, load_mapped, read_safetensors, write_safetensors};
 pub use squashed::{SquashedGaussianActor, SquashedGaussianActorConfig};
