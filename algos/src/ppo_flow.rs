@@ -36,6 +36,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::{
     Activation, FlowPolicy, NoiseMethod, StochasticSteps, ValueCritic, ValueCriticConfig, load_params, named_params,
+    seeded_init,
 };
 use embodia_sim::VecEnv;
 use rand::seq::SliceRandom;
@@ -412,14 +413,12 @@ impl PpoFlow {
         let model = load_params(actor.policy.init(&device), &init.params("ema"))?;
         let gae_with_obs_critic =
             config.advantage == AdvantageEstimator::Gae && config.critic == CriticInput::Observation;
-        let critic = gae_with_obs_critic.then(|| {
-            ValueCriticConfig {
-                obs_dim: actor.policy.obs_dim,
-                hidden: config.critic_hidden.clone(),
-                activation: Activation::Elu,
-            }
-            .init(&device)
-        });
+        let critic_config = ValueCriticConfig {
+            obs_dim: actor.policy.obs_dim,
+            hidden: config.critic_hidden.clone(),
+            activation: Activation::Elu,
+        };
+        let critic = gae_with_obs_critic.then(|| seeded_init(&device, seed, || critic_config.init(&device)));
         let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
             policy_optim: optim(),
