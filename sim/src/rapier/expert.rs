@@ -5,6 +5,9 @@
 //!   ([`super::kinematics::Ik`]), action = `(q* − default) / scale`;
 //! - pick-cube: a phase machine over IK targets with a top-down orientation (above the cube →
 //!   descend → close → carry to the target → hold), re-grasping when the cube drops;
+//! - language families ([`super::language`]): the pick expert's approach and grasp, then per
+//!   verb a lift, a push along the table with the closed gripper, or a carry onto the other
+//!   cube, a release and a retreat;
 //! - push-t: a pushing planner that picks a contact point on the T's boundary and a push
 //!   direction scoring translation and rotation towards the goal, moves around the block to a
 //!   pre-contact point, and pushes.
@@ -42,6 +45,12 @@ pub fn scripted_expert(spec: &SceneSpec) -> Result<Box<dyn ScriptedExpert>, SimE
     let none = |why: &str| SimError::InvalidTask(format!("no scripted expert for this task: {why}"));
     match c.success {
         SuccessTerm::EeNearTarget { .. } if spec.end_effector.is_some() => Ok(Box::new(ReachExpert::new(spec))),
+        SuccessTerm::Instruction => {
+            if spec.gripper.is_none() || spec.end_effector.is_none() || spec.language.is_none() {
+                return Err(none("instructions need `env.command.language`, a gripper and an end effector"));
+            }
+            Ok(Box::new(LanguageExpert::new(spec)))
+        }
         SuccessTerm::ObjectAtGoal { .. } => {
             if spec.gripper.is_none() || spec.end_effector.is_none() {
                 return Err(none("picking needs `env.action.gripper` and `env.scene.end_effector`"));
@@ -502,6 +511,156 @@ impl ScriptedExpert for PickExpert {
         // Close over 10 steps rather than at once: a slamming jaw knocks the object over.
         action[spec.driven.len()] = match self.phase {
             Phase::Close(n) => (1.0 - 0.2 * n as f32).max(-1.0),
+            _ if open => 1.0,
+            _ => -1.0,
+        };
+    }
+}
+
+/// Phases of the language-family expert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LangPhase {
+    /// Move above the grasp point (pick, stack) or above the push start (push).
+    Above,
+    /// Lower onto the object (pick, stack) or beside it, at its mid height (push).
+    Descend,
+    /// Close the gripper (counts steps).
+    Close(u32),
+    /// Pick: lift to the target; stack: carry above the other cube.
+    Carry,
+    /// Stack: lower the held cube onto the other one.
+    Lower,
+    /// Stack: open the gripper (counts steps).
+    Open(u32),
+    /// Stack: move up and away.
+    Retreat,
+    /// Push: move along the push direction.
+    Push,
+}
+
+/// The expert of language families: reads the episode's variant from the scene and acts it
+/// out with the pick expert's top-down grasp and its bounded-speed IK waypoint.
+struct LanguageExpert {
+    pick: PickExpert,
+    phase: LangPhase,
+    /// Where the retreat goes, base frame.
+    retreat: Vector,
+}
+
+/// Horizontal distance from the cube's centre at which the closed fingers start a push, m.
+const PUSH_STANDOFF: f32 = 0.075;
+/// Horizontal distance from the cube's centre of the closed fingers in contact, m.
+const PUSH_CONTACT: f32 = 0.04;
+
+impl LanguageExpert {
+    fn new(spec: &SceneSpec) -> Self {
+        Self { pick: PickExpert::new(spec), phase: LangPhase::Above, retreat: Vector::ZERO }
+    }
+
+    fn set_phase(&mut self, phase: LangPhase) {
+        self.phase = phase;
+        self.pick.steps = 0;
+    }
+}
+
+impl ScriptedExpert for LanguageExpert {
+    fn reset(&mut self, spec: &SceneSpec, scene: &Scene) {
+        self.pick.reset(spec, scene);
+        self.set_phase(LangPhase::Above);
+    }
+
+    fn act(&mut self, spec: &SceneSpec, scene: &Scene, action: &mut [f32]) {
+        let Some(language) = &spec.language else { return action.fill(0.0) };
+        let variant = &language.variants[scene.variant()];
+        let base = base_pose(spec, scene);
+        let object = base.inverse() * scene.object_pose(scene.focus());
+        let ee = ee_position(spec, scene);
+        let cube = object.translation;
+        let p = &mut self.pick;
+        p.steps += 1;
+        if self.phase == LangPhase::Above && p.steps == 1 {
+            p.yaw = PickExpert::grasp_yaw(&object, cube.y.atan2(cube.x));
+        }
+        let rotation = Rotation::from_rotation_z(p.yaw) * p.down;
+        let grasp = cube - rotation * p.grasp_offset;
+        let above = grasp + Vector::Z * (p.half_height + 0.08);
+        let dir = Vector::Y * variant.direction;
+        let push = variant.verb == super::language::Verb::Push;
+        let start = scene.focus_start();
+        let low = cube.z - 0.005;
+        let push_from = Vector::new(cube.x, cube.y, low) - dir * PUSH_STANDOFF;
+        // The end effector's offset from the held cube, to place the cube rather than the hand.
+        let hold = ee - cube;
+        let (goal, speed, open, weight) = match self.phase {
+            LangPhase::Above => {
+                let goal = if push { push_from + Vector::Z * 0.08 } else { above };
+                if (ee - goal).length() < 0.015 || p.steps > 100 {
+                    self.set_phase(LangPhase::Descend);
+                }
+                (goal, 0.6, !push, 0.3)
+            }
+            LangPhase::Descend => {
+                let goal = if push { push_from } else { grasp };
+                if (ee - goal).length() < 0.008 || self.pick.steps > 60 {
+                    self.set_phase(if push { LangPhase::Push } else { LangPhase::Close(0) });
+                }
+                (goal, 0.25, !push, 0.3)
+            }
+            LangPhase::Close(n) => {
+                self.phase = LangPhase::Close(n + 1);
+                if n >= 15 {
+                    self.set_phase(LangPhase::Carry);
+                }
+                (self.pick.waypoint, 0.0, false, 0.3)
+            }
+            LangPhase::Carry => {
+                if hold.length() > 0.05 {
+                    self.set_phase(LangPhase::Above);
+                }
+                let goal = match variant.verb {
+                    super::language::Verb::Stack => scene.target() + hold + Vector::Z * 0.04,
+                    _ => scene.target() + hold,
+                };
+                if variant.verb == super::language::Verb::Stack
+                    && ((ee - goal).length() < 0.01 || self.pick.steps > 150)
+                {
+                    self.set_phase(LangPhase::Lower);
+                }
+                (goal, 0.3, false, 0.3)
+            }
+            LangPhase::Lower => {
+                let goal = scene.target() + hold + Vector::Z * 0.003;
+                if (ee - goal).length() < 0.006 || self.pick.steps > 60 {
+                    self.set_phase(LangPhase::Open(0));
+                }
+                (goal, 0.1, false, 0.3)
+            }
+            LangPhase::Open(n) => {
+                self.phase = LangPhase::Open(n + 1);
+                if n >= 15 {
+                    self.retreat = ee + Vector::Z * 0.1;
+                    self.set_phase(LangPhase::Retreat);
+                }
+                (self.pick.waypoint, 0.0, true, 0.3)
+            }
+            LangPhase::Retreat => (self.retreat, 0.2, true, 0.3),
+            LangPhase::Push => {
+                let distance = language.config.push_distance + 0.03;
+                let goal = Vector::new(start.x, start.y, low) + dir * (distance - PUSH_CONTACT);
+                (Vector::new(goal.x, goal.y, low), 0.15, false, 0.3)
+            }
+        };
+        let p = &mut self.pick;
+        let to_goal = goal - p.waypoint;
+        let step = speed * p.dt;
+        let arrived = to_goal.length() <= step;
+        p.waypoint += if arrived { to_goal } else { to_goal.normalize() * step };
+        let target = IkTarget { position: p.waypoint, rotation: Some(rotation), rotation_weight: weight };
+        p.arm.solve(&target, 20);
+        action.fill(0.0);
+        p.arm.write(spec, scene, action, arrived);
+        action[spec.driven.len()] = match self.phase {
+            LangPhase::Close(n) => (1.0 - 0.2 * n as f32).max(-1.0),
             _ if open => 1.0,
             _ => -1.0,
         };
