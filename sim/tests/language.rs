@@ -117,9 +117,14 @@ fn bad_language_configs_name_the_field() {
     assert!(e.contains("env.command.language.split"), "{e}");
 }
 
-/// The scripted expert on one variant: success rate over 10 episodes.
+/// The scripted expert on one variant: success rate and mean length over 10 episodes.
+fn expert_eval(instruction: &str, seed: u64) -> (f64, f64) {
+    let e = evaluate_task_expert(TASK, Some(&only(instruction)), 10, 10, seed).unwrap();
+    (e.success_rate, e.mean_length)
+}
+
 fn expert_rate(instruction: &str, seed: u64) -> f64 {
-    evaluate_task_expert(TASK, Some(&only(instruction)), 10, 10, seed).unwrap().success_rate
+    expert_eval(instruction, seed).0
 }
 
 #[test]
@@ -151,9 +156,10 @@ fn scripted_expert_success_per_variant() {
     let s = spec(&config());
     let mut total = 0.0;
     for (k, v) in s.variants.iter().enumerate() {
-        let rate = expert_rate(&v.instruction, 1000 + k as u64);
+        let (rate, length) = expert_eval(&v.instruction, 1000 + k as u64);
         total += rate;
-        println!("{rate:>5.2}  {}{}", v.instruction, if s.held_out[k] { "  (held out)" } else { "" });
+        let held = if s.held_out[k] { "  (held out)" } else { "" };
+        println!("{rate:>5.2}  {length:>6.1} steps  {}{held}", v.instruction);
     }
     println!("mean {:.3}", total / s.len() as f64);
 }
