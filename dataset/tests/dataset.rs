@@ -32,10 +32,11 @@ fn synthetic(n: usize) -> Demonstrations {
                 rewards: (0..len).map(|i| v(3, i)).collect(),
                 success: e % 2 == 0,
                 terminated: e % 3 != 1,
+                ..Episode::default()
             }
         })
         .collect();
-    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes }
+    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes, cameras: Vec::new() }
 }
 
 fn written(name: &str, demos: &Demonstrations) -> PathBuf {

@@ -84,7 +84,7 @@ pub struct ExpertEval {
 /// evenly over its environments (environment `i` runs `episodes / n` episodes, one more for
 /// the first `episodes % n`), and reports the success rate and mean return.
 pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<ExpertEval, SimError> {
-    let demos = run_expert(env, episodes, seed, false, 0.0)?;
+    let demos = run_expert(env, episodes, seed, false, 0.0, None)?;
     let k = episodes.max(1) as f64;
     let successes = demos.episodes.iter().filter(|e| e.success).count();
     let returns: f64 = demos.episodes.iter().map(|e| e.rewards.iter().map(|&r| r as f64).sum::<f64>()).sum();
@@ -100,7 +100,7 @@ pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Resul
 /// (spread over its environments as in [`evaluate_expert`]), successful or not, in the order
 /// they end (ties by environment index): observations, actions, rewards and outcome.
 pub fn record_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<Demonstrations, SimError> {
-    run_expert(env, episodes, seed, true, 0.0)
+    run_expert(env, episodes, seed, true, 0.0, None)
 }
 
 /// [`record_expert`] with the executed actions perturbed (DART, Laskey et al. 2017): every
@@ -118,7 +118,27 @@ pub fn record_expert_perturbed(
     seed: u64,
     noise_std: f32,
 ) -> Result<Demonstrations, SimError> {
-    run_expert(env, episodes, seed, true, noise_std)
+    run_expert(env, episodes, seed, true, noise_std, None)
+}
+
+/// Mixed into the seed of the visual randomization of recorded episodes (as `CameraEnv` does).
+const RECORD_VISUAL_SEED: u64 = 0x5eed_ca3e_7a5e_0001;
+
+/// [`record_expert_perturbed`] with the cameras of `render` rendering every environment after
+/// each reset and step: every episode carries, per camera, the image seen with each
+/// observation ([`Episode::images`], `[len, height, width, 3]` `u8`) and
+/// [`Demonstrations::cameras`] lists the cameras. Visual randomization is drawn anew at each
+/// episode start. Errors when a camera does not fit the scene (naming its field).
+pub fn record_expert_rendered(
+    env: &mut RapierEnv,
+    episodes: usize,
+    seed: u64,
+    noise_std: f32,
+    render: crate::camera::RenderConfig,
+) -> Result<Demonstrations, SimError> {
+    use crate::view::SceneView;
+    let mut cameras = crate::camera::Cameras::new(&env.bodies(), render, env.num_envs())?;
+    run_expert(env, episodes, seed, true, noise_std, Some(&mut cameras))
 }
 
 /// The expert loop of [`evaluate_expert`] and [`record_expert`]; stores observations and
@@ -130,6 +150,7 @@ fn run_expert(
     seed: u64,
     keep_steps: bool,
     noise_std: f32,
+    mut cameras: Option<&mut crate::camera::Cameras>,
 ) -> Result<Demonstrations, SimError> {
     let n = env.num_envs();
     let mut experts = (0..n).map(|_| scripted_expert(env.spec())).collect::<Result<Vec<_>, _>>()?;
@@ -142,14 +163,17 @@ fn run_expert(
         obs_dim: od,
         action_dim: ad,
         episodes: Vec::with_capacity(episodes),
+        cameras: match &cameras {
+            Some(c) => c
+                .images()
+                .iter()
+                .map(|i| crate::ImageSpec { name: i.name.clone(), height: i.height, width: i.width, channels: 3 })
+                .collect(),
+            None => Vec::new(),
+        },
     };
-    let empty = || Episode {
-        observations: Vec::new(),
-        actions: Vec::new(),
-        rewards: Vec::new(),
-        success: false,
-        terminated: false,
-    };
+    let num_cameras = demos.cameras.len();
+    let empty = || Episode { images: vec![Vec::new(); num_cameras], ..Episode::default() };
     let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
     let mut actions = vec![0.0f32; n * ad];
     let mut executed = vec![0.0f32; n * ad];
@@ -159,6 +183,10 @@ fn run_expert(
     let quiet_from = env.spec().config.episode_steps as usize * 9 / 10;
     let mut noise_rng = ChaCha8Rng::seed_from_u64(seed ^ 0xDA47);
     env.reset(seed);
+    if let Some(c) = cameras.as_deref_mut() {
+        c.reset(seed ^ RECORD_VISUAL_SEED);
+        c.render(&*env)?;
+    }
     for (expert, scene) in experts.iter_mut().zip(env.scenes()) {
         expert.reset(env.spec(), scene);
     }
@@ -174,6 +202,16 @@ fn run_expert(
             for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
                 ep.observations.extend_from_slice(&obs[i * od..(i + 1) * od]);
                 ep.actions.extend_from_slice(&actions[i * ad..(i + 1) * ad]);
+                if let Some(c) = cameras.as_deref() {
+                    for (store, images) in ep.images.iter_mut().zip(c.images()) {
+                        store.extend_from_slice(images.rgb_of(i));
+                    }
+                }
+            }
+        }
+        for (i, ep) in running.iter_mut().enumerate() {
+            if ep.rewards.is_empty() && ep.instruction.is_none() {
+                ep.instruction = env.instruction(i).map(str::to_string);
             }
         }
         executed.copy_from_slice(&actions);
@@ -205,6 +243,12 @@ fn run_expert(
                 demos.episodes.push(ep);
             }
             experts[i].reset(env.spec(), &env.scenes()[i]);
+            if let Some(c) = cameras.as_deref_mut() {
+                c.randomize(i);
+            }
+        }
+        if let Some(c) = cameras.as_deref_mut() {
+            c.render(&*env)?;
         }
     }
     Ok(demos)
@@ -245,6 +289,25 @@ pub fn record_task_expert_perturbed(
     noise_std: f32,
 ) -> Result<Demonstrations, SimError> {
     record_expert_perturbed(&mut task_env(name, config, num_envs.min(episodes).max(1))?, episodes, seed, noise_std)
+}
+
+/// [`record_expert_rendered`] (cameras from `render`) or, without `render`,
+/// [`record_expert_perturbed`], on `num_envs` environments of the registered rapier task
+/// `name`, with its default configuration or `config`.
+pub fn record_task_expert_rendered(
+    name: &str,
+    config: Option<&TaskConfig>,
+    num_envs: usize,
+    episodes: usize,
+    seed: u64,
+    noise_std: f32,
+    render: Option<crate::camera::RenderConfig>,
+) -> Result<Demonstrations, SimError> {
+    let mut env = task_env(name, config, num_envs.min(episodes).max(1))?;
+    match render {
+        Some(r) => record_expert_rendered(&mut env, episodes, seed, noise_std, r),
+        None => record_expert_perturbed(&mut env, episodes, seed, noise_std),
+    }
 }
 
 /// `num_envs` environments of the registered rapier task `name`.
