@@ -221,7 +221,7 @@ enum Command {
     /// Record demonstrations of a task's scripted expert into a LeRobot v3 dataset
     /// (observations, actions, rewards, success, episode boundaries, normalization statistics).
     Record {
-        /// Task with a scripted expert (reach, pick-cube, push-t).
+        /// Task with a scripted expert (reach, pick-cube, push-t, lang-cubes).
         #[arg(long)]
         task: String,
         /// Expert.
@@ -249,6 +249,10 @@ enum Command {
         /// the expert's clean actions). `train --algo sft --demos N` records with 0.05.
         #[arg(long, default_value_t = 0.0)]
         noise: f32,
+        /// Also record the task's cameras (front, and wrist on arms) at this many pixels square,
+        /// as PNG image columns `observation.images.<camera>`.
+        #[arg(long)]
+        camera: Option<usize>,
     },
     /// Demonstration datasets (LeRobot v3 layout).
     Dataset {
@@ -421,6 +425,29 @@ enum BenchCommand {
     },
     /// Images per second of the CPU camera renderer: every camera (colour and depth) of every
     /// environment of a batch of a rapier task, physics stepped (untimed) between renders.
+    /// A language-conditioned family: the scripted expert's success per variant (episodes end
+    /// on success), then env-steps/s under random actions without a camera, with the front
+    /// camera, and with front + wrist cameras.
+    Lang {
+        /// The family.
+        #[arg(long, default_value = "lang-cubes")]
+        task: String,
+        /// Expert episodes per variant (0: skip the expert figures).
+        #[arg(long, default_value_t = 10)]
+        episodes: usize,
+        /// Batch size of the throughput figures.
+        #[arg(long, default_value_t = 64)]
+        envs: usize,
+        /// Camera image side, pixels.
+        #[arg(long, default_value_t = 64)]
+        res: usize,
+        /// Batch steps timed per throughput figure.
+        #[arg(long, default_value_t = 50)]
+        steps: usize,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
     Render {
         /// Rapier task.
         #[arg(long, default_value = "pick-cube")]
@@ -679,12 +706,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("drew cameras {} of {envs} environments of {task} into {}", names.join(", "), out.display());
             Ok(())
         }
+        Command::Bench { bench: BenchCommand::Lang { task, episodes, envs, res, steps, json } } => {
+            bench_lang(&task, episodes, envs, res, steps, json)
+        }
         Command::Bench { bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json } } => {
             bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json)
         }
-        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise } => {
+        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise, camera } => {
             let req =
-                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise };
+                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise, camera };
             let s = embodia::demos::record(&req)?;
             println!(
                 "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
@@ -1026,6 +1056,43 @@ fn bench_flow(
 }
 
 #[allow(clippy::too_many_arguments)]
+fn bench_lang(task: &str, episodes: usize, envs: usize, res: usize, steps: usize, json: bool) -> anyhow::Result<()> {
+    use embodia::lang_bench::{expert_per_variant, step_rate};
+    anyhow::ensure!(envs > 0 && steps > 0, "`--envs` and `--steps` must be ≥ 1");
+    anyhow::ensure!((8..=1024).contains(&res), "invalid value for `--res`: {res} (allowed: 8..=1024)");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("bench lang: {task}, {threads} threads");
+    let mut variants = Vec::new();
+    if episodes > 0 {
+        println!("scripted expert, {episodes} episodes per variant:");
+        variants = expert_per_variant(task, episodes, 1000)?;
+        for v in &variants {
+            println!(
+                "  success={:>5.1}%  length={:>6.1}  {}{}",
+                100.0 * v.success_rate,
+                v.mean_length,
+                v.instruction,
+                if v.held_out { "  (held out)" } else { "" }
+            );
+        }
+        let mean = |held: bool| {
+            let s: Vec<f64> = variants.iter().filter(|v| v.held_out == held).map(|v| v.success_rate).collect();
+            100.0 * s.iter().sum::<f64>() / s.len().max(1) as f64
+        };
+        println!("  mean success: training variants {:.1}%, held-out variants {:.1}%", mean(false), mean(true));
+    }
+    let mut rates = Vec::new();
+    for cameras in [&[][..], &["front"][..], &["front", "wrist"][..]] {
+        let r = step_rate(task, envs, res, cameras, steps)?;
+        println!("envs={:<4} {:<22} env_steps/s={:>9.0}", r.envs, r.setting, r.env_steps_per_s);
+        rates.push(r);
+    }
+    if json {
+        println!("{}", serde_json::json!({ "variants": variants, "step_rates": rates }));
+    }
+    Ok(())
+}
+
 fn bench_render(
     task: &str,
     envs: usize,
