@@ -1081,11 +1081,22 @@ fn bench_lang(task: &str, episodes: usize, envs: usize, res: usize, steps: usize
         };
         println!("  mean success: training variants {:.1}%, held-out variants {:.1}%", mean(false), mean(true));
     }
-    let mut rates = Vec::new();
-    for cameras in [&[][..], &["front"][..], &["front", "wrist"][..]] {
-        let r = step_rate(task, envs, res, cameras, steps)?;
-        println!("envs={:<4} {:<22} env_steps/s={:>9.0}", r.envs, r.setting, r.env_steps_per_s);
-        rates.push(r);
+    // Three rounds, settings interleaved, the best of each kept: on a shared machine the
+    // slowest rounds measure the other load, not the environment.
+    let settings = [&[][..], &["front"][..], &["front", "wrist"][..]];
+    let mut rates: Vec<embodia::lang_bench::StepRate> = Vec::new();
+    for _ in 0..3 {
+        for (k, cameras) in settings.iter().enumerate() {
+            let r = step_rate(task, envs, res, cameras, steps)?;
+            match rates.get_mut(k) {
+                Some(best) if best.env_steps_per_s >= r.env_steps_per_s => {}
+                Some(best) => *best = r,
+                None => rates.push(r),
+            }
+        }
+    }
+    for r in &rates {
+        println!("envs={:<4} {:<22} env_steps/s={:>9.0} (best of 3)", r.envs, r.setting, r.env_steps_per_s);
     }
     if json {
         println!("{}", serde_json::json!({ "variants": variants, "step_rates": rates }));
