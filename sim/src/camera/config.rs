@@ -114,7 +114,8 @@ impl Default for Lighting {
 pub struct Randomization {
     /// Half-width of a uniform perturbation of every RGB channel of every body's colour.
     pub color_jitter: f32,
-    /// Whether objects (bodies under `objects/`) get a uniformly random colour instead of theirs.
+    /// Whether objects (bodies under `objects/`) get a uniformly random colour instead of theirs
+    /// (leave off for language tasks, whose instructions name the objects' colours).
     pub random_object_colors: bool,
     /// Largest angle, degrees, between the drawn and the configured light direction.
     pub light_cone_deg: f32,
