@@ -85,7 +85,11 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     write_parquet(&dir.join(TASKS_PATH), &tasks_batch(&tasks)?, &props)?;
 
     let stats_path = dir.join(STATS_PATH);
-    write_json(&stats_path, &crate::stats::to_json(&frame_stats(demos, fps, &episode_task)))?;
+    let mut stats = crate::stats::to_json(&frame_stats(demos, fps, &episode_task));
+    if let serde_json::Value::Object(map) = &mut stats {
+        map.extend(image_stats(demos));
+    }
+    write_json(&stats_path, &stats)?;
     let mut features = Info::embodia_features(od, ad);
     for c in &demos.cameras {
         features.insert(
@@ -466,6 +470,47 @@ fn frame_stats(demos: &Demonstrations, fps: f64, episode_task: &[i64]) -> BTreeM
         stats.insert(name.to_string(), scalar_stats(&values));
     }
     stats
+}
+
+/// `stats.json` entries of the image features as LeRobot computes them: per channel, over every
+/// pixel of every frame, values scaled to `[0, 1]`, each statistic shaped `[channels, 1, 1]`.
+fn image_stats(demos: &Demonstrations) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (k, cam) in demos.cameras.iter().enumerate() {
+        let c = cam.channels.max(1);
+        let (mut sum, mut sq) = (vec![0.0f64; c], vec![0.0f64; c]);
+        let (mut min, mut max) = (vec![255u8; c], vec![0u8; c]);
+        let mut frames = 0usize;
+        for ep in &demos.episodes {
+            let Some(images) = ep.images.get(k) else { continue };
+            frames += images.len() / cam.len().max(1);
+            for px in images.chunks_exact(c) {
+                for (ch, &v) in px.iter().enumerate() {
+                    let x = f64::from(v) / 255.0;
+                    sum[ch] += x;
+                    sq[ch] += x * x;
+                    min[ch] = min[ch].min(v);
+                    max[ch] = max[ch].max(v);
+                }
+            }
+        }
+        let n = (frames * cam.height * cam.width).max(1) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / n).collect();
+        let std: Vec<f64> = sq.iter().zip(&mean).map(|(q, m)| (q / n - m * m).max(0.0).sqrt()).collect();
+        let shaped = |v: Vec<f64>| serde_json::json!(v.into_iter().map(|x| vec![vec![x]]).collect::<Vec<_>>());
+        let scaled = |v: Vec<u8>| v.into_iter().map(|x| f64::from(x) / 255.0).collect::<Vec<_>>();
+        out.push((
+            format!("{}{}", column::IMAGE_PREFIX, cam.name),
+            serde_json::json!({
+                "mean": shaped(mean),
+                "std": shaped(std),
+                "min": shaped(scaled(min)),
+                "max": shaped(scaled(max)),
+                "count": [frames],
+            }),
+        ));
+    }
+    out
 }
 
 /// [`FeatureStats`] of a scalar column, `[1]` each, in f64 (exact for frame indices).

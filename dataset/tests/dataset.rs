@@ -347,6 +347,13 @@ fn instructions_and_images_round_trip() {
     assert_eq!(info.features["observation.images.front"].shape, [3, 5, 3]);
     let back = read(&dir).unwrap();
     assert_eq!(back.demonstrations, d);
+    // Image statistics as LeRobot has them: per channel, [3, 1, 1], in [0, 1].
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    let front = &stats["observation.images.front"];
+    assert_eq!(front["mean"].as_array().unwrap().len(), 3);
+    assert_eq!(front["count"], serde_json::json!([d.num_steps()]));
+    let m = front["mean"][0][0][0].as_f64().unwrap();
+    assert!(m > 0.0 && m < 1.0, "{front}");
     // Episodes without an instruction take the dataset's task; mismatched image sizes are named.
     let mut bad = d.clone();
     bad.episodes[1].images[0].pop();
