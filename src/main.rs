@@ -145,7 +145,7 @@ enum Command {
         /// Run directory.
         #[arg(long, required_unless_present = "expert", conflicts_with = "expert")]
         run: Option<PathBuf>,
-        /// Evaluate the task's scripted expert instead of a policy (reach, pick-cube, push-t).
+        /// Evaluate the task's scripted expert instead of a policy (reach, pick-cube, push-t, lang-cubes).
         #[arg(long, value_parser = ["scripted"], requires = "task")]
         expert: Option<String>,
         /// Task of the expert.
@@ -175,6 +175,10 @@ enum Command {
         /// Frames to draw with `--render`, spread evenly over the episode.
         #[arg(long, default_value_t = 6, requires = "render")]
         render_frames: usize,
+        /// Language-conditioned tasks (lang-cubes): evaluate on these variants instead of the
+        /// configured split: `train`, `held_out` (generalization) or `all`.
+        #[arg(long, value_parser = ["train", "held_out", "all"])]
+        split: Option<String>,
     },
     /// Open the rerun viewer on a run's recordings (its .rrd files).
     View {
@@ -658,9 +662,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Eval {
-            run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, ..
+            run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, split, ..
         } => {
-            eval(&run, episodes, json, stochastic)?;
+            eval(&run, episodes, json, stochastic, split.as_deref())?;
             if let Some(out) = render {
                 let (config, learner) = load_learner(&run)?;
                 embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
@@ -672,9 +676,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::View { run } => Ok(embodia::viz::view(&run)?),
-        Command::Eval { task, episodes, json, seed, render, render_frames, .. } => {
+        Command::Eval { task, episodes, json, seed, render, render_frames, split, .. } => {
             let task = task.as_deref().unwrap_or_default();
-            eval_expert(task, episodes, seed, json)?;
+            eval_expert(task, episodes, seed, json, split.as_deref())?;
             if let Some(out) = render {
                 embodia::render::render_expert_episode(task, seed, render_frames, &out)?;
                 eprintln!("drew {render_frames} frames of the expert's first episode into {}", out.display());
@@ -904,9 +908,31 @@ fn describe_eval(e: &EvalResult) -> String {
     format!("mean return {:.1} ± {:.1}, mean length {:.0}{success}", e.mean_return, e.std_return, e.mean_length)
 }
 
-fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Result<()> {
+/// `env` (or the task's default config) with the language family's split set to `split`
+/// (`train`, `held_out`, `all`); `env` unchanged without `split`.
+fn with_split(
+    task: &str,
+    env: Option<embodia::sim::TaskConfig>,
+    split: Option<&str>,
+) -> anyhow::Result<Option<embodia::sim::TaskConfig>> {
+    use embodia::sim::rapier::language::Split;
+    let Some(split) = split else { return Ok(env) };
+    let mut config = env.or_else(|| embodia::sim::task_config(task));
+    let Some(language) = config.as_mut().and_then(|c| c.command.language.as_mut()) else {
+        anyhow::bail!("`--split` needs a language-conditioned task (lang-cubes); `{task}` has no instructions");
+    };
+    language.split = match split {
+        "held_out" => Split::HeldOut,
+        "all" => Split::All,
+        _ => Split::Train,
+    };
+    Ok(config)
+}
+
+fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool, split: Option<&str>) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
-    let (config, learner) = load_learner(run)?;
+    let (mut config, learner) = load_learner(run)?;
+    config.env = with_split(&config.task, config.env.take(), split)?;
     let result = evaluate_learner(learner.as_ref(), &config, episodes, stochastic)?;
     if json {
         println!("{}", serde_json::to_string(&result)?);
@@ -922,9 +948,10 @@ fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Re
     Ok(())
 }
 
-fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool) -> anyhow::Result<()> {
+fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool, split: Option<&str>) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
-    let e = embodia::sim::rapier::expert::evaluate_task_expert(task, None, 16, episodes, seed)?;
+    let config = with_split(task, None, split)?;
+    let e = embodia::sim::rapier::expert::evaluate_task_expert(task, config.as_ref(), 16, episodes, seed)?;
     if json {
         let value = serde_json::json!({
             "task": task, "expert": "scripted", "episodes": e.episodes, "success_rate": e.success_rate,

@@ -133,4 +133,11 @@ fn record_lang_cubes_with_cameras_round_trips_instructions_and_images() {
     assert!(out.contains("camera    front 32x32x3") && out.contains("instructions "), "{out}");
     let (ok, _, err) = embodia(&dir, &["record", "--task", "lang-cubes", "--episodes", "1", "--camera", "2", "--out", "data/x"]);
     assert!(!ok && err.contains("--camera"), "{err}");
+
+    // Held-out variants are selectable for evaluation; other tasks have no split.
+    let (ok, out, err) =
+        embodia(&dir, &["eval", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "4", "--split", "held_out"]);
+    assert!(ok && out.contains("4 episodes: success"), "{out}{err}");
+    let (ok, _, err) = embodia(&dir, &["eval", "--task", "pick-cube", "--expert", "scripted", "--episodes", "1", "--split", "all"]);
+    assert!(!ok && err.contains("`--split` needs a language-conditioned task"), "{err}");
 }
