@@ -252,14 +252,17 @@ fn task_table(demos: &Demonstrations) -> (Vec<String>, Vec<i64>) {
 
 /// One camera's images, `[rows, h, w, c]`, as LeRobot's image column: a struct of the PNG
 /// `bytes` and a null `path` per frame (HF datasets' `Image` feature).
-fn image_column(images: &[u8], cam: &embodia_sim::ImageSpec) -> Result<ArrayRef, DatasetError> {
+fn image_column<'a>(
+    images: impl Iterator<Item = &'a [u8]>,
+    cam: &embodia_sim::ImageSpec,
+) -> Result<ArrayRef, DatasetError> {
     let color = match cam.channels {
         1 => png::ColorType::Grayscale,
         4 => png::ColorType::Rgba,
         _ => png::ColorType::Rgb,
     };
-    let mut encoded: Vec<Vec<u8>> = Vec::with_capacity(images.len() / cam.len().max(1));
-    for frame in images.chunks_exact(cam.len().max(1)) {
+    let mut encoded: Vec<Vec<u8>> = Vec::new();
+    for frame in images.flat_map(|episode| episode.chunks_exact(cam.len().max(1))) {
         let mut out = Vec::new();
         let mut encoder = png::Encoder::new(&mut out, cam.width as u32, cam.height as u32);
         encoder.set_color(color);
@@ -300,11 +303,7 @@ fn frame_batch(
     let mut action = Vec::with_capacity(n * demos.action_dim);
     let (mut reward, mut done, mut success, mut timestamp) = (vec![], vec![], vec![], vec![]);
     let (mut frame_index, mut episode_index, mut global_index, mut task_index) = (vec![], vec![], vec![], vec![]);
-    let mut images: Vec<Vec<u8>> = vec![Vec::new(); demos.cameras.len()];
     for (e, ep) in episodes.zip(eps) {
-        for (store, frames) in images.iter_mut().zip(&ep.images) {
-            store.extend_from_slice(frames);
-        }
         state.extend_from_slice(&ep.observations);
         action.extend_from_slice(&ep.actions);
         reward.extend_from_slice(&ep.rewards);
@@ -333,7 +332,8 @@ fn frame_batch(
         (column::INDEX, Arc::new(Int64Array::from(global_index))),
         (column::TASK_INDEX, Arc::new(Int64Array::from(task_index))),
     ];
-    for ((name, cam), frames) in image_names.iter().zip(&demos.cameras).zip(&images) {
+    for (k, (name, cam)) in image_names.iter().zip(&demos.cameras).enumerate() {
+        let frames = eps.iter().map(|ep| ep.images.get(k).map_or(&[][..], Vec::as_slice));
         columns.push((name.as_str(), image_column(frames, cam)?));
     }
     batch(columns, HashMap::new())
