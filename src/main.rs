@@ -944,6 +944,9 @@ fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool, split: Option
             learner.env_steps(),
             describe_eval(&result)
         );
+        for r in &result.per_instruction {
+            println!("  {:>3} of {:>3} successful  {}", r.successes, r.episodes, r.instruction);
+        }
     }
     Ok(())
 }
