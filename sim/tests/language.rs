@@ -27,21 +27,22 @@ fn spec(c: &TaskConfig) -> LanguageSpec {
 }
 
 #[test]
-fn family_has_24_variants_and_4_held_out() {
+fn family_has_28_variants_and_4_held_out() {
     let c = config();
     let s = spec(&c);
-    assert_eq!(s.len(), 24);
+    assert_eq!(s.len(), 28);
     assert_eq!(s.held_out.iter().filter(|h| **h).count(), LANG_CUBES_HELD_OUT.len());
-    assert_eq!(s.drawn.len(), 20);
+    assert_eq!(s.drawn.len(), 24);
     let texts: Vec<&str> = s.variants.iter().map(|v| v.instruction.as_str()).collect();
     assert!(texts.contains(&"pick up the red cube"));
     assert!(texts.contains(&"push the green cube to the left"));
     assert!(texts.contains(&"stack the blue cube on the yellow cube"));
+    assert!(texts.contains(&"put the green cube on the target"));
     // Distinct instructions.
     let mut sorted = texts.clone();
     sorted.sort();
     sorted.dedup();
-    assert_eq!(sorted.len(), 24);
+    assert_eq!(sorted.len(), 28);
 }
 
 #[test]
@@ -65,7 +66,7 @@ fn held_out_variants_are_never_drawn_in_training_and_instructions_match_the_one_
             seen[k] = true;
         }
     }
-    assert_eq!(seen.iter().filter(|s| **s).count(), 20, "every training variant is drawn");
+    assert_eq!(seen.iter().filter(|s| **s).count(), 24, "every training variant is drawn");
     // The held-out split draws only the held-out ones.
     let mut h = config();
     h.command.language.as_mut().unwrap().split = Split::HeldOut;
@@ -137,6 +138,7 @@ fn scripted_expert_solves_a_representative_subset() {
         "push the blue cube to the right",
         "stack the blue cube on the red cube",
         "stack the green cube on the yellow cube",
+        "put the red cube on the target",
     ];
     let mut failed = Vec::new();
     for (k, text) in subset.iter().enumerate() {

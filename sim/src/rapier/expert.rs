@@ -649,6 +649,8 @@ impl ScriptedExpert for LanguageExpert {
         let above = grasp + Vector::Z * (p.half_height + 0.08);
         let dir = Vector::Y * variant.direction;
         let push = variant.verb == super::language::Verb::Push;
+        // Stacking and placing both carry the cube above its target, lower it and let go.
+        let place = matches!(variant.verb, super::language::Verb::Stack | super::language::Verb::Place);
         let start = scene.focus_start();
         let low = cube.z - 0.005;
         let push_from = Vector::new(cube.x, cube.y, low) - dir * PUSH_STANDOFF;
@@ -680,12 +682,8 @@ impl ScriptedExpert for LanguageExpert {
                 if hold.length() > 0.05 {
                     self.set_phase(LangPhase::Above);
                 }
-                let goal = match variant.verb {
-                    super::language::Verb::Stack => scene.target() + hold + Vector::Z * 0.04,
-                    _ => scene.target() + hold,
-                };
-                if variant.verb == super::language::Verb::Stack
-                    && ((ee - goal).length() < 0.01 || self.pick.steps > 150)
+                let goal = if place { scene.target() + hold + Vector::Z * 0.04 } else { scene.target() + hold };
+                if place && ((ee - goal).length() < 0.01 || self.pick.steps > 150)
                 {
                     self.set_phase(LangPhase::Lower);
                 }

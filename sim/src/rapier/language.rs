@@ -12,7 +12,8 @@
 //!
 //! Variants are numbered in a fixed order ([`variants`]): every `pick` (object order), then every
 //! `push` (object-major, left then right), then every `stack` (object-major, onto every other
-//! object in order). Held-out variants ([`LanguageConfig::held_out`]) are never drawn in the
+//! object in order), then every `place` (object order; onto the target pad, a visual-only square
+//! drawn per episode on the table). Held-out variants ([`LanguageConfig::held_out`]) are never drawn in the
 //! `train` split and are the only ones drawn in the `held_out` split, to measure generalization
 //! to unseen verb/colour combinations.
 
@@ -53,6 +54,26 @@ pub struct LanguageConfig {
     pub push_distance: f32,
     /// `stack`: largest horizontal offset between the two objects' centres, m.
     pub stack_tolerance: f32,
+    /// `place`: the target pad, a visual-only square of side `2 × radius` on the table, drawn
+    /// per episode in this area and at least `clearance` from every object (see
+    /// [`PlaceTarget`]); `None` when the family has no `place` verb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<PlaceTarget>,
+}
+
+/// The target pad of the `place` verb.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaceTarget {
+    /// The pad's centre is drawn uniformly in `[x, y]` ranges, m (world frame).
+    pub area: [[f32; 2]; 2],
+    /// Half side of the pad, m; the object counts as placed when its centre is within it.
+    pub radius: f32,
+    /// Smallest distance from the pad's centre to any object's centre at reset, m (redrawn up
+    /// to 32 times, keeping the farthest draw).
+    pub clearance: f32,
+    /// RGBA colour of the pad in `[0, 1]` (for cameras and viewers).
+    pub color: [f32; 4],
 }
 
 /// What an instruction asks for.
@@ -66,6 +87,8 @@ pub enum Verb {
     Push,
     /// Put the object on top of another ("stack the red cube on the blue cube") and let go.
     Stack,
+    /// Put the object on the target pad ("put the red cube on the target") and let go.
+    Place,
 }
 
 /// One variant of a family.
@@ -111,6 +134,13 @@ pub fn variants(config: &LanguageConfig) -> Vec<Variant> {
                         });
                     }
                 }
+                Verb::Place => out.push(Variant {
+                    verb,
+                    object: i,
+                    onto: None,
+                    direction: 0.0,
+                    instruction: format!("put the {c} cube on the target"),
+                }),
                 Verb::Stack => {
                     for (j, d) in colors.iter().enumerate().filter(|&(j, _)| j != i) {
                         out.push(Variant {
@@ -168,6 +198,21 @@ impl LanguageSpec {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("`{field}.{name}` must be a positive number, got {v}"));
             }
+        }
+        match &config.place {
+            None if config.verbs.contains(&Verb::Place) => {
+                return Err(format!("`{field}.place`: the `place` verb needs a target pad"));
+            }
+            Some(p) => {
+                let ok = |v: f32| v.is_finite() && v > 0.0;
+                if !(ok(p.radius) && p.clearance.is_finite() && p.clearance >= 0.0) {
+                    return Err(format!("`{field}.place`: radius must be positive and clearance >= 0"));
+                }
+                if !p.area.iter().all(|r| r[0].is_finite() && r[1].is_finite() && r[0] <= r[1]) {
+                    return Err(format!("`{field}.place.area` must be [[x_min, x_max], [y_min, y_max]]"));
+                }
+            }
+            None => {}
         }
         let variants = variants(config);
         let mut held_out = vec![false; variants.len()];

@@ -285,6 +285,8 @@ pub struct Scene {
     focus: usize,
     /// Position of the focus object at the start of the episode, base frame, m.
     start: Vector,
+    /// Centre of the `place` target pad on the table, world frame, m (zero without one).
+    place: Vector,
     /// Generator of this environment.
     pub rng: ChaCha8Rng,
     /// Control steps taken in the current episode.
@@ -351,6 +353,7 @@ impl Scene {
             variant: 0,
             focus: 0,
             start: Vector::ZERO,
+            place: Vector::ZERO,
             rng,
             elapsed: 0,
             running_return: 0.0,
@@ -492,6 +495,31 @@ impl Scene {
         self.sample_commands(spec);
         self.command_timer = 0.0;
         self.push_timer = 0.0;
+        if let Some(p) = spec.language.as_ref().and_then(|l| l.config.place.as_ref()) {
+            let top = spec.objects.table_top;
+            let draw = |rng: &mut ChaCha8Rng| Vector::new(uniform(rng, p.area[0]), uniform(rng, p.area[1]), top);
+            let nearest = |scene: &Self, at: Vector| {
+                (0..scene.objects.len())
+                    .map(|i| {
+                        let t = scene.objects.pose(&scene.world, i).translation;
+                        (t.x - at.x).hypot(t.y - at.y)
+                    })
+                    .fold(f32::INFINITY, f32::min)
+            };
+            let mut best = draw(&mut self.rng);
+            let mut far = nearest(self, best);
+            for _ in 0..32 {
+                if far >= p.clearance {
+                    break;
+                }
+                let at = draw(&mut self.rng);
+                let d = nearest(self, at);
+                if d > far {
+                    (best, far) = (at, d);
+                }
+            }
+            self.place = best;
+        }
         if let Some(l) = &spec.language {
             let k = ((self.rng.next_u32() as u64 * l.drawn.len() as u64) >> 32) as usize;
             self.variant = l.drawn[k];
@@ -516,7 +544,16 @@ impl Scene {
                 self.object_position_of(j) + Vector::Z * up
             }
             (Verb::Stack, None) => self.start,
+            (Verb::Place, _) => {
+                let half = spec.config.scene.objects[v.object].shape.half_height();
+                self.base_pose().inverse_transform_point(self.place) + Vector::Z * half
+            }
         };
+    }
+
+    /// Centre of the `place` target pad on the table top, world frame, m (zero without one).
+    pub fn place_target(&self) -> Vector {
+        self.place
     }
 
     /// The variant of the language family drawn for the current episode (0 without one).
@@ -700,13 +737,24 @@ impl Scene {
                 let objects = &spec.config.scene.objects;
                 let (a, b) = (self.object_position(), self.object_position_of(j));
                 let up = objects[j].shape.half_height() + objects[v.object].shape.half_height();
-                let released = match (spec.gripper, &spec.config.action.gripper) {
-                    (Some(g), Some(cfg)) => (self.q[g] - cfg.closed) / (cfg.open - cfg.closed) > 0.5,
-                    _ => true,
-                };
+                let released = self.gripper_released(spec);
                 (a.x - b.x).hypot(a.y - b.y) < c.stack_tolerance && (a.z - b.z - up).abs() < 0.01 && released
             }
             (Verb::Stack, None) => false,
+            (Verb::Place, _) => {
+                let Some(p) = &c.place else { return false };
+                let at = self.objects.pose(&self.world, self.focus).translation;
+                let inside = (at.x - self.place.x).abs() <= p.radius && (at.y - self.place.y).abs() <= p.radius;
+                inside && lift < 0.01 && self.gripper_released(spec)
+            }
+        }
+    }
+
+    /// Whether the gripper is more than half open (always, without a gripper).
+    fn gripper_released(&self, spec: &SceneSpec) -> bool {
+        match (spec.gripper, &spec.config.action.gripper) {
+            (Some(g), Some(cfg)) => (self.q[g] - cfg.closed) / (cfg.open - cfg.closed) > 0.5,
+            _ => true,
         }
     }
 

@@ -410,8 +410,9 @@ pub enum SuccessTerm {
         threshold: f32,
     },
     /// The criterion of the episode's instruction (`command.language`): picked (lifted by
-    /// `lift_height`), pushed (moved `push_distance` along the direction, on the table) or
-    /// stacked (on the other object within `stack_tolerance`, the gripper open).
+    /// `lift_height`), pushed (moved `push_distance` along the direction, on the table),
+    /// stacked (on the other object within `stack_tolerance`, the gripper open) or placed (its
+    /// centre over the target pad, on the table, the gripper open).
     Instruction,
 }
 

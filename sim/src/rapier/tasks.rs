@@ -83,7 +83,7 @@ pub fn rapier_tasks() -> [RapierTask; 9] {
         RapierTask {
             info: info(
                 "lang-cubes",
-                "7-DoF arm, four coloured cubes: 24 language instructions (pick up / push left or right / stack on), held-out variants by config",
+                "7-DoF arm, four coloured cubes and a target pad: 28 language instructions (pick up / push left or right / stack on / put on the target), held-out variants by config",
                 true,
             ),
             config: lang_cubes,
@@ -609,18 +609,20 @@ pub const LANG_CUBES_HELD_OUT: [&str; 4] = [
 
 /// The language-conditioned family on the pick-cube arm and table: four 5 cm, 0.1 kg cubes
 /// (red, green, blue, yellow) drawn at least 13 cm apart in x ∈ [0.38, 0.62],
-/// y ∈ [-0.22, 0.22] m, and an instruction per episode among 24 variants ([`super::language`]):
-/// "pick up the C cube" (lifted 5 cm), "push the C cube to the left/right" (moved 8 cm along
-/// ±y, staying on the table), "stack the C cube on the D cube" (within 2 cm of D's centre line,
-/// resting on it, the gripper open). The episode ends on success, else after 8 s (400 steps at
-/// 50 Hz). Actions as pick-cube. Observations: joints, gripper opening, every cube's position,
-/// the instruction's cube relative to the end effector, the target (above the cube, beside it
-/// or on the other cube), the instruction one-hot (24) and the last action. Rewards: reaching
-/// the cube, the cube's distance to the target, and 50 on success. The `train` split (default)
-/// draws the 20 variants not in [`LANG_CUBES_HELD_OUT`]; `env.command.language.split =
-/// "held_out"` draws only those 4.
+/// y ∈ [-0.22, 0.22] m, a light grey 8 cm target pad (visual only) drawn in the same area at
+/// least 10 cm from every cube, and an instruction per episode among 28 variants
+/// ([`super::language`]): "pick up the C cube" (lifted 5 cm), "push the C cube to the
+/// left/right" (moved 8 cm along ±y, staying on the table), "stack the C cube on the D cube"
+/// (within 2 cm of D's centre line, resting on it, the gripper open), "put the C cube on the
+/// target" (its centre over the pad, on the table, the gripper open). The episode ends on
+/// success, else after 8 s (400 steps at 50 Hz). Actions as pick-cube. Observations: joints,
+/// gripper opening, every cube's position, the instruction's cube relative to the end effector,
+/// the target (above the cube, beside it, on the other cube or on the pad), the instruction
+/// one-hot (28) and the last action. Rewards: reaching the cube, the cube's distance to the
+/// target, and 50 on success. The `train` split (default) draws the 24 variants not in
+/// [`LANG_CUBES_HELD_OUT`]; `env.command.language.split = "held_out"` draws only those 4.
 pub fn lang_cubes() -> TaskConfig {
-    use super::language::{LanguageConfig, Split, Verb};
+    use super::language::{LanguageConfig, PlaceTarget, Split, Verb};
     use RewardKind::*;
     let mut c = pick_cube();
     let colors: [(&str, [f32; 4]); 4] = [
@@ -664,12 +666,18 @@ pub fn lang_cubes() -> TaskConfig {
         resample_s: 0.0,
         language: Some(LanguageConfig {
             colors: colors.iter().map(|(n, _)| n.to_string()).collect(),
-            verbs: vec![Verb::Pick, Verb::Push, Verb::Stack],
+            verbs: vec![Verb::Pick, Verb::Push, Verb::Stack, Verb::Place],
             held_out: LANG_CUBES_HELD_OUT.iter().map(|s| s.to_string()).collect(),
             split: Split::Train,
             lift_height: 0.05,
             push_distance: 0.08,
             stack_tolerance: 0.02,
+            place: Some(PlaceTarget {
+                area: [[0.38, 0.62], [-0.22, 0.22]],
+                radius: 0.04,
+                clearance: 0.1,
+                color: [0.92, 0.92, 0.92, 1.0],
+            }),
         }),
     };
     c.episode_steps = 400;
