@@ -67,10 +67,8 @@ pub fn step_rate(task: &str, envs: usize, res: usize, cameras: &[&str], steps: u
     let mut env: Box<dyn VecEnv> = if cameras.is_empty() {
         inner
     } else {
-        let config = embodia_sim::task_config(task).ok_or_else(|| embodia_sim::SimError::UnknownTask {
-            name: task.to_string(),
-            valid: Vec::new(),
-        })?;
+        let config = embodia_sim::task_config(task)
+            .ok_or_else(|| embodia_sim::SimError::UnknownTask { name: task.to_string(), valid: Vec::new() })?;
         let mut render = RenderConfig::for_task(&config, res, res);
         render.cameras.retain(|c| cameras.contains(&c.name.as_str()));
         Box::new(CameraEnv::new(inner, render)?)
@@ -91,7 +89,8 @@ pub fn step_rate(task: &str, envs: usize, res: usize, cameras: &[&str], steps: u
             timed += start.elapsed().as_secs_f64();
         }
     }
-    let setting = if cameras.is_empty() { "no camera".to_string() } else { format!("{} {res}x{res}", cameras.join("+")) };
+    let setting =
+        if cameras.is_empty() { "no camera".to_string() } else { format!("{} {res}x{res}", cameras.join("+")) };
     Ok(StepRate { setting, envs, env_steps_per_s: (steps * envs) as f64 / timed.max(1e-9) })
 }
 

@@ -683,8 +683,7 @@ impl ScriptedExpert for LanguageExpert {
                     self.set_phase(LangPhase::Above);
                 }
                 let goal = if place { scene.target() + hold + Vector::Z * 0.04 } else { scene.target() + hold };
-                if place && ((ee - goal).length() < 0.01 || self.pick.steps > 150)
-                {
+                if place && ((ee - goal).length() < 0.01 || self.pick.steps > 150) {
                     self.set_phase(LangPhase::Lower);
                 }
                 (goal, 0.3, false, 0.3)

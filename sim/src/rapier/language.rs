@@ -181,7 +181,9 @@ impl LanguageSpec {
                 config.colors.len()
             ));
         }
-        if let Some((i, c)) = config.colors.iter().enumerate().find(|(i, c)| c.is_empty() || config.colors[..*i].contains(c)) {
+        if let Some((i, c)) =
+            config.colors.iter().enumerate().find(|(i, c)| c.is_empty() || config.colors[..*i].contains(c))
+        {
             return Err(format!("`{field}.colors[{i}]`: \"{c}\" is empty or used twice"));
         }
         if config.verbs.is_empty() {

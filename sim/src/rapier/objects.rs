@@ -201,7 +201,8 @@ impl ObjectConfig {
         if !sizes.iter().all(|&v| positive(v)) {
             return Err(format!("`{field}.shape` sizes must be positive numbers"));
         }
-        for (name, v) in [("min_ee_distance", self.min_ee_distance), ("min_object_distance", self.min_object_distance)] {
+        for (name, v) in [("min_ee_distance", self.min_ee_distance), ("min_object_distance", self.min_object_distance)]
+        {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("`{field}.{name}` must be >= 0, got {v}"));
             }

@@ -106,7 +106,11 @@ impl SceneView for RapierEnv {
             let side = 2.0 * p.radius as f64;
             bodies.push(VisualBody {
                 path: "target_pad".into(),
-                shapes: vec![shape([0.0, 0.0, 0.0], Geometry::Box { size: [side, side, 2.0 * PAD_HALF_HEIGHT as f64] }, p.color)],
+                shapes: vec![shape(
+                    [0.0, 0.0, 0.0],
+                    Geometry::Box { size: [side, side, 2.0 * PAD_HALF_HEIGHT as f64] },
+                    p.color,
+                )],
                 fixed: false,
             });
         }
