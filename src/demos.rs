@@ -31,6 +31,10 @@ pub struct RecordRequest {
     /// DART perturbation of the executed actions, a fraction of the action clip (the labels
     /// stay the expert's clean actions; see `record_expert_perturbed`); 0 for none.
     pub noise: f32,
+    /// Record the task's cameras (`front`, and `wrist` where the task has an end effector) at
+    /// this square resolution, pixels, as `observation.images.<camera>` columns; `None`: no
+    /// images.
+    pub camera: Option<usize>,
 }
 
 /// What `embodia record` did.
@@ -70,14 +74,20 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
     }
     let config = crate::sim::task_config(&req.task);
     let robot_type = config.as_ref().map(|c| c.scene.robot.clone());
+    if let Some(size) = req.camera {
+        anyhow::ensure!((8..=512).contains(&size), "invalid value for `--camera`: {size} (allowed: 8 ≤ pixels ≤ 512)");
+        anyhow::ensure!(config.is_some(), "`--camera` needs a rapier task; `{}` has no scene", req.task);
+    }
+    let render = req.camera.zip(config.as_ref()).map(|(size, c)| crate::sim::camera::RenderConfig::for_task(c, size, size));
     let rec = |episodes: usize, seed: u64| {
-        crate::sim::rapier::expert::record_task_expert_perturbed(
+        crate::sim::rapier::expert::record_task_expert_rendered(
             &req.task,
             config.as_ref(),
             req.envs,
             episodes,
             seed,
             req.noise,
+            render.clone(),
         )
     };
 
@@ -116,6 +126,15 @@ pub fn info(dir: &Path) -> anyhow::Result<String> {
     let mut s = String::new();
     writeln!(s, "dataset {} (LeRobot {})", dir.display(), ds.info.codebase_version)?;
     writeln!(s, "  task      {}", d.task)?;
+    let mut instructions: Vec<&str> = d.episodes.iter().filter_map(|e| e.instruction.as_deref()).collect();
+    instructions.sort_unstable();
+    instructions.dedup();
+    if !instructions.is_empty() {
+        writeln!(s, "  instructions {} (e.g. \"{}\")", instructions.len(), instructions[0])?;
+    }
+    for c in &d.cameras {
+        writeln!(s, "  camera    {} {}x{}x{}", c.name, c.height, c.width, c.channels)?;
+    }
     if let Some(robot) = &ds.info.robot_type {
         writeln!(s, "  robot     {robot}")?;
     }

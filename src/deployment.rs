@@ -150,6 +150,7 @@ impl TaskPolicy {
     /// `episodes` recorded by [`deploy`] at `hz`, as demonstrations of this policy's task.
     pub fn demonstrations(&self, episodes: Vec<Episode>, hz: f64) -> Demonstrations {
         Demonstrations {
+            cameras: Vec::new(),
             task: self.task.clone(),
             fps: hz as f32,
             obs_dim: self.obs.len(),

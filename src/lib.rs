@@ -17,6 +17,7 @@ pub mod distill;
 pub mod export;
 pub mod mcu_bench;
 pub mod export_latency;
+pub mod lang_bench;
 pub mod plot;
 pub mod render;
 pub mod run;

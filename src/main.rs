@@ -145,7 +145,7 @@ enum Command {
         /// Run directory.
         #[arg(long, required_unless_present = "expert", conflicts_with = "expert")]
         run: Option<PathBuf>,
-        /// Evaluate the task's scripted expert instead of a policy (reach, pick-cube, push-t).
+        /// Evaluate the task's scripted expert instead of a policy (reach, pick-cube, push-t, lang-cubes).
         #[arg(long, value_parser = ["scripted"], requires = "task")]
         expert: Option<String>,
         /// Task of the expert.
@@ -175,6 +175,10 @@ enum Command {
         /// Frames to draw with `--render`, spread evenly over the episode.
         #[arg(long, default_value_t = 6, requires = "render")]
         render_frames: usize,
+        /// Language-conditioned tasks (lang-cubes): evaluate on these variants instead of the
+        /// configured split: `train`, `held_out` (generalization) or `all`.
+        #[arg(long, value_parser = ["train", "held_out", "all"])]
+        split: Option<String>,
     },
     /// Open the rerun viewer on a run's recordings (its .rrd files).
     View {
@@ -221,7 +225,7 @@ enum Command {
     /// Record demonstrations of a task's scripted expert into a LeRobot v3 dataset
     /// (observations, actions, rewards, success, episode boundaries, normalization statistics).
     Record {
-        /// Task with a scripted expert (reach, pick-cube, push-t).
+        /// Task with a scripted expert (reach, pick-cube, push-t, lang-cubes).
         #[arg(long)]
         task: String,
         /// Expert.
@@ -249,6 +253,10 @@ enum Command {
         /// the expert's clean actions). `train --algo sft --demos N` records with 0.05.
         #[arg(long, default_value_t = 0.0)]
         noise: f32,
+        /// Also record the task's cameras (front, and wrist on arms) at this many pixels square,
+        /// as PNG image columns `observation.images.<camera>`.
+        #[arg(long)]
+        camera: Option<usize>,
     },
     /// Demonstration datasets (LeRobot v3 layout).
     Dataset {
@@ -433,6 +441,29 @@ enum BenchCommand {
     },
     /// Images per second of the CPU camera renderer: every camera (colour and depth) of every
     /// environment of a batch of a rapier task, physics stepped (untimed) between renders.
+    /// A language-conditioned family: the scripted expert's success per variant (episodes end
+    /// on success), then env-steps/s under random actions without a camera, with the front
+    /// camera, and with front + wrist cameras.
+    Lang {
+        /// The family.
+        #[arg(long, default_value = "lang-cubes")]
+        task: String,
+        /// Expert episodes per variant (0: skip the expert figures).
+        #[arg(long, default_value_t = 10)]
+        episodes: usize,
+        /// Batch size of the throughput figures.
+        #[arg(long, default_value_t = 64)]
+        envs: usize,
+        /// Camera image side, pixels.
+        #[arg(long, default_value_t = 64)]
+        res: usize,
+        /// Batch steps timed per throughput figure.
+        #[arg(long, default_value_t = 50)]
+        steps: usize,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
     Render {
         /// Rapier task.
         #[arg(long, default_value = "pick-cube")]
@@ -643,9 +674,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Eval {
-            run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, ..
+            run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, split, ..
         } => {
-            eval(&run, episodes, json, stochastic)?;
+            eval(&run, episodes, json, stochastic, split.as_deref())?;
             if let Some(out) = render {
                 let (config, learner) = load_learner(&run)?;
                 embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
@@ -657,9 +688,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::View { run } => Ok(embodia::viz::view(&run)?),
-        Command::Eval { task, episodes, json, seed, render, render_frames, .. } => {
+        Command::Eval { task, episodes, json, seed, render, render_frames, split, .. } => {
             let task = task.as_deref().unwrap_or_default();
-            eval_expert(task, episodes, seed, json)?;
+            eval_expert(task, episodes, seed, json, split.as_deref())?;
             if let Some(out) = render {
                 embodia::render::render_expert_episode(task, seed, render_frames, &out)?;
                 eprintln!("drew {render_frames} frames of the expert's first episode into {}", out.display());
@@ -721,12 +752,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("drew cameras {} of {envs} environments of {task} into {}", names.join(", "), out.display());
             Ok(())
         }
+        Command::Bench { bench: BenchCommand::Lang { task, episodes, envs, res, steps, json } } => {
+            bench_lang(&task, episodes, envs, res, steps, json)
+        }
         Command::Bench { bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json } } => {
             bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json)
         }
-        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise } => {
+        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise, camera } => {
             let req =
-                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise };
+                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise, camera };
             let s = embodia::demos::record(&req)?;
             println!(
                 "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
@@ -916,9 +950,31 @@ fn describe_eval(e: &EvalResult) -> String {
     format!("mean return {:.1} ± {:.1}, mean length {:.0}{success}", e.mean_return, e.std_return, e.mean_length)
 }
 
-fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Result<()> {
+/// `env` (or the task's default config) with the language family's split set to `split`
+/// (`train`, `held_out`, `all`); `env` unchanged without `split`.
+fn with_split(
+    task: &str,
+    env: Option<embodia::sim::TaskConfig>,
+    split: Option<&str>,
+) -> anyhow::Result<Option<embodia::sim::TaskConfig>> {
+    use embodia::sim::rapier::language::Split;
+    let Some(split) = split else { return Ok(env) };
+    let mut config = env.or_else(|| embodia::sim::task_config(task));
+    let Some(language) = config.as_mut().and_then(|c| c.command.language.as_mut()) else {
+        anyhow::bail!("`--split` needs a language-conditioned task (lang-cubes); `{task}` has no instructions");
+    };
+    language.split = match split {
+        "held_out" => Split::HeldOut,
+        "all" => Split::All,
+        _ => Split::Train,
+    };
+    Ok(config)
+}
+
+fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool, split: Option<&str>) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
-    let (config, learner) = load_learner(run)?;
+    let (mut config, learner) = load_learner(run)?;
+    config.env = with_split(&config.task, config.env.take(), split)?;
     let result = evaluate_learner(learner.as_ref(), &config, episodes, stochastic)?;
     if json {
         println!("{}", serde_json::to_string(&result)?);
@@ -930,13 +986,17 @@ fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool) -> anyhow::Re
             learner.env_steps(),
             describe_eval(&result)
         );
+        for r in &result.per_instruction {
+            println!("  {:>3} of {:>3} successful  {}", r.successes, r.episodes, r.instruction);
+        }
     }
     Ok(())
 }
 
-fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool) -> anyhow::Result<()> {
+fn eval_expert(task: &str, episodes: usize, seed: u64, json: bool, split: Option<&str>) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
-    let e = embodia::sim::rapier::expert::evaluate_task_expert(task, None, 16, episodes, seed)?;
+    let config = with_split(task, None, split)?;
+    let e = embodia::sim::rapier::expert::evaluate_task_expert(task, config.as_ref(), 16, episodes, seed)?;
     if json {
         let value = serde_json::json!({
             "task": task, "expert": "scripted", "episodes": e.episodes, "success_rate": e.success_rate,
@@ -1088,6 +1148,54 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
+fn bench_lang(task: &str, episodes: usize, envs: usize, res: usize, steps: usize, json: bool) -> anyhow::Result<()> {
+    use embodia::lang_bench::{expert_per_variant, step_rate};
+    anyhow::ensure!(envs > 0 && steps > 0, "`--envs` and `--steps` must be ≥ 1");
+    anyhow::ensure!((8..=1024).contains(&res), "invalid value for `--res`: {res} (allowed: 8..=1024)");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("bench lang: {task}, {threads} threads");
+    let mut variants = Vec::new();
+    if episodes > 0 {
+        println!("scripted expert, {episodes} episodes per variant:");
+        variants = expert_per_variant(task, episodes, 1000)?;
+        for v in &variants {
+            println!(
+                "  success={:>5.1}%  length={:>6.1}  {}{}",
+                100.0 * v.success_rate,
+                v.mean_length,
+                v.instruction,
+                if v.held_out { "  (held out)" } else { "" }
+            );
+        }
+        let mean = |held: bool| {
+            let s: Vec<f64> = variants.iter().filter(|v| v.held_out == held).map(|v| v.success_rate).collect();
+            100.0 * s.iter().sum::<f64>() / s.len().max(1) as f64
+        };
+        println!("  mean success: training variants {:.1}%, held-out variants {:.1}%", mean(false), mean(true));
+    }
+    // Three rounds, settings interleaved, the best of each kept: on a shared machine the
+    // slowest rounds measure the other load, not the environment.
+    let settings = [&[][..], &["front"][..], &["front", "wrist"][..]];
+    let mut rates: Vec<embodia::lang_bench::StepRate> = Vec::new();
+    for _ in 0..3 {
+        for (k, cameras) in settings.iter().enumerate() {
+            let r = step_rate(task, envs, res, cameras, steps)?;
+            match rates.get_mut(k) {
+                Some(best) if best.env_steps_per_s >= r.env_steps_per_s => {}
+                Some(best) => *best = r,
+                None => rates.push(r),
+            }
+        }
+    }
+    for r in &rates {
+        println!("envs={:<4} {:<22} env_steps/s={:>9.0} (best of 3)", r.envs, r.setting, r.env_steps_per_s);
+    }
+    if json {
+        println!("{}", serde_json::json!({ "variants": variants, "step_rates": rates }));
+    }
+    Ok(())
+}
+
 fn bench_render(
     task: &str,
     envs: usize,

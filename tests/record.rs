@@ -82,3 +82,62 @@ fn bad_record_and_info_arguments_are_named() {
     let (ok, _, err) = embodia(&dir, &["dataset", "info", "nowhere"]);
     assert!(!ok && err.contains("nowhere/meta/info.json"), "{err}");
 }
+
+#[test]
+fn record_lang_cubes_with_cameras_round_trips_instructions_and_images() {
+    let dir = scratch("lang");
+    let args = [
+        "record", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "6", "--envs", "6", "--camera", "32", "--out",
+        "data/lang",
+    ];
+    let (ok, out, err) = embodia(&dir, &args);
+    assert!(ok, "{err}");
+    assert!(out.contains("wrote 6 episodes"), "{out}");
+    let ds = embodia::dataset::read(&dir.join("data/lang")).unwrap();
+    let d = &ds.demonstrations;
+    assert_eq!(d.task, "lang-cubes");
+    assert_eq!(d.cameras.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["front", "wrist"]);
+    let family = embodia::sim::task_config("lang-cubes").unwrap();
+    let lang = family.command.language.as_ref().unwrap();
+    let spec = embodia::sim::rapier::language::LanguageSpec::new(lang, family.scene.objects.len()).unwrap();
+    let od = d.obs_dim;
+    let at = od - spec.len() - d.action_dim;
+    for (e, ep) in d.episodes.iter().enumerate() {
+        // The instruction is one of the family's training variants, and matches the one-hot in
+        // every frame of the episode.
+        let text = ep.instruction.as_deref().expect("every episode has its instruction");
+        let k = spec.find(text).unwrap_or_else(|| panic!("episode {e}: `{text}` is not a variant"));
+        assert!(!spec.held_out[k]);
+        for t in 0..ep.len() {
+            assert_eq!(ep.observations[t * od + at + k], 1.0, "episode {e} frame {t}");
+        }
+        // Images: one [len, 32, 32, 3] buffer per camera, and the view changes over the episode.
+        assert_eq!(ep.images.len(), 2);
+        for images in &ep.images {
+            assert_eq!(images.len(), ep.len() * 32 * 32 * 3);
+        }
+        let n = 32 * 32 * 3;
+        assert_ne!(ep.images[1][..n], ep.images[1][(ep.len() - 1) * n..], "episode {e}: the wrist view moved");
+    }
+    assert_eq!(ds.info.features["observation.images.front"].dtype, "image");
+    assert_eq!(ds.info.features["observation.images.front"].shape, [32, 32, 3]);
+    let distinct: std::collections::BTreeSet<_> = d.episodes.iter().map(|e| e.instruction.clone()).collect();
+    assert_eq!(ds.info.total_tasks, distinct.len());
+
+    // Writing what was read gives back the same demonstrations.
+    embodia::dataset::save(d, &dir.join("data/copy"), &embodia::dataset::WriteOptions::default(), false).unwrap();
+    assert_eq!(&embodia::dataset::read(&dir.join("data/copy")).unwrap().demonstrations, d);
+
+    let (ok, out, err) = embodia(&dir, &["dataset", "info", "data/lang"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("camera    front 32x32x3") && out.contains("instructions "), "{out}");
+    let (ok, _, err) = embodia(&dir, &["record", "--task", "lang-cubes", "--episodes", "1", "--camera", "2", "--out", "data/x"]);
+    assert!(!ok && err.contains("--camera"), "{err}");
+
+    // Held-out variants are selectable for evaluation; other tasks have no split.
+    let (ok, out, err) =
+        embodia(&dir, &["eval", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "4", "--split", "held_out"]);
+    assert!(ok && out.contains("4 episodes: success"), "{out}{err}");
+    let (ok, _, err) = embodia(&dir, &["eval", "--task", "pick-cube", "--expert", "scripted", "--episodes", "1", "--split", "all"]);
+    assert!(!ok && err.contains("`--split` needs a language-conditioned task"), "{err}");
+}

@@ -103,6 +103,21 @@ pub struct EvalResult {
     pub success_rate: Option<f64>,
     /// Mean episode length in steps.
     pub mean_length: f64,
+    /// Language-conditioned tasks ([`VecEnv::instruction`]): per instruction, in order of
+    /// first appearance, the episodes run and how many succeeded; empty for other tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_instruction: Vec<InstructionResult>,
+}
+
+/// Success of the episodes of one instruction in an evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionResult {
+    /// The instruction.
+    pub instruction: String,
+    /// Episodes run with it.
+    pub episodes: usize,
+    /// Of those, the successful ones.
+    pub successes: usize,
 }
 
 /// Runs one episode in each environment of `env` (so `env.num_envs()` episodes), starting from
@@ -126,6 +141,8 @@ pub fn evaluate(
     let mut finished = vec![false; n];
     let mut queue = ActionQueue::new(learner, n, action_dim);
     env.reset(seed);
+    // Each environment runs one episode: the instruction it starts with is the episode's.
+    let instructions: Vec<Option<String>> = (0..n).map(|i| env.instruction(i).map(str::to_string)).collect();
     while finished.iter().any(|f| !f) {
         queue.step(learner, &env.buffers().obs, &mut actions, rng.as_mut())?;
         env.step(&actions)?;
@@ -140,6 +157,19 @@ pub fn evaluate(
             success[i] = b.success[i] > 0.0;
         }
     }
+    let mut per_instruction: Vec<InstructionResult> = Vec::new();
+    for (text, &ok) in instructions.iter().zip(&success) {
+        let Some(text) = text else { continue };
+        let k = match per_instruction.iter().position(|r| &r.instruction == text) {
+            Some(k) => k,
+            None => {
+                per_instruction.push(InstructionResult { instruction: text.clone(), episodes: 0, successes: 0 });
+                per_instruction.len() - 1
+            }
+        };
+        per_instruction[k].episodes += 1;
+        per_instruction[k].successes += usize::from(ok);
+    }
     let k = n as f64;
     let mean = returns.iter().map(|&r| r as f64).sum::<f64>() / k;
     let var = returns.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / k;
@@ -150,6 +180,7 @@ pub fn evaluate(
         std_return: var.sqrt(),
         success_rate: env.info().has_success.then(|| success.iter().filter(|&&s| s).count() as f64 / k),
         mean_length: lengths.iter().map(|&l| l as f64).sum::<f64>() / k,
+        per_instruction,
     })
 }
 

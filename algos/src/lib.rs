@@ -25,7 +25,7 @@ pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
 pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 pub use distill::{ConsistencyLoss, Distill, DistillConfig, DistillMethod};
 pub use gae::compute_gae;
-pub use learner::{ActionQueue, EvalResult, Learner, evaluate};
+pub use learner::{ActionQueue, EvalResult, InstructionResult, Learner, evaluate};
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};
 pub use noise::{ExplorationNoise, PINK_OCTAVES, PinkNoise};
 pub use normalizer::{RunningNormalizer, Standardizer};

@@ -110,3 +110,29 @@ pub(crate) fn string_lists(array: &ArrayRef) -> Result<Vec<Vec<String>>, Problem
         _ => Ok(strings(array.as_ref())?.into_iter().map(|s| vec![s]).collect()),
     }
 }
+
+/// The encoded bytes of each row of an image column (copied out): LeRobot's struct of `bytes`
+/// (binary) and `path` (string), or a plain binary column.
+pub(crate) fn image_bytes(array: &ArrayRef) -> Result<Vec<Vec<u8>>, Problem> {
+    first_null(array.as_ref())?;
+    let binary = match array.data_type() {
+        DataType::Struct(_) => match array.as_struct().column_by_name("bytes") {
+            Some(b) => b.clone(),
+            None => return Err(Problem::Column("is a struct without a `bytes` field".into())),
+        },
+        DataType::Binary | DataType::LargeBinary => array.clone(),
+        other => return Err(Problem::Column(format!("has type {other}; expected an image struct of PNG bytes"))),
+    };
+    first_null(binary.as_ref())?;
+    match binary.data_type() {
+        DataType::Binary => {
+            let b = binary.as_binary::<i32>();
+            Ok((0..b.len()).map(|i| b.value(i).to_vec()).collect())
+        }
+        DataType::LargeBinary => {
+            let b = binary.as_binary::<i64>();
+            Ok((0..b.len()).map(|i| b.value(i).to_vec()).collect())
+        }
+        other => Err(Problem::Column(format!("`bytes` has type {other}; expected binary"))),
+    }
+}

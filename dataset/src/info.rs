@@ -49,7 +49,15 @@ pub mod column {
     pub const INDEX: &str = "index";
     /// Task (row of the task table), int64.
     pub const TASK_INDEX: &str = "task_index";
+    /// Prefix of image features: `observation.images.<camera>`, `[height, width, channels]`
+    /// `u8`, stored per frame as a struct of PNG `bytes` and a null `path` (LeRobot's `image`
+    /// dtype).
+    pub const IMAGE_PREFIX: &str = "observation.images.";
 }
+
+/// `info.json` field (among [`Info::extra`]) naming the embodia task (family) of a dataset
+/// whose episodes carry their own instructions as LeRobot tasks.
+pub const EMBODIA_TASK: &str = "embodia_task";
 
 /// One feature (column) of the frame table as `info.json` declares it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

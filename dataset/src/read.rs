@@ -91,7 +91,16 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
         }
     }
 
-    let task = read_task(root)?;
+    let tasks = read_tasks(root)?;
+    // Per-episode instructions: datasets of several tasks, or ours that name the family.
+    let family = info.extra.get(crate::info::EMBODIA_TASK).and_then(|v| v.as_str()).map(str::to_string);
+    let per_episode = family.is_some() || tasks.len() > 1;
+    let task = match (&family, tasks.as_slice()) {
+        (Some(f), _) => f.clone(),
+        (None, [(_, t), ..]) => t.clone(),
+        (None, []) => unreachable!("read_tasks returns at least one task"),
+    };
+    let cameras = image_features(&info).map_err(|(field, problem)| meta(&field, problem))?;
     let episodes = read_episode_table(root)?;
     if episodes.len() != info.total_episodes {
         return Err(meta("total_episodes", format!("is {}; the episode table has {}", info.total_episodes, episodes.len())));
@@ -112,7 +121,8 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
     let mut partial: BTreeMap<i64, Partial> = BTreeMap::new();
     for &(chunk, file) in &files {
         let path = info.data_file(root, chunk, file);
-        read_frames(&path, &info, (chunk, file), &by_index, &mut partial)?;
+        let ctx = FrameContext { info: &info, tasks: per_episode.then_some(tasks.as_slice()), cameras: &cameras };
+        read_frames(&path, &ctx, (chunk, file), &by_index, &mut partial)?;
     }
 
     let mut out = Vec::with_capacity(episodes.len());
@@ -128,7 +138,7 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
         }
         out.push(p.episode);
     }
-    let demonstrations = Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out };
+    let demonstrations = Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out, cameras };
     let stats = match crate::stats::load_norm_stats(root, obs_dim, action_dim)? {
         Some(s) => s,
         None => demonstrations.norm_stats(),
@@ -136,8 +146,27 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
     Ok(Dataset { info, demonstrations, stats })
 }
 
-/// The single task of the dataset, from `meta/tasks.parquet` (or v2.1's `meta/tasks.jsonl`).
-fn read_task(root: &Path) -> Result<String, DatasetError> {
+/// Image features of `info` as cameras (`observation.images.<name>`, shape `[h, w, c]`), in
+/// name order; errors as `(field, problem)`.
+fn image_features(info: &Info) -> Result<Vec<embodia_sim::ImageSpec>, (String, String)> {
+    let mut out = Vec::new();
+    for (key, f) in info.features.iter().filter(|(_, f)| f.dtype == "image") {
+        let name = key.strip_prefix(column::IMAGE_PREFIX).unwrap_or(key);
+        match f.shape.as_slice() {
+            &[height, width, channels] if height > 0 && width > 0 && matches!(channels, 1 | 3 | 4) => {
+                out.push(embodia_sim::ImageSpec { name: name.to_string(), height, width, channels })
+            }
+            other => {
+                return Err((format!("features.{key}.shape"), format!("is {other:?}; expected [height, width, 1|3|4]")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The task table: `(task_index, task)` rows, at least one, from `meta/tasks.parquet` (or
+/// v2.1's `meta/tasks.jsonl`).
+fn read_tasks(root: &Path) -> Result<Vec<(i64, String)>, DatasetError> {
     let parquet_path = root.join(TASKS_PATH);
     let (path, tasks) = if parquet_path.exists() {
         let batches = read_parquet(&parquet_path, None)?;
@@ -149,7 +178,12 @@ fn read_task(root: &Path) -> Result<String, DatasetError> {
                 .or_else(|| b.column_by_name("__index_level_0__"))
                 .ok_or_else(|| missing_column(&parquet_path, "task"))?;
             let values = columns::string_lists(col).map_err(|p| column_error(&parquet_path, "task", p, |_| None))?;
-            tasks.extend(values.into_iter().flatten());
+            let names: Vec<String> = values.into_iter().flatten().collect();
+            let index = match b.column_by_name("task_index") {
+                Some(c) => columns::ints(c).map_err(|p| column_error(&parquet_path, "task_index", p, |_| None))?,
+                None => (tasks.len() as i64..(tasks.len() + names.len()) as i64).collect(),
+            };
+            tasks.extend(index.into_iter().zip(names));
         }
         (parquet_path, tasks)
     } else {
@@ -163,18 +197,43 @@ fn read_task(root: &Path) -> Result<String, DatasetError> {
                 field: format!("line {}: task", i + 1),
                 problem: "missing or not a string".into(),
             })?;
-            tasks.push(task.to_string());
+            let index = v.get("task_index").and_then(|t| t.as_i64()).unwrap_or(tasks.len() as i64);
+            tasks.push((index, task.to_string()));
         }
         (path, tasks)
     };
-    match tasks.as_slice() {
-        [task] => Ok(task.clone()),
-        _ => Err(DatasetError::Meta {
-            path,
-            field: "task".into(),
-            problem: format!("{} tasks; embodia reads single-task datasets", tasks.len()),
-        }),
+    if tasks.is_empty() {
+        return Err(DatasetError::Meta { path, field: "task".into(), problem: "no task".into() });
     }
+    Ok(tasks)
+}
+
+/// What [`read_frames`] needs besides the file.
+struct FrameContext<'a> {
+    info: &'a Info,
+    /// The task table, when episodes get their instruction from `task_index`.
+    tasks: Option<&'a [(i64, String)]>,
+    /// Image features to decode.
+    cameras: &'a [embodia_sim::ImageSpec],
+}
+
+/// Decodes one PNG frame of `cam`, checking its size and channels.
+fn decode_png(bytes: &[u8], cam: &embodia_sim::ImageSpec) -> Result<Vec<u8>, String> {
+    let decoder = png::Decoder::new(bytes);
+    let mut reader = decoder.read_info().map_err(|e| format!("PNG: {e}"))?;
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut buf).map_err(|e| format!("PNG: {e}"))?;
+    let channels = frame.color_type.samples();
+    if (frame.height as usize, frame.width as usize, channels) != (cam.height, cam.width, cam.channels)
+        || frame.bit_depth != png::BitDepth::Eight
+    {
+        return Err(format!(
+            "image is {}x{}x{channels} ({:?} bits); info.json declares [{}, {}, {}] u8",
+            frame.height, frame.width, frame.bit_depth, cam.height, cam.width, cam.channels
+        ));
+    }
+    buf.truncate(frame.buffer_size());
+    Ok(buf)
 }
 
 /// All rows of `meta/episodes/chunk-*/file-*.parquet`, in file order.
@@ -224,18 +283,16 @@ fn read_episode_table(root: &Path) -> Result<Vec<EpisodeMeta>, DatasetError> {
 /// Appends the frames of one data file to the episodes they belong to, checking them.
 fn read_frames(
     path: &Path,
-    info: &Info,
+    ctx: &FrameContext,
     data_file: (i64, i64),
     episodes: &HashMap<i64, &EpisodeMeta>,
     partial: &mut BTreeMap<i64, Partial>,
 ) -> Result<(), DatasetError> {
-    // Every declared low-dimensional feature must be there; embodia reads the ones it uses.
-    let declared: Vec<&str> = info
-        .features
-        .iter()
-        .filter(|(_, f)| !matches!(f.dtype.as_str(), "video" | "image"))
-        .map(|(n, _)| n.as_str())
-        .collect();
+    let info = ctx.info;
+    // Every declared low-dimensional feature must be there, and every image feature; embodia
+    // reads the ones it uses (video features are not read).
+    let declared: Vec<&str> =
+        info.features.iter().filter(|(_, f)| f.dtype != "video").map(|(n, _)| n.as_str()).collect();
     let width = |name: &str| info.features[name].width();
     for batch in read_parquet(path, Some(&declared))? {
         let col = |name: &str| batch.column_by_name(name).ok_or_else(|| missing_column(path, name));
@@ -253,6 +310,17 @@ fn read_frames(
         let done = optional(column::DONE)?.map(|c| columns::bools(c).map_err(err(column::DONE))).transpose()?;
         let success = optional(column::SUCCESS)?.map(|c| columns::bools(c).map_err(err(column::SUCCESS))).transpose()?;
         let index = optional(column::INDEX)?.map(|c| columns::ints(c).map_err(err(column::INDEX))).transpose()?;
+        let task_index = match ctx.tasks {
+            Some(_) => Some(columns::ints(col(column::TASK_INDEX)?).map_err(err(column::TASK_INDEX))?),
+            None => None,
+        };
+        let mut images = Vec::with_capacity(ctx.cameras.len());
+        for cam in ctx.cameras {
+            let name = format!("{}{}", column::IMAGE_PREFIX, cam.name);
+            let c = col(&name)?;
+            let bytes = columns::image_bytes(c).map_err(err(&name))?;
+            images.push((name, bytes));
+        }
 
         let (od, ad) = (width(column::STATE), width(column::ACTION));
         for row in 0..batch.num_rows() {
@@ -291,6 +359,23 @@ fn read_frames(
             p.episode.observations.extend_from_slice(obs);
             p.episode.actions.extend_from_slice(act);
             p.episode.rewards.push(r);
+            if let (Some(tasks), Some(ti)) = (ctx.tasks, &task_index) {
+                let Some((_, text)) = tasks.iter().find(|(k, _)| *k == ti[row]) else {
+                    return Err(fail(column::TASK_INDEX, format!("is {}, not a row of the task table", ti[row])));
+                };
+                if p.frames == 0 {
+                    p.episode.instruction = Some(text.clone());
+                } else if p.episode.instruction.as_deref() != Some(text.as_str()) {
+                    return Err(fail(column::TASK_INDEX, format!("changes within the episode at frame {}", p.frames)));
+                }
+            }
+            if p.episode.images.len() != ctx.cameras.len() {
+                p.episode.images = vec![Vec::new(); ctx.cameras.len()];
+            }
+            for ((store, (name, bytes)), cam) in p.episode.images.iter_mut().zip(&images).zip(ctx.cameras) {
+                let pixels = decode_png(&bytes[row], cam).map_err(|problem| fail(name, format!("frame {}: {problem}", p.frames)))?;
+                store.extend_from_slice(&pixels);
+            }
             // The last frame's flags are the episode's outcome.
             p.episode.terminated = done.as_ref().is_some_and(|d| d[row]);
             p.episode.success = success.as_ref().is_some_and(|s| s[row]);

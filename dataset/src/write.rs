@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
-use arrow_array::{ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_array::{
+    ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray, StructArray,
+};
+use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -46,9 +48,12 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     let (od, ad) = (demos.obs_dim, demos.action_dim);
     let fps = info_fps(demos.fps);
     let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    let (tasks, episode_task) = task_table(demos);
 
-    // Whole episodes per data file; chunk-NNN rolls over every `chunks_size` files.
-    let frame_bytes = (4 * (od + ad) + 4 + 2 + 4 + 4 * 8) as u64;
+    // Whole episodes per data file; chunk-NNN rolls over every `chunks_size` files. Images
+    // count at their raw size (PNG is smaller: a bound, not an estimate).
+    let image_bytes: usize = demos.cameras.iter().map(|c| c.len()).sum();
+    let frame_bytes = (4 * (od + ad) + 4 + 2 + 4 + 4 * 8 + image_bytes) as u64;
     let mut files: Vec<Range<usize>> = Vec::new();
     let (mut start, mut bytes) = (0, 0u64);
     for (e, ep) in demos.episodes.iter().enumerate() {
@@ -67,7 +72,7 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     for (f, range) in files.iter().enumerate() {
         let (chunk, file) = ((f / chunks) as i64, (f % chunks) as i64);
         let path = dir.join(info::format_path(DATA_PATH, chunk, file));
-        let batch = frame_batch(demos, range.clone(), index, fps)?;
+        let batch = frame_batch(demos, range.clone(), index, fps, &episode_task)?;
         write_parquet(&path, &batch, &props)?;
         for e in range.clone() {
             let len = demos.episodes[e].len() as i64;
@@ -75,18 +80,38 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
             index += len;
         }
     }
-    write_parquet(&dir.join(info::format_path(EPISODES_PATH, 0, 0)), &episode_rows.batch(&demos.task)?, &props)?;
-    write_parquet(&dir.join(TASKS_PATH), &tasks_batch(&demos.task)?, &props)?;
+    let names: Vec<&str> = episode_task.iter().map(|&t| tasks[t as usize].as_str()).collect();
+    write_parquet(&dir.join(info::format_path(EPISODES_PATH, 0, 0)), &episode_rows.batch(&names)?, &props)?;
+    write_parquet(&dir.join(TASKS_PATH), &tasks_batch(&tasks)?, &props)?;
 
     let stats_path = dir.join(STATS_PATH);
-    write_json(&stats_path, &crate::stats::to_json(&frame_stats(demos, fps)))?;
+    let mut stats = crate::stats::to_json(&frame_stats(demos, fps, &episode_task));
+    if let serde_json::Value::Object(map) = &mut stats {
+        map.extend(image_stats(demos));
+    }
+    write_json(&stats_path, &stats)?;
+    let mut features = Info::embodia_features(od, ad);
+    for c in &demos.cameras {
+        features.insert(
+            format!("{}{}", column::IMAGE_PREFIX, c.name),
+            crate::Feature {
+                dtype: "image".into(),
+                shape: vec![c.height, c.width, c.channels],
+                names: serde_json::json!(["height", "width", "channels"]),
+            },
+        );
+    }
+    let mut extra = BTreeMap::new();
+    if demos.episodes.iter().any(|e| e.instruction.is_some()) {
+        extra.insert(info::EMBODIA_TASK.to_string(), serde_json::Value::String(demos.task.clone()));
+    }
     let total_episodes = demos.episodes.len();
     let info = Info {
         codebase_version: CODEBASE_VERSION.to_string(),
         robot_type: options.robot_type.clone(),
         total_episodes,
         total_frames: demos.num_steps(),
-        total_tasks: 1,
+        total_tasks: tasks.len(),
         chunks_size: chunks,
         data_files_size_in_mb: options.data_file_bytes.div_ceil(1 << 20),
         video_files_size_in_mb: 200,
@@ -94,8 +119,8 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
         splits: BTreeMap::from([("train".to_string(), format!("0:{total_episodes}"))]),
         data_path: DATA_PATH.to_string(),
         video_path: None,
-        features: Info::embodia_features(od, ad),
-        extra: BTreeMap::new(),
+        features,
+        extra,
     };
     let value = serde_json::to_value(&info).map_err(|source| DatasetError::Json { path: dir.join(INFO_PATH), source })?;
     write_json(&dir.join(INFO_PATH), &value)?;
@@ -178,8 +203,82 @@ fn validate(demos: &Demonstrations) -> Result<(), DatasetError> {
                 return bad(format!("episode {e}: `{col}` value {i} is {}", values[i]));
             }
         }
+        if ep.images.len() != demos.cameras.len() && !(demos.cameras.is_empty() && ep.images.iter().all(Vec::is_empty)) {
+            return bad(format!("episode {e} has images of {} cameras; `cameras` lists {}", ep.images.len(), demos.cameras.len()));
+        }
+        for (c, (images, cam)) in ep.images.iter().zip(&demos.cameras).enumerate() {
+            if images.len() != n * cam.len() {
+                return bad(format!(
+                    "episode {e}: camera {c} (`{}`) has {} bytes; expected {n} steps × {}×{}×{}",
+                    cam.name,
+                    images.len(),
+                    cam.height,
+                    cam.width,
+                    cam.channels
+                ));
+            }
+        }
+    }
+    for (c, cam) in demos.cameras.iter().enumerate() {
+        if cam.is_empty() || !matches!(cam.channels, 1 | 3 | 4) || cam.name.is_empty() {
+            return bad(format!("cameras[{c}]: `{}` must be non-empty with 1, 3 or 4 channels", cam.name));
+        }
     }
     Ok(())
+}
+
+/// The task table (LeRobot tasks: instructions in the order they first appear, episodes
+/// without one under the dataset's task; the dataset's task alone when no episode has one) and
+/// each episode's row in it.
+fn task_table(demos: &Demonstrations) -> (Vec<String>, Vec<i64>) {
+    let mut tasks: Vec<String> = Vec::new();
+    let mut of_episode = Vec::with_capacity(demos.episodes.len());
+    for ep in &demos.episodes {
+        let task = ep.instruction.as_deref().unwrap_or(&demos.task);
+        let k = match tasks.iter().position(|t| t == task) {
+            Some(k) => k,
+            None => {
+                tasks.push(task.to_string());
+                tasks.len() - 1
+            }
+        };
+        of_episode.push(k as i64);
+    }
+    if tasks.is_empty() {
+        tasks.push(demos.task.clone());
+    }
+    (tasks, of_episode)
+}
+
+/// One camera's images, `[rows, h, w, c]`, as LeRobot's image column: a struct of the PNG
+/// `bytes` and a null `path` per frame (HF datasets' `Image` feature).
+fn image_column<'a>(
+    images: impl Iterator<Item = &'a [u8]>,
+    cam: &embodia_sim::ImageSpec,
+) -> Result<ArrayRef, DatasetError> {
+    let color = match cam.channels {
+        1 => png::ColorType::Grayscale,
+        4 => png::ColorType::Rgba,
+        _ => png::ColorType::Rgb,
+    };
+    let mut encoded: Vec<Vec<u8>> = Vec::new();
+    for frame in images.flat_map(|episode| episode.chunks_exact(cam.len().max(1))) {
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, cam.width as u32, cam.height as u32);
+        encoder.set_color(color);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        let fail = |e: png::EncodingError| DatasetError::InvalidDemonstrations(format!("camera `{}`: PNG: {e}", cam.name));
+        let mut writer = encoder.write_header().map_err(fail)?;
+        writer.write_image_data(frame).map_err(fail)?;
+        writer.finish().map_err(fail)?;
+        encoded.push(out);
+    }
+    let n = encoded.len();
+    let bytes: ArrayRef = Arc::new(BinaryArray::from_iter_values(encoded.iter()));
+    let path: ArrayRef = Arc::new(StringArray::from(vec![None::<&str>; n]));
+    let fields = Fields::from(vec![Field::new("bytes", DataType::Binary, true), Field::new("path", DataType::Utf8, true)]);
+    Ok(Arc::new(StructArray::new(fields, vec![bytes, path], None)))
 }
 
 /// The rate written into `info.json`: LeRobot's `fps` is an integer, and a control rate
@@ -191,13 +290,19 @@ fn info_fps(fps: f32) -> f64 {
 }
 
 /// The frame rows of `episodes`, the first with dataset index `index`; timestamps at `fps`.
-fn frame_batch(demos: &Demonstrations, episodes: Range<usize>, mut index: i64, fps: f64) -> Result<RecordBatch, DatasetError> {
+fn frame_batch(
+    demos: &Demonstrations,
+    episodes: Range<usize>,
+    mut index: i64,
+    fps: f64,
+    episode_task: &[i64],
+) -> Result<RecordBatch, DatasetError> {
     let eps = &demos.episodes[episodes.clone()];
     let n: usize = eps.iter().map(|e| e.len()).sum();
     let mut state = Vec::with_capacity(n * demos.obs_dim);
     let mut action = Vec::with_capacity(n * demos.action_dim);
     let (mut reward, mut done, mut success, mut timestamp) = (vec![], vec![], vec![], vec![]);
-    let (mut frame_index, mut episode_index, mut global_index) = (vec![], vec![], vec![]);
+    let (mut frame_index, mut episode_index, mut global_index, mut task_index) = (vec![], vec![], vec![], vec![]);
     for (e, ep) in episodes.zip(eps) {
         state.extend_from_slice(&ep.observations);
         action.extend_from_slice(&ep.actions);
@@ -210,10 +315,12 @@ fn frame_batch(demos: &Demonstrations, episodes: Range<usize>, mut index: i64, f
             frame_index.push(t as i64);
             episode_index.push(e as i64);
             global_index.push(index);
+            task_index.push(episode_task[e]);
             index += 1;
         }
     }
-    let columns: Vec<(&str, ArrayRef)> = vec![
+    let image_names: Vec<String> = demos.cameras.iter().map(|c| format!("{}{}", column::IMAGE_PREFIX, c.name)).collect();
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
         (column::STATE, fixed_size_list(state, demos.obs_dim)),
         (column::ACTION, fixed_size_list(action, demos.action_dim)),
         (column::REWARD, Arc::new(Float32Array::from(reward))),
@@ -223,8 +330,12 @@ fn frame_batch(demos: &Demonstrations, episodes: Range<usize>, mut index: i64, f
         (column::FRAME_INDEX, Arc::new(Int64Array::from(frame_index))),
         (column::EPISODE_INDEX, Arc::new(Int64Array::from(episode_index))),
         (column::INDEX, Arc::new(Int64Array::from(global_index))),
-        (column::TASK_INDEX, Arc::new(Int64Array::from(vec![0i64; n]))),
+        (column::TASK_INDEX, Arc::new(Int64Array::from(task_index))),
     ];
+    for (k, (name, cam)) in image_names.iter().zip(&demos.cameras).enumerate() {
+        let frames = eps.iter().map(|ep| ep.images.get(k).map_or(&[][..], Vec::as_slice));
+        columns.push((name.as_str(), image_column(frames, cam)?));
+    }
     batch(columns, HashMap::new())
 }
 
@@ -255,11 +366,12 @@ impl EpisodeRows {
         self.to.push(from + length);
     }
 
-    fn batch(self, task: &str) -> Result<RecordBatch, DatasetError> {
+    /// The table, `task[i]` being the task of the `i`-th episode written.
+    fn batch(self, task: &[&str]) -> Result<RecordBatch, DatasetError> {
         let n = self.episode_index.len();
         let mut tasks = ListBuilder::new(StringBuilder::new());
-        for _ in 0..n {
-            tasks.values().append_value(task);
+        for t in task.iter().take(n) {
+            tasks.values().append_value(t);
             tasks.append(true);
         }
         let ints = |v: Vec<i64>| -> ArrayRef { Arc::new(Int64Array::from(v)) };
@@ -280,7 +392,7 @@ impl EpisodeRows {
 
 /// The task table as pandas writes LeRobot's `DataFrame({"task_index": ..}, index=Index(tasks,
 /// name="task"))`: the pandas metadata makes `task` the frame's index again on reading.
-fn tasks_batch(task: &str) -> Result<RecordBatch, DatasetError> {
+fn tasks_batch(tasks: &[String]) -> Result<RecordBatch, DatasetError> {
     let pandas = serde_json::json!({
         "index_columns": ["task"],
         "column_indexes": [{"name": null, "field_name": null, "pandas_type": "unicode", "numpy_type": "object", "metadata": {"encoding": "UTF-8"}}],
@@ -292,7 +404,10 @@ fn tasks_batch(task: &str) -> Result<RecordBatch, DatasetError> {
         "pandas_version": "2.2.3",
     });
     let columns: Vec<(&str, ArrayRef)> =
-        vec![("task_index", Arc::new(Int64Array::from(vec![0i64]))), ("task", Arc::new(StringArray::from(vec![task])))];
+        vec![
+            ("task_index", Arc::new(Int64Array::from((0..tasks.len() as i64).collect::<Vec<_>>()))),
+            ("task", Arc::new(StringArray::from(tasks.to_vec()))),
+        ];
     batch(columns, HashMap::from([("pandas".to_string(), pandas.to_string())]))
 }
 
@@ -324,12 +439,14 @@ fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), DatasetError
 
 /// `stats.json` entries: observation and action per dimension, and the numeric scalar
 /// columns (LeRobot computes them for every non-string feature).
-fn frame_stats(demos: &Demonstrations, fps: f64) -> BTreeMap<String, FeatureStats> {
+fn frame_stats(demos: &Demonstrations, fps: f64, episode_task: &[i64]) -> BTreeMap<String, FeatureStats> {
     let norm = demos.norm_stats();
     let mut index = 0.0;
     let (mut reward, mut timestamp, mut frame, mut episode, mut global) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut task = Vec::new();
     for (e, ep) in demos.episodes.iter().enumerate() {
         for (t, &r) in ep.rewards.iter().enumerate() {
+            task.push(episode_task[e] as f64);
             reward.push(f64::from(r));
             timestamp.push(f64::from((t as f64 / fps) as f32));
             frame.push(t as f64);
@@ -338,7 +455,6 @@ fn frame_stats(demos: &Demonstrations, fps: f64) -> BTreeMap<String, FeatureStat
             index += 1.0;
         }
     }
-    let task = vec![0.0; global.len()];
     let mut stats = BTreeMap::from([
         (column::STATE.to_string(), norm.observation),
         (column::ACTION.to_string(), norm.action),
@@ -354,6 +470,47 @@ fn frame_stats(demos: &Demonstrations, fps: f64) -> BTreeMap<String, FeatureStat
         stats.insert(name.to_string(), scalar_stats(&values));
     }
     stats
+}
+
+/// `stats.json` entries of the image features as LeRobot computes them: per channel, over every
+/// pixel of every frame, values scaled to `[0, 1]`, each statistic shaped `[channels, 1, 1]`.
+fn image_stats(demos: &Demonstrations) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (k, cam) in demos.cameras.iter().enumerate() {
+        let c = cam.channels.max(1);
+        let (mut sum, mut sq) = (vec![0.0f64; c], vec![0.0f64; c]);
+        let (mut min, mut max) = (vec![255u8; c], vec![0u8; c]);
+        let mut frames = 0usize;
+        for ep in &demos.episodes {
+            let Some(images) = ep.images.get(k) else { continue };
+            frames += images.len() / cam.len().max(1);
+            for px in images.chunks_exact(c) {
+                for (ch, &v) in px.iter().enumerate() {
+                    let x = f64::from(v) / 255.0;
+                    sum[ch] += x;
+                    sq[ch] += x * x;
+                    min[ch] = min[ch].min(v);
+                    max[ch] = max[ch].max(v);
+                }
+            }
+        }
+        let n = (frames * cam.height * cam.width).max(1) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / n).collect();
+        let std: Vec<f64> = sq.iter().zip(&mean).map(|(q, m)| (q / n - m * m).max(0.0).sqrt()).collect();
+        let shaped = |v: Vec<f64>| serde_json::json!(v.into_iter().map(|x| vec![vec![x]]).collect::<Vec<_>>());
+        let scaled = |v: Vec<u8>| v.into_iter().map(|x| f64::from(x) / 255.0).collect::<Vec<_>>();
+        out.push((
+            format!("{}{}", column::IMAGE_PREFIX, cam.name),
+            serde_json::json!({
+                "mean": shaped(mean),
+                "std": shaped(std),
+                "min": shaped(scaled(min)),
+                "max": shaped(scaled(max)),
+                "count": [frames],
+            }),
+        ));
+    }
+    out
 }
 
 /// [`FeatureStats`] of a scalar column, `[1]` each, in f64 (exact for frame indices).

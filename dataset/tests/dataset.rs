@@ -32,10 +32,11 @@ fn synthetic(n: usize) -> Demonstrations {
                 rewards: (0..len).map(|i| v(3, i)).collect(),
                 success: e % 2 == 0,
                 terminated: e % 3 != 1,
+                ..Episode::default()
             }
         })
         .collect();
-    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes }
+    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes, cameras: Vec::new() }
 }
 
 fn written(name: &str, demos: &Demonstrations) -> PathBuf {
@@ -328,4 +329,35 @@ fn demonstrations_that_cannot_be_stored_are_refused() {
     );
     let empty = Demonstrations { episodes: vec![], ..synthetic(0) };
     assert!(write(&empty, &dir, &WriteOptions::default()).unwrap_err().to_string().contains("no episodes"));
+}
+
+#[test]
+fn instructions_and_images_round_trip() {
+    let mut d = synthetic(4);
+    let cam = embodia_sim::ImageSpec { name: "front".into(), height: 3, width: 5, channels: 3 };
+    d.cameras = vec![cam.clone()];
+    for (e, ep) in d.episodes.iter_mut().enumerate() {
+        ep.instruction = Some(["pick up the red cube", "push the blue cube to the left"][e % 2].to_string());
+        ep.images = vec![(0..ep.len() * cam.len()).map(|i| (i * 7 + e * 31) as u8).collect()];
+    }
+    let dir = std::env::temp_dir().join(format!("embodia-ds-lang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let info = save(&d, &dir, &WriteOptions::default(), false).unwrap();
+    assert_eq!(info.total_tasks, 2);
+    assert_eq!(info.features["observation.images.front"].shape, [3, 5, 3]);
+    let back = read(&dir).unwrap();
+    assert_eq!(back.demonstrations, d);
+    // Image statistics as LeRobot has them: per channel, [3, 1, 1], in [0, 1].
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    let front = &stats["observation.images.front"];
+    assert_eq!(front["mean"].as_array().unwrap().len(), 3);
+    assert_eq!(front["count"], serde_json::json!([d.num_steps()]));
+    let m = front["mean"][0][0][0].as_f64().unwrap();
+    assert!(m > 0.0 && m < 1.0, "{front}");
+    // Episodes without an instruction take the dataset's task; mismatched image sizes are named.
+    let mut bad = d.clone();
+    bad.episodes[1].images[0].pop();
+    let e = save(&bad, &dir, &WriteOptions::default(), true).unwrap_err().to_string();
+    assert!(e.contains("episode 1") && e.contains("front"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,13 @@ pub struct Episode {
     pub success: bool,
     /// Whether the episode ended in a terminal state (false: cut by the time limit).
     pub terminated: bool,
+    /// The episode's language instruction (its LeRobot task string), e.g. `"pick up the red
+    /// cube"`; `None` when the episode's task is the dataset's [`Demonstrations::task`].
+    pub instruction: Option<String>,
+    /// Camera images, one buffer per camera of [`Demonstrations::cameras`] (same order), each
+    /// `[len, height, width, channels]` `u8`, step `t` seen when observation `t` was taken;
+    /// empty without cameras.
+    pub images: Vec<Vec<u8>>,
 }
 
 impl Episode {
@@ -42,6 +49,8 @@ pub struct Demonstrations {
     pub action_dim: usize,
     /// The episodes, in recording order.
     pub episodes: Vec<Episode>,
+    /// Cameras whose images every episode carries ([`Episode::images`]); empty for none.
+    pub cameras: Vec<crate::ImageSpec>,
 }
 
 impl Demonstrations {
@@ -139,6 +148,7 @@ mod tests {
             rewards: vec![0.0; act.len()],
             success: true,
             terminated: true,
+            ..Episode::default()
         };
         let demos = Demonstrations {
             task: "t".into(),
@@ -146,6 +156,7 @@ mod tests {
             obs_dim: 2,
             action_dim: 1,
             episodes: vec![ep(&[1.0, 10.0, 3.0, 10.0], &[0.5, -0.5]), ep(&[5.0, 40.0], &[2.0])],
+            cameras: Vec::new(),
         };
         let s = demos.norm_stats();
         assert_eq!(s.observation.count, 3);

@@ -26,8 +26,34 @@ impl BoxSpace {
     }
 }
 
-/// What one environment observes. Vector observations today; images and language tokens
-/// are added as further optional fields when tasks have them.
+/// One camera's images as the contract exposes them: [`VecEnv::image`] returns
+/// `[num_envs, height, width, channels]` `u8` values for it, row-major (RGB for 3 channels).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ImageSpec {
+    /// Camera name, e.g. `front` or `wrist`.
+    pub name: String,
+    /// Image height, pixels.
+    pub height: usize,
+    /// Image width, pixels.
+    pub width: usize,
+    /// Values per pixel (3: RGB).
+    pub channels: usize,
+}
+
+impl ImageSpec {
+    /// Values of one environment's image, `height × width × channels`.
+    pub fn len(&self) -> usize {
+        self.height * self.width * self.channels
+    }
+
+    /// Whether an image holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What one environment observes: a flat vector, optionally a separate critic vector, and the
+/// images of any cameras (language instructions come from [`VecEnv::instruction`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObsSpec {
     /// Flat proprioceptive/state observation the policy acts on, `[dim]`.
@@ -35,12 +61,15 @@ pub struct ObsSpec {
     /// Privileged observation for a critic (asymmetric actor-critic), `[critic_dim]`; `None`
     /// when the critic sees what the policy sees.
     pub critic: Option<BoxSpace>,
+    /// Cameras whose `u8` images [`VecEnv::image`] returns, in camera order; empty for
+    /// environments without cameras.
+    pub images: Vec<ImageSpec>,
 }
 
 impl ObsSpec {
-    /// A policy observation with no separate critic observation.
+    /// A policy observation with no separate critic observation and no images.
     pub fn vector(vector: BoxSpace) -> Self {
-        Self { vector, critic: None }
+        Self { vector, critic: None, images: Vec::new() }
     }
 }
 
@@ -183,6 +212,21 @@ pub trait VecEnv: Send {
     /// absolute targets of observed quantities.
     fn action_states(&self) -> Vec<Option<ActionState>> {
         Vec::new()
+    }
+    /// Images of camera `camera` (an index into [`ObsSpec::images`]) after the last
+    /// `reset`/`step`, `[num_envs, height, width, channels]` `u8`, rendered from the state
+    /// `buffers().obs` describes; `None` when there is no such camera (the default: no
+    /// cameras).
+    fn image(&self, camera: usize) -> Option<&[u8]> {
+        let _ = camera;
+        None
+    }
+    /// The language instruction environment `env` is following in its current episode (the
+    /// one `buffers().obs[env]` belongs to), e.g. `"pick up the red cube"`; `None` for tasks
+    /// without instructions (the default) or an index out of range.
+    fn instruction(&self, env: usize) -> Option<&str> {
+        let _ = env;
+        None
     }
 }
 

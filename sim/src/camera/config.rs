@@ -114,7 +114,8 @@ impl Default for Lighting {
 pub struct Randomization {
     /// Half-width of a uniform perturbation of every RGB channel of every body's colour.
     pub color_jitter: f32,
-    /// Whether objects (bodies under `objects/`) get a uniformly random colour instead of theirs.
+    /// Whether objects (bodies under `objects/`) get a uniformly random colour instead of theirs
+    /// (leave off for language tasks, whose instructions name the objects' colours).
     pub random_object_colors: bool,
     /// Largest angle, degrees, between the drawn and the configured light direction.
     pub light_cone_deg: f32,
@@ -172,7 +173,8 @@ pub struct RenderConfig {
 
 impl RenderConfig {
     /// Cameras for a rapier task at `width × height`: `front`, fixed, looking at the table
-    /// (or the robot's base) from the front and above, and, where the task names an end
+    /// (or the robot's base) from the front and above (for language tasks, at the area their
+    /// objects are drawn in, closer), and, where the task names an end
     /// effector, `wrist`, on it, looking along its approach axis. Distractors, when enabled, stand
     /// on the table.
     pub fn for_task(task: &TaskConfig, width: usize, height: usize) -> Self {
@@ -183,7 +185,7 @@ impl RenderConfig {
         };
         let reach = half[0].max(half[1]);
         let eye = [center[0] + 1.1 * reach + 0.2, center[1], center[2] + 0.9 * reach + 0.2];
-        let mut cameras = vec![CameraConfig {
+        let mut front = CameraConfig {
             name: "front".into(),
             width,
             height,
@@ -191,7 +193,24 @@ impl RenderConfig {
             mount: Mount::LookAt { eye, target: [center[0] - 0.2 * reach, center[1], center[2] + 0.05] },
             near: 0.02,
             far: 6.0,
-        }];
+        };
+        if task.command.language.is_some() && !scene.objects.is_empty() {
+            // Language tasks are about which object is which: frame the area the objects are
+            // drawn in (from the front and above, 40° field of view) so that they are larger.
+            let (mut lo, mut hi) = ([f32::INFINITY; 2], [f32::NEG_INFINITY; 2]);
+            for o in &scene.objects {
+                (lo[0], hi[0]) = (lo[0].min(o.x[0]), hi[0].max(o.x[1]));
+                (lo[1], hi[1]) = (lo[1].min(o.y[0]), hi[1].max(o.y[1]));
+            }
+            let mid = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
+            let extent = ((hi[0] - lo[0]).max(hi[1] - lo[1])) / 2.0 + 0.08;
+            front.lens = Lens::Fov { vertical_deg: 40.0 };
+            front.mount = Mount::LookAt {
+                eye: [mid[0] + 1.5 * extent + 0.1, mid[1], surface + 1.2 * extent + 0.15],
+                target: [mid[0] - 0.05, mid[1], surface],
+            };
+        }
+        let mut cameras = vec![front];
         if let Some(ee) = &scene.end_effector {
             // Behind the end effector, off its approach axis and tilted back towards it, so the
             // jaws and what lies between them stay in view. The SO-101's gripper frame

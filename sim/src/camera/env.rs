@@ -28,6 +28,8 @@ const VISUAL_SEED: u64 = 0x5eed_ca3e_7a5e_0001;
 pub struct CameraEnv {
     inner: Box<dyn VecEnv>,
     cameras: Cameras,
+    /// The wrapped environment's spec with the cameras' images added.
+    obs_spec: ObsSpec,
 }
 
 impl CameraEnv {
@@ -41,7 +43,14 @@ impl CameraEnv {
             )));
         };
         let cameras = Cameras::new(&view.bodies(), config, inner.num_envs())?;
-        let mut env = Self { inner, cameras };
+        let mut obs_spec = inner.obs_spec().clone();
+        obs_spec.images = cameras
+            .config()
+            .cameras
+            .iter()
+            .map(|c| crate::ImageSpec { name: c.name.clone(), height: c.height, width: c.width, channels: 3 })
+            .collect();
+        let mut env = Self { inner, cameras, obs_spec };
         env.inner.reset(0);
         env.cameras.reset(VISUAL_SEED);
         env.render()?;
@@ -78,8 +87,17 @@ impl VecEnv for CameraEnv {
         self.inner.num_envs()
     }
 
+    /// The wrapped environment's spec, with one [`crate::ImageSpec`] per camera (RGB).
     fn obs_spec(&self) -> &ObsSpec {
-        self.inner.obs_spec()
+        &self.obs_spec
+    }
+
+    fn image(&self, camera: usize) -> Option<&[u8]> {
+        self.cameras.images().get(camera).map(|i| i.rgb.as_slice())
+    }
+
+    fn instruction(&self, env: usize) -> Option<&str> {
+        self.inner.instruction(env)
     }
 
     fn action_spec(&self) -> &ActionSpec {
@@ -126,5 +144,9 @@ impl VecEnv for CameraEnv {
 
     fn scene_view(&self) -> Option<&dyn crate::view::SceneView> {
         self.inner.scene_view()
+    }
+
+    fn action_states(&self) -> Vec<Option<crate::ActionState>> {
+        self.inner.action_states()
     }
 }

@@ -62,6 +62,7 @@ impl RapierEnv {
             obs_spec: ObsSpec {
                 vector: BoxSpace::uniform(spec.obs_dim, f32::NEG_INFINITY, f32::INFINITY),
                 critic: critic.then(|| BoxSpace::uniform(spec.critic_dim, f32::NEG_INFINITY, f32::INFINITY)),
+                images: Vec::new(),
             },
             action_spec: ActionSpec { bounds: BoxSpace::uniform(spec.num_actions(), -clip, clip) },
             buffers,
@@ -117,6 +118,10 @@ impl VecEnv for RapierEnv {
 
     fn info(&self) -> &TaskInfo {
         &self.info
+    }
+
+    fn instruction(&self, env: usize) -> Option<&str> {
+        self.scenes.get(env)?.instruction(&self.spec)
     }
 
     fn num_envs(&self) -> usize {

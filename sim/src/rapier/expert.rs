@@ -5,6 +5,9 @@
 //!   ([`super::kinematics::Ik`]), action = `(q* − default) / scale`;
 //! - pick-cube: a phase machine over IK targets with a top-down orientation (above the cube →
 //!   descend → close → carry to the target → hold), re-grasping when the cube drops;
+//! - language families ([`super::language`]): the pick expert's approach and grasp, then per
+//!   verb a lift, a push along the table with the closed gripper, or a carry onto the other
+//!   cube, a release and a retreat;
 //! - push-t: a pushing planner that picks a contact point on the T's boundary and a push
 //!   direction scoring translation and rotation towards the goal, moves around the block to a
 //!   pre-contact point, and pushes.
@@ -42,6 +45,12 @@ pub fn scripted_expert(spec: &SceneSpec) -> Result<Box<dyn ScriptedExpert>, SimE
     let none = |why: &str| SimError::InvalidTask(format!("no scripted expert for this task: {why}"));
     match c.success {
         SuccessTerm::EeNearTarget { .. } if spec.end_effector.is_some() => Ok(Box::new(ReachExpert::new(spec))),
+        SuccessTerm::Instruction => {
+            if spec.gripper.is_none() || spec.end_effector.is_none() || spec.language.is_none() {
+                return Err(none("instructions need `env.command.language`, a gripper and an end effector"));
+            }
+            Ok(Box::new(LanguageExpert::new(spec)))
+        }
         SuccessTerm::ObjectAtGoal { .. } => {
             if spec.gripper.is_none() || spec.end_effector.is_none() {
                 return Err(none("picking needs `env.action.gripper` and `env.scene.end_effector`"));
@@ -75,7 +84,7 @@ pub struct ExpertEval {
 /// evenly over its environments (environment `i` runs `episodes / n` episodes, one more for
 /// the first `episodes % n`), and reports the success rate and mean return.
 pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<ExpertEval, SimError> {
-    let demos = run_expert(env, episodes, seed, false, 0.0)?;
+    let demos = run_expert(env, episodes, seed, false, 0.0, None)?;
     let k = episodes.max(1) as f64;
     let successes = demos.episodes.iter().filter(|e| e.success).count();
     let returns: f64 = demos.episodes.iter().map(|e| e.rewards.iter().map(|&r| r as f64).sum::<f64>()).sum();
@@ -91,7 +100,7 @@ pub fn evaluate_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Resul
 /// (spread over its environments as in [`evaluate_expert`]), successful or not, in the order
 /// they end (ties by environment index): observations, actions, rewards and outcome.
 pub fn record_expert(env: &mut RapierEnv, episodes: usize, seed: u64) -> Result<Demonstrations, SimError> {
-    run_expert(env, episodes, seed, true, 0.0)
+    run_expert(env, episodes, seed, true, 0.0, None)
 }
 
 /// [`record_expert`] with the executed actions perturbed (DART, Laskey et al. 2017): every
@@ -109,7 +118,27 @@ pub fn record_expert_perturbed(
     seed: u64,
     noise_std: f32,
 ) -> Result<Demonstrations, SimError> {
-    run_expert(env, episodes, seed, true, noise_std)
+    run_expert(env, episodes, seed, true, noise_std, None)
+}
+
+/// Mixed into the seed of the visual randomization of recorded episodes (as `CameraEnv` does).
+const RECORD_VISUAL_SEED: u64 = 0x5eed_ca3e_7a5e_0001;
+
+/// [`record_expert_perturbed`] with the cameras of `render` rendering every environment after
+/// each reset and step: every episode carries, per camera, the image seen with each
+/// observation ([`Episode::images`], `[len, height, width, 3]` `u8`) and
+/// [`Demonstrations::cameras`] lists the cameras. Visual randomization is drawn anew at each
+/// episode start. Errors when a camera does not fit the scene (naming its field).
+pub fn record_expert_rendered(
+    env: &mut RapierEnv,
+    episodes: usize,
+    seed: u64,
+    noise_std: f32,
+    render: crate::camera::RenderConfig,
+) -> Result<Demonstrations, SimError> {
+    use crate::view::SceneView;
+    let mut cameras = crate::camera::Cameras::new(&env.bodies(), render, env.num_envs())?;
+    run_expert(env, episodes, seed, true, noise_std, Some(&mut cameras))
 }
 
 /// The expert loop of [`evaluate_expert`] and [`record_expert`]; stores observations and
@@ -121,6 +150,7 @@ fn run_expert(
     seed: u64,
     keep_steps: bool,
     noise_std: f32,
+    mut cameras: Option<&mut crate::camera::Cameras>,
 ) -> Result<Demonstrations, SimError> {
     let n = env.num_envs();
     let mut experts = (0..n).map(|_| scripted_expert(env.spec())).collect::<Result<Vec<_>, _>>()?;
@@ -133,14 +163,17 @@ fn run_expert(
         obs_dim: od,
         action_dim: ad,
         episodes: Vec::with_capacity(episodes),
+        cameras: match &cameras {
+            Some(c) => c
+                .images()
+                .iter()
+                .map(|i| crate::ImageSpec { name: i.name.clone(), height: i.height, width: i.width, channels: 3 })
+                .collect(),
+            None => Vec::new(),
+        },
     };
-    let empty = || Episode {
-        observations: Vec::new(),
-        actions: Vec::new(),
-        rewards: Vec::new(),
-        success: false,
-        terminated: false,
-    };
+    let num_cameras = demos.cameras.len();
+    let empty = || Episode { images: vec![Vec::new(); num_cameras], ..Episode::default() };
     let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
     let mut actions = vec![0.0f32; n * ad];
     let mut executed = vec![0.0f32; n * ad];
@@ -150,6 +183,10 @@ fn run_expert(
     let quiet_from = env.spec().config.episode_steps as usize * 9 / 10;
     let mut noise_rng = ChaCha8Rng::seed_from_u64(seed ^ 0xDA47);
     env.reset(seed);
+    if let Some(c) = cameras.as_deref_mut() {
+        c.reset(seed ^ RECORD_VISUAL_SEED);
+        c.render(&*env)?;
+    }
     for (expert, scene) in experts.iter_mut().zip(env.scenes()) {
         expert.reset(env.spec(), scene);
     }
@@ -165,6 +202,16 @@ fn run_expert(
             for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
                 ep.observations.extend_from_slice(&obs[i * od..(i + 1) * od]);
                 ep.actions.extend_from_slice(&actions[i * ad..(i + 1) * ad]);
+                if let Some(c) = cameras.as_deref() {
+                    for (store, images) in ep.images.iter_mut().zip(c.images()) {
+                        store.extend_from_slice(images.rgb_of(i));
+                    }
+                }
+            }
+        }
+        for (i, ep) in running.iter_mut().enumerate() {
+            if ep.rewards.is_empty() && ep.instruction.is_none() {
+                ep.instruction = env.instruction(i).map(str::to_string);
             }
         }
         executed.copy_from_slice(&actions);
@@ -196,6 +243,12 @@ fn run_expert(
                 demos.episodes.push(ep);
             }
             experts[i].reset(env.spec(), &env.scenes()[i]);
+            if let Some(c) = cameras.as_deref_mut() {
+                c.randomize(i);
+            }
+        }
+        if let Some(c) = cameras.as_deref_mut() {
+            c.render(&*env)?;
         }
     }
     Ok(demos)
@@ -236,6 +289,25 @@ pub fn record_task_expert_perturbed(
     noise_std: f32,
 ) -> Result<Demonstrations, SimError> {
     record_expert_perturbed(&mut task_env(name, config, num_envs.min(episodes).max(1))?, episodes, seed, noise_std)
+}
+
+/// [`record_expert_rendered`] (cameras from `render`) or, without `render`,
+/// [`record_expert_perturbed`], on `num_envs` environments of the registered rapier task
+/// `name`, with its default configuration or `config`.
+pub fn record_task_expert_rendered(
+    name: &str,
+    config: Option<&TaskConfig>,
+    num_envs: usize,
+    episodes: usize,
+    seed: u64,
+    noise_std: f32,
+    render: Option<crate::camera::RenderConfig>,
+) -> Result<Demonstrations, SimError> {
+    let mut env = task_env(name, config, num_envs.min(episodes).max(1))?;
+    match render {
+        Some(r) => record_expert_rendered(&mut env, episodes, seed, noise_std, r),
+        None => record_expert_perturbed(&mut env, episodes, seed, noise_std),
+    }
 }
 
 /// `num_envs` environments of the registered rapier task `name`.
@@ -502,6 +574,153 @@ impl ScriptedExpert for PickExpert {
         // Close over 10 steps rather than at once: a slamming jaw knocks the object over.
         action[spec.driven.len()] = match self.phase {
             Phase::Close(n) => (1.0 - 0.2 * n as f32).max(-1.0),
+            _ if open => 1.0,
+            _ => -1.0,
+        };
+    }
+}
+
+/// Phases of the language-family expert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LangPhase {
+    /// Move above the grasp point (pick, stack) or above the push start (push).
+    Above,
+    /// Lower onto the object (pick, stack) or beside it, at its mid height (push).
+    Descend,
+    /// Close the gripper (counts steps).
+    Close(u32),
+    /// Pick: lift to the target; stack: carry above the other cube.
+    Carry,
+    /// Stack: lower the held cube onto the other one.
+    Lower,
+    /// Stack: open the gripper (counts steps).
+    Open(u32),
+    /// Stack: move up and away.
+    Retreat,
+    /// Push: move along the push direction.
+    Push,
+}
+
+/// The expert of language families: reads the episode's variant from the scene and acts it
+/// out with the pick expert's top-down grasp and its bounded-speed IK waypoint.
+struct LanguageExpert {
+    pick: PickExpert,
+    phase: LangPhase,
+    /// Where the retreat goes, base frame.
+    retreat: Vector,
+}
+
+/// Horizontal distance from the cube's centre at which the closed fingers start a push, m.
+const PUSH_STANDOFF: f32 = 0.075;
+/// Horizontal distance from the cube's centre of the closed fingers in contact, m.
+const PUSH_CONTACT: f32 = 0.04;
+
+impl LanguageExpert {
+    fn new(spec: &SceneSpec) -> Self {
+        Self { pick: PickExpert::new(spec), phase: LangPhase::Above, retreat: Vector::ZERO }
+    }
+
+    fn set_phase(&mut self, phase: LangPhase) {
+        self.phase = phase;
+        self.pick.steps = 0;
+    }
+}
+
+impl ScriptedExpert for LanguageExpert {
+    fn reset(&mut self, spec: &SceneSpec, scene: &Scene) {
+        self.pick.reset(spec, scene);
+        self.set_phase(LangPhase::Above);
+    }
+
+    fn act(&mut self, spec: &SceneSpec, scene: &Scene, action: &mut [f32]) {
+        let Some(language) = &spec.language else { return action.fill(0.0) };
+        let variant = &language.variants[scene.variant()];
+        let base = base_pose(spec, scene);
+        let object = base.inverse() * scene.object_pose(scene.focus());
+        let ee = ee_position(spec, scene);
+        let cube = object.translation;
+        let p = &mut self.pick;
+        p.steps += 1;
+        if self.phase == LangPhase::Above && p.steps == 1 {
+            p.yaw = PickExpert::grasp_yaw(&object, cube.y.atan2(cube.x));
+        }
+        let rotation = Rotation::from_rotation_z(p.yaw) * p.down;
+        let grasp = cube - rotation * p.grasp_offset;
+        let above = grasp + Vector::Z * (p.half_height + 0.08);
+        let dir = Vector::Y * variant.direction;
+        let push = variant.verb == super::language::Verb::Push;
+        // Stacking and placing both carry the cube above its target, lower it and let go.
+        let place = matches!(variant.verb, super::language::Verb::Stack | super::language::Verb::Place);
+        let start = scene.focus_start();
+        let low = cube.z - 0.005;
+        let push_from = Vector::new(cube.x, cube.y, low) - dir * PUSH_STANDOFF;
+        // The end effector's offset from the held cube, to place the cube rather than the hand.
+        let hold = ee - cube;
+        let (goal, speed, open, weight) = match self.phase {
+            LangPhase::Above => {
+                let goal = if push { push_from + Vector::Z * 0.08 } else { above };
+                if (ee - goal).length() < 0.015 || p.steps > 100 {
+                    self.set_phase(LangPhase::Descend);
+                }
+                (goal, 0.6, !push, 0.3)
+            }
+            LangPhase::Descend => {
+                let goal = if push { push_from } else { grasp };
+                if (ee - goal).length() < 0.008 || self.pick.steps > 60 {
+                    self.set_phase(if push { LangPhase::Push } else { LangPhase::Close(0) });
+                }
+                (goal, 0.25, !push, 0.3)
+            }
+            LangPhase::Close(n) => {
+                self.phase = LangPhase::Close(n + 1);
+                if n >= 15 {
+                    self.set_phase(LangPhase::Carry);
+                }
+                (self.pick.waypoint, 0.0, false, 0.3)
+            }
+            LangPhase::Carry => {
+                if hold.length() > 0.05 {
+                    self.set_phase(LangPhase::Above);
+                }
+                let goal = if place { scene.target() + hold + Vector::Z * 0.04 } else { scene.target() + hold };
+                if place && ((ee - goal).length() < 0.01 || self.pick.steps > 150) {
+                    self.set_phase(LangPhase::Lower);
+                }
+                (goal, 0.3, false, 0.3)
+            }
+            LangPhase::Lower => {
+                let goal = scene.target() + hold + Vector::Z * 0.003;
+                if (ee - goal).length() < 0.006 || self.pick.steps > 60 {
+                    self.set_phase(LangPhase::Open(0));
+                }
+                (goal, 0.1, false, 0.3)
+            }
+            LangPhase::Open(n) => {
+                self.phase = LangPhase::Open(n + 1);
+                if n >= 15 {
+                    self.retreat = ee + Vector::Z * 0.1;
+                    self.set_phase(LangPhase::Retreat);
+                }
+                (self.pick.waypoint, 0.0, true, 0.3)
+            }
+            LangPhase::Retreat => (self.retreat, 0.2, true, 0.3),
+            LangPhase::Push => {
+                let distance = language.config.push_distance + 0.03;
+                let goal = Vector::new(start.x, start.y, low) + dir * (distance - PUSH_CONTACT);
+                (Vector::new(goal.x, goal.y, low), 0.15, false, 0.3)
+            }
+        };
+        let p = &mut self.pick;
+        let to_goal = goal - p.waypoint;
+        let step = speed * p.dt;
+        let arrived = to_goal.length() <= step;
+        p.waypoint += if arrived { to_goal } else { to_goal.normalize() * step };
+        let target = IkTarget { position: p.waypoint, rotation: Some(rotation), rotation_weight: weight };
+        p.arm.solve(&target, 20);
+        action.fill(0.0);
+        p.arm.write(spec, scene, action, arrived);
+        action[spec.driven.len()] = match self.phase {
+            LangPhase::Close(n) => (1.0 - 0.2 * n as f32).max(-1.0),
             _ if open => 1.0,
             _ => -1.0,
         };

@@ -5,6 +5,7 @@
 //! - [`task`]: a task as a typed configuration of observation, reward, termination and event
 //!   terms; [`tasks`]: the registered ones.
 //! - [`scene`]: one environment (world, robot, task state); [`env`]: the batch behind `VecEnv`.
+//! - [`language`]: language-conditioned task families (an instruction drawn per episode).
 //! - [`objects`]: dynamic objects on a table (boxes, the Push-T block) and their coverage.
 //! - [`kinematics`]: forward kinematics and damped-least-squares IK of a robot model.
 //! - [`expert`]: scripted experts (reach, pick, push-t) and their evaluation.
@@ -14,6 +15,7 @@ pub mod articulation;
 pub mod env;
 pub mod expert;
 pub mod kinematics;
+pub mod language;
 pub mod objects;
 pub mod scene;
 pub mod task;

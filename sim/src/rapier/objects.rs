@@ -41,6 +41,11 @@ pub struct ObjectConfig {
     /// object's centre is closer than this to the end effector in the plane, m (0: never).
     #[serde(default)]
     pub min_ee_distance: f32,
+    /// At reset, the position is redrawn (up to 32 times, keeping the draw farthest from its
+    /// nearest neighbour) while the object's centre is closer than this to an object placed
+    /// before it in the plane, m (0: never).
+    #[serde(default)]
+    pub min_object_distance: f32,
 }
 
 /// Geometry of an object. Its frame is at the centre of its height; it rests on the table with
@@ -196,6 +201,12 @@ impl ObjectConfig {
         if !sizes.iter().all(|&v| positive(v)) {
             return Err(format!("`{field}.shape` sizes must be positive numbers"));
         }
+        for (name, v) in [("min_ee_distance", self.min_ee_distance), ("min_object_distance", self.min_object_distance)]
+        {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("`{field}.{name}` must be >= 0, got {v}"));
+            }
+        }
         for (name, [lo, hi]) in [("x", self.x), ("y", self.y), ("yaw", self.yaw)] {
             if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
                 return Err(format!("`{field}.{name}` must be [low, high] with low <= high, got [{lo}, {hi}]"));
@@ -319,9 +330,33 @@ impl Objects {
         if let (Some(handle), Some(t)) = (self.table, table) {
             world.colliders[handle].set_friction(t.friction * friction_scale);
         }
-        for (&body, o) in self.bodies.iter().zip(configs) {
+        for (k, (&body, o)) in self.bodies.iter().zip(configs).enumerate() {
             let draw = |rng: &mut ChaCha8Rng| (uniform(rng, o.x), uniform(rng, o.y), uniform(rng, o.yaw));
             let (mut x, mut y, mut yaw) = draw(rng);
+            if o.min_object_distance > 0.0 && k > 0 {
+                // Distance to the nearest object placed before this one (no allocation: their
+                // poses are already in the world).
+                let nearest = |world: &PhysicsWorld, x: f32, y: f32| {
+                    self.bodies[..k]
+                        .iter()
+                        .map(|&b| {
+                            let t = world.bodies[b].position().translation;
+                            (t.x - x).hypot(t.y - y)
+                        })
+                        .fold(f32::INFINITY, f32::min)
+                };
+                let mut far = nearest(world, x, y);
+                for _ in 0..32 {
+                    if far >= o.min_object_distance {
+                        break;
+                    }
+                    let (x2, y2, yaw2) = draw(rng);
+                    let d = nearest(world, x2, y2);
+                    if d > far {
+                        (x, y, yaw, far) = (x2, y2, yaw2, d);
+                    }
+                }
+            }
             if let Some(ee) = ee.filter(|_| o.min_ee_distance > 0.0) {
                 // Redraw while too close; failing 16 times, keep the farthest draw.
                 let mut far = (x - ee.x).hypot(y - ee.y);

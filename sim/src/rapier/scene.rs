@@ -8,6 +8,7 @@ use rapier3d::prelude::*;
 
 use super::articulation::{Articulation, SpawnOptions};
 use super::objects::{Objects, ObjectsSpec, coverage, planar};
+use super::language::{LanguageSpec, Verb};
 use super::task::{ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
 use crate::{ActionState, SimError};
 
@@ -36,6 +37,8 @@ pub struct SceneSpec {
     pub gripper: Option<usize>,
     /// What the scenes share about their objects.
     pub objects: ObjectsSpec,
+    /// The language family of `command.language`, resolved; `None` for single-task configs.
+    pub language: Option<LanguageSpec>,
 }
 
 impl SceneSpec {
@@ -107,6 +110,20 @@ impl SceneSpec {
                 )
             })
             || matches!(config.success, SuccessTerm::EeNearTarget { .. });
+        let language = match &config.command.language {
+            Some(l) => Some(LanguageSpec::new(l, config.scene.objects.len()).map_err(bad)?),
+            None => None,
+        };
+        let uses_instruction = |terms: &[ObsTerm]| terms.iter().any(|t| t.term == ObsKind::Instruction);
+        if language.is_none()
+            && (matches!(config.success, SuccessTerm::Instruction)
+                || uses_instruction(&config.observations.policy)
+                || config.observations.critic.as_deref().is_some_and(uses_instruction))
+        {
+            return Err(bad(
+                "the `instruction` success term and observation need `env.command.language`".into(),
+            ));
+        }
         let needs_object = |terms: &[ObsTerm]| terms.iter().any(|t| is_object_obs(t.term));
         let uses_object = needs_object(&config.observations.policy)
             || config.observations.critic.as_deref().is_some_and(needs_object)
@@ -118,9 +135,13 @@ impl SceneSpec {
                         | RewardKind::ObjectGrasped
                         | RewardKind::ObjectGoalDistanceTanh
                         | RewardKind::TCoverage
+                        | RewardKind::ObjectTargetDistanceTanh
                 )
             })
-            || matches!(config.success, SuccessTerm::ObjectAtGoal { .. } | SuccessTerm::TCoverage { .. });
+            || matches!(
+                config.success,
+                SuccessTerm::ObjectAtGoal { .. } | SuccessTerm::TCoverage { .. } | SuccessTerm::Instruction
+            );
         if uses_object && config.scene.objects.is_empty() {
             return Err(bad("the task uses object terms but `env.scene.objects` is empty".into()));
         }
@@ -140,7 +161,8 @@ impl SceneSpec {
             return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
         }
         let (na, n) = (actuated.len(), driven.len() + gripper.is_some() as usize);
-        let dim = |terms: &[ObsTerm]| terms.iter().map(|t| obs_dim(t.term, na, n)).sum();
+        let (no, nv) = (config.scene.objects.len(), language.as_ref().map_or(0, LanguageSpec::len));
+        let dim = |terms: &[ObsTerm]| terms.iter().map(|t| obs_dim(t.term, na, n, no, nv)).sum();
         let obs_dim = dim(&config.observations.policy);
         let critic_dim = config.observations.critic.as_deref().map_or(obs_dim, dim);
         let objects = ObjectsSpec::new(&config.scene.objects, config.scene.table.as_ref());
@@ -156,7 +178,14 @@ impl SceneSpec {
             critic_dim,
             gripper,
             objects,
+            language,
         })
+    }
+
+    /// Length of observation term `kind`.
+    pub fn term_dim(&self, kind: ObsKind) -> usize {
+        let nv = self.language.as_ref().map_or(0, LanguageSpec::len);
+        obs_dim(kind, self.default_q.len(), self.num_actions(), self.config.scene.objects.len(), nv)
     }
 
     /// Number of action components (the driven joints, then the gripper if any).
@@ -173,7 +202,7 @@ impl SceneSpec {
         if a.kind != ActionKind::JointPosition || a.scale == 0.0 {
             return Vec::new();
         }
-        let (na, n) = (self.default_q.len(), self.num_actions());
+        let n = self.num_actions();
         let mut offset = 0;
         for term in &self.config.observations.policy {
             if term.term == ObsKind::JointPos && term.scale != 0.0 {
@@ -185,15 +214,18 @@ impl SceneSpec {
                 states.resize(n, None);
                 return states;
             }
-            offset += obs_dim(term.term, na, n);
+            offset += self.term_dim(term.term);
         }
         Vec::new()
     }
 }
 
-/// Length of an observation term for `na` actuated joints and `n` actions.
-fn obs_dim(kind: ObsKind, na: usize, n: usize) -> usize {
+/// Length of an observation term for `na` actuated joints, `n` actions, `no` objects and `nv`
+/// instruction variants.
+fn obs_dim(kind: ObsKind, na: usize, n: usize, no: usize, nv: usize) -> usize {
     match kind {
+        ObsKind::ObjectsPos => 3 * no,
+        ObsKind::Instruction => nv,
         ObsKind::JointPos | ObsKind::JointVel => na,
         ObsKind::LastAction => n,
         ObsKind::JointPosCosSin => 2 * na,
@@ -207,7 +239,7 @@ fn obs_dim(kind: ObsKind, na: usize, n: usize) -> usize {
 /// Whether an observation term is about the object.
 fn is_object_obs(kind: ObsKind) -> bool {
     use ObsKind::*;
-    matches!(kind, ObjectPos | ObjectQuat | ObjectYawCosSin | ObjectToGoal | EeToObject)
+    matches!(kind, ObjectPos | ObjectQuat | ObjectYawCosSin | ObjectToGoal | EeToObject | ObjectsPos)
 }
 
 /// Uniform draw in `[r[0], r[1]]`.
@@ -250,6 +282,14 @@ pub struct Scene {
     push_timer: f32,
     gain_scale: f32,
     start_x: f32,
+    /// Variant of the language family drawn for this episode (0 without one).
+    variant: usize,
+    /// The object the object terms refer to: the instruction's, else the first.
+    focus: usize,
+    /// Position of the focus object at the start of the episode, base frame, m.
+    start: Vector,
+    /// Centre of the `place` target pad on the table, world frame, m (zero without one).
+    place: Vector,
     /// Generator of this environment.
     pub rng: ChaCha8Rng,
     /// Control steps taken in the current episode.
@@ -313,6 +353,10 @@ impl Scene {
             push_timer: 0.0,
             gain_scale: 1.0,
             start_x: 0.0,
+            variant: 0,
+            focus: 0,
+            start: Vector::ZERO,
+            place: Vector::ZERO,
             rng,
             elapsed: 0,
             running_return: 0.0,
@@ -454,6 +498,85 @@ impl Scene {
         self.sample_commands(spec);
         self.command_timer = 0.0;
         self.push_timer = 0.0;
+        if let Some(p) = spec.language.as_ref().and_then(|l| l.config.place.as_ref()) {
+            let top = spec.objects.table_top;
+            let draw = |rng: &mut ChaCha8Rng| Vector::new(uniform(rng, p.area[0]), uniform(rng, p.area[1]), top);
+            let nearest = |scene: &Self, at: Vector| {
+                (0..scene.objects.len())
+                    .map(|i| {
+                        let t = scene.objects.pose(&scene.world, i).translation;
+                        (t.x - at.x).hypot(t.y - at.y)
+                    })
+                    .fold(f32::INFINITY, f32::min)
+            };
+            let mut best = draw(&mut self.rng);
+            let mut far = nearest(self, best);
+            for _ in 0..32 {
+                if far >= p.clearance {
+                    break;
+                }
+                let at = draw(&mut self.rng);
+                let d = nearest(self, at);
+                if d > far {
+                    (best, far) = (at, d);
+                }
+            }
+            self.place = best;
+        }
+        if let Some(l) = &spec.language {
+            let k = ((self.rng.next_u32() as u64 * l.drawn.len() as u64) >> 32) as usize;
+            self.variant = l.drawn[k];
+            self.focus = l.variants[self.variant].object;
+            self.start = self.object_position();
+            self.update_language_target(spec);
+        }
+    }
+
+    /// The target of the instruction: above the object's start (pick), beside it (push), on
+    /// the other object (stack; follows it).
+    fn update_language_target(&mut self, spec: &SceneSpec) {
+        let Some(l) = &spec.language else { return };
+        let v = &l.variants[self.variant];
+        let c = &l.config;
+        self.target = match (v.verb, v.onto) {
+            (Verb::Pick, _) => self.start + Vector::Z * (c.lift_height + 0.03),
+            (Verb::Push, _) => self.start + Vector::Y * (v.direction * (c.push_distance + 0.02)),
+            (Verb::Stack, Some(j)) => {
+                let objects = &spec.config.scene.objects;
+                let up = objects[j].shape.half_height() + objects[v.object].shape.half_height();
+                self.object_position_of(j) + Vector::Z * up
+            }
+            (Verb::Stack, None) => self.start,
+            (Verb::Place, _) => {
+                let half = spec.config.scene.objects[v.object].shape.half_height();
+                self.base_pose().inverse_transform_point(self.place) + Vector::Z * half
+            }
+        };
+    }
+
+    /// Centre of the `place` target pad on the table top, world frame, m (zero without one).
+    pub fn place_target(&self) -> Vector {
+        self.place
+    }
+
+    /// The variant of the language family drawn for the current episode (0 without one).
+    pub fn variant(&self) -> usize {
+        self.variant
+    }
+
+    /// The object the object terms refer to: the instruction's object, else 0.
+    pub fn focus(&self) -> usize {
+        self.focus
+    }
+
+    /// Where the focus object was at the start of the episode, base frame, m.
+    pub fn focus_start(&self) -> Vector {
+        self.start
+    }
+
+    /// The instruction of the current episode; `None` without a language family.
+    pub fn instruction<'a>(&self, spec: &'a SceneSpec) -> Option<&'a str> {
+        spec.language.as_ref().map(|l| l.variants[self.variant].instruction.as_str())
     }
 
     fn sample_commands(&mut self, spec: &SceneSpec) {
@@ -522,6 +645,7 @@ impl Scene {
         self.elapsed += 1;
         self.prev_qd.copy_from_slice(&self.qd);
         self.robot.joint_state(&self.world, &mut self.q, &mut self.qd);
+        self.update_language_target(spec);
 
         // Interval events.
         if c.events.push_interval_s > 0.0 {
@@ -596,6 +720,44 @@ impl Scene {
                     && self.qd.iter().all(|v| v.abs() < max_joint_speed)
             }
             SuccessTerm::TCoverage { threshold } => self.coverage(spec) >= threshold,
+            SuccessTerm::Instruction => self.instruction_success(spec),
+        }
+    }
+
+    /// Whether the instruction of the episode is fulfilled (see [`SuccessTerm::Instruction`]).
+    fn instruction_success(&self, spec: &SceneSpec) -> bool {
+        let Some(l) = &spec.language else { return false };
+        let v = &l.variants[self.variant];
+        let c = &l.config;
+        let lift = self.object_lift(spec);
+        match (v.verb, v.onto) {
+            (Verb::Pick, _) => lift > c.lift_height,
+            (Verb::Push, _) => {
+                let moved = (self.object_position() - self.start).y * v.direction;
+                moved >= c.push_distance && lift < 0.01
+            }
+            (Verb::Stack, Some(j)) => {
+                let objects = &spec.config.scene.objects;
+                let (a, b) = (self.object_position(), self.object_position_of(j));
+                let up = objects[j].shape.half_height() + objects[v.object].shape.half_height();
+                let released = self.gripper_released(spec);
+                (a.x - b.x).hypot(a.y - b.y) < c.stack_tolerance && (a.z - b.z - up).abs() < 0.01 && released
+            }
+            (Verb::Stack, None) => false,
+            (Verb::Place, _) => {
+                let Some(p) = &c.place else { return false };
+                let at = self.objects.pose(&self.world, self.focus).translation;
+                let inside = (at.x - self.place.x).abs() <= p.radius && (at.y - self.place.y).abs() <= p.radius;
+                inside && lift < 0.01 && self.gripper_released(spec)
+            }
+        }
+    }
+
+    /// Whether the gripper is more than half open (always, without a gripper).
+    fn gripper_released(&self, spec: &SceneSpec) -> bool {
+        match (spec.gripper, &spec.config.action.gripper) {
+            (Some(g), Some(cfg)) => (self.q[g] - cfg.closed) / (cfg.open - cfg.closed) > 0.5,
+            _ => true,
         }
     }
 
@@ -671,6 +833,9 @@ impl Scene {
                 lifted as u8 as f32 * (1.0 - ((self.target - self.object_position()).length() / std).tanh())
             }
             RewardKind::TCoverage => self.coverage(spec),
+            RewardKind::ObjectTargetDistanceTanh => {
+                1.0 - ((self.target - self.object_position()).length() / std).tanh()
+            }
             RewardKind::Success => self.success(spec) as u8 as f32,
         }
     }
@@ -679,7 +844,7 @@ impl Scene {
     pub fn observe(&mut self, spec: &SceneSpec, terms: &[ObsTerm], noisy: bool, out: &mut [f32]) {
         let mut at = 0;
         for term in terms {
-            let n = obs_dim(term.term, self.q.len(), spec.num_actions());
+            let n = spec.term_dim(term.term);
             let slot = &mut out[at..at + n];
             self.write_term(spec, term.term, slot);
             for x in slot.iter_mut() {
@@ -717,12 +882,12 @@ impl Scene {
             ObsKind::EeToTarget => put3(out, self.target - self.ee_position(spec)),
             ObsKind::ObjectPos => put3(out, self.object_position()),
             ObsKind::ObjectQuat => {
-                let r = self.base_pose().rotation.inverse() * self.objects.pose(&self.world, 0).rotation;
+                let r = self.base_pose().rotation.inverse() * self.objects.pose(&self.world, self.focus).rotation;
                 let r = if r.w < 0.0 { -r } else { r };
                 out.copy_from_slice(&r.to_array());
             }
             ObsKind::ObjectYawCosSin => {
-                let r = self.base_pose().rotation.inverse() * self.objects.pose(&self.world, 0).rotation;
+                let r = self.base_pose().rotation.inverse() * self.objects.pose(&self.world, self.focus).rotation;
                 (out[1], out[0]) = super::objects::yaw_of(r).sin_cos();
             }
             ObsKind::ObjectToGoal => put3(out, self.target - self.object_position()),
@@ -733,18 +898,36 @@ impl Scene {
                     _ => 0.0,
                 }
             }
+            ObsKind::ObjectsPos => {
+                for (i, o) in out.chunks_exact_mut(3).enumerate() {
+                    o.copy_from_slice(&self.object_position_of(i).to_array());
+                }
+            }
+            ObsKind::Instruction => {
+                out.fill(0.0);
+                if let Some(x) = out.get_mut(self.variant) {
+                    *x = 1.0;
+                }
+            }
         }
     }
 
-    /// Position of the object (the first) in the base frame, m.
+    /// Position of the object (the focus: the instruction's, else the first) in the base
+    /// frame, m.
     fn object_position(&self) -> Vector {
-        self.base_pose().inverse_transform_point(self.objects.pose(&self.world, 0).translation)
+        self.object_position_of(self.focus)
+    }
+
+    /// Position of object `i` in the base frame, m.
+    pub fn object_position_of(&self, i: usize) -> Vector {
+        self.base_pose().inverse_transform_point(self.objects.pose(&self.world, i).translation)
     }
 
     /// Height of the object above its resting height on the table, m.
     /// See [`RewardKind::ObjectGrasped`].
     fn object_grasped(&self, spec: &SceneSpec) -> bool {
-        let (Some(j), Some(g), Some(object)) = (spec.gripper, &spec.config.action.gripper, spec.config.scene.objects.first())
+        let (Some(j), Some(g), Some(object)) =
+            (spec.gripper, &spec.config.action.gripper, spec.config.scene.objects.get(self.focus))
         else {
             return false;
         };
@@ -754,8 +937,8 @@ impl Scene {
     }
 
     fn object_lift(&self, spec: &SceneSpec) -> f32 {
-        let rest = spec.objects.table_top + spec.config.scene.objects[0].shape.half_height();
-        self.objects.pose(&self.world, 0).translation.z - rest
+        let rest = spec.objects.table_top + spec.config.scene.objects[self.focus].shape.half_height();
+        self.objects.pose(&self.world, self.focus).translation.z - rest
     }
 
     /// Fraction of the goal footprint (the object at the target and target yaw, base frame)

@@ -232,6 +232,11 @@ pub enum ObsKind {
     EeToObject,
     /// Gripper opening, 0 at the `closed` target and 1 at `open`, `[1]`.
     GripperOpening,
+    /// Positions of every object of `scene.objects`, in order, `[3 × num_objects]`, m.
+    ObjectsPos,
+    /// One-hot of the episode's instruction among the family's variants (see
+    /// [`super::language`]), `[num_variants]`; needs `command.language`.
+    Instruction,
 }
 
 /// A weighted reward term.
@@ -338,8 +343,10 @@ pub enum RewardKind {
     /// Fraction of the goal footprint (the object at the target position and `target_yaw`)
     /// that the object covers, in `[0, 1]` (Push-T).
     TCoverage,
-    /// 1 while the task's success criterion holds (ManiSkill's sparse reward): what flow-policy
-    /// RL optimizes when the dense terms reward more than success (`env.success`).
+    /// `1 − tanh(|target − object| / std)`, lifted or not (language families, whose targets
+    /// lie on the table, above it or on another object).
+    ObjectTargetDistanceTanh,
+    /// 1 while the task's success criterion holds (ManiSkill's sparse reward; `env.success`).
     Success,
 }
 
@@ -402,6 +409,11 @@ pub enum SuccessTerm {
         /// Coverage fraction in `[0, 1]`.
         threshold: f32,
     },
+    /// The criterion of the episode's instruction (`command.language`): picked (lifted by
+    /// `lift_height`), pushed (moved `push_distance` along the direction, on the table),
+    /// stacked (on the other object within `stack_tolerance`, the gripper open) or placed (its
+    /// centre over the target pad, on the table, the gripper open).
+    Instruction,
 }
 
 /// What the robot is asked to do.
@@ -420,6 +432,10 @@ pub struct CommandConfig {
     /// Commands are redrawn every this many seconds (and at reset); 0 means only at reset.
     #[serde(default)]
     pub resample_s: f32,
+    /// A language-conditioned family: an instruction drawn per episode, which picks the object
+    /// of the object terms and sets the target (see [`super::language`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<super::language::LanguageConfig>,
 }
 
 /// Reset and domain-randomization events.

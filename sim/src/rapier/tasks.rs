@@ -25,7 +25,7 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 }
 
 /// The rapier tasks, in registry order.
-pub fn rapier_tasks() -> [RapierTask; 8] {
+pub fn rapier_tasks() -> [RapierTask; 9] {
     [
         RapierTask {
             info: info("cartpole", "rapier cart-pole: push the cart to keep the pole upright (Isaac Lab Cartpole)", false),
@@ -79,6 +79,14 @@ pub fn rapier_tasks() -> [RapierTask; 8] {
                 true,
             ),
             config: push_t,
+        },
+        RapierTask {
+            info: info(
+                "lang-cubes",
+                "7-DoF arm, four coloured cubes and a target pad: 28 language instructions (pick up / push left or right / stack on / put on the target), held-out variants by config",
+                true,
+            ),
+            config: lang_cubes,
         },
     ]
 }
@@ -140,7 +148,7 @@ pub fn cartpole() -> TaskConfig {
             },
         ],
         success: SuccessTerm::None,
-        command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0, language: None },
         events: EventConfig {
             joint_position_noise: [-0.125 * std::f32::consts::PI, 0.125 * std::f32::consts::PI],
             joint_velocity_noise: [-0.5, 0.5],
@@ -195,7 +203,7 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
         ]),
         terminations: Vec::new(),
         success: SuccessTerm::EeNearTarget { distance: 0.02 },
-        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0, language: None },
         events: EventConfig { joint_position_noise: [-0.1, 0.1], ..EventConfig::default() },
         episode_steps: 200,
         solve_threshold: 0.95,
@@ -267,7 +275,7 @@ pub fn ant_run() -> TaskConfig {
         ]),
         terminations: vec![TerminationTerm::BaseHeightOut { min: 0.2, max: 1.0 }],
         success: SuccessTerm::ForwardSpeed { speed: 1.0 },
-        command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0, language: None },
         events: EventConfig { joint_position_noise: [-0.1, 0.1], joint_velocity_noise: [-0.1, 0.1], ..EventConfig::default() },
         episode_steps: 1000,
         solve_threshold: 0.9,
@@ -341,6 +349,7 @@ pub fn quadruped_velocity() -> TaskConfig {
             target_yaw: None,
             velocity: Some([[-1.0, 1.0], [-1.0, 1.0], [-1.0, 1.0]]),
             resample_s: 10.0,
+            language: None,
         },
         events: EventConfig {
             joint_position_noise: [-0.1, 0.1],
@@ -369,6 +378,7 @@ fn cube(half: f32, mass: f32, x: Range, y: Range) -> ObjectConfig {
         y,
         yaw: [0.0, 0.0],
         min_ee_distance: 0.0,
+        min_object_distance: 0.0,
     }
 }
 
@@ -448,7 +458,7 @@ fn lift(
         ]),
         terminations: Vec::new(),
         success: SuccessTerm::ObjectAtGoal { distance: 0.025, max_joint_speed: 0.2 },
-        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0 },
+        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0, language: None },
         events: EventConfig { joint_position_noise: [-0.05, 0.05], ..EventConfig::default() },
         episode_steps: 250,
         solve_threshold: 0.8,
@@ -550,6 +560,7 @@ pub fn push_t() -> TaskConfig {
                 y: [-0.2, 0.2],
                 yaw: [-std::f32::consts::PI, std::f32::consts::PI],
                 min_ee_distance: 0.25,
+                min_object_distance: 0.0,
             }],
             table: Some(TableConfig { center: [0.0, 0.0], size: [0.9, 0.9], height: 0.0, friction: 0.5 }),
         },
@@ -579,9 +590,97 @@ pub fn push_t() -> TaskConfig {
             target_yaw: Some([std::f32::consts::FRAC_PI_4, std::f32::consts::FRAC_PI_4]),
             velocity: None,
             resample_s: 0.0,
+            language: None,
         },
         events: EventConfig { joint_position_noise: [-0.3, 0.3], ..EventConfig::default() },
         episode_steps: 300,
         solve_threshold: 0.8,
     }
+}
+
+/// The default held-out instructions of [`lang_cubes`]: unseen verb/colour combinations (at
+/// least one per verb), each of whose words is seen in training in other combinations.
+pub const LANG_CUBES_HELD_OUT: [&str; 5] = [
+    "pick up the yellow cube",
+    "push the blue cube to the left",
+    "stack the green cube on the yellow cube",
+    "stack the red cube on the blue cube",
+    "put the green cube on the target",
+];
+
+/// The language-conditioned family on the pick-cube arm and table: four 5 cm, 0.1 kg cubes
+/// (red, green, blue, yellow) drawn at least 13 cm apart in x ∈ [0.38, 0.62],
+/// y ∈ [-0.22, 0.22] m, a light grey 8 cm target pad (visual only) drawn in the same area at
+/// least 10 cm from every cube, and an instruction per episode among 28 variants
+/// ([`super::language`]): "pick up the C cube" (lifted 5 cm), "push the C cube to the
+/// left/right" (moved 8 cm along ±y, staying on the table), "stack the C cube on the D cube"
+/// (within 2 cm of D's centre line, resting on it, the gripper open), "put the C cube on the
+/// target" (its centre over the pad, on the table, the gripper open). The episode ends on
+/// success, else after 8 s (400 steps at 50 Hz). Actions as pick-cube. Observations: joints,
+/// gripper opening, every cube's position, the instruction's cube relative to the end effector,
+/// the target (above the cube, beside it, on the other cube or on the pad), the instruction
+/// one-hot (28) and the last action. Rewards: reaching the cube, the cube's distance to the
+/// target, and 50 on success. The `train` split (default) draws the 23 variants not in
+/// [`LANG_CUBES_HELD_OUT`]; `env.command.language.split = "held_out"` draws only those 5.
+pub fn lang_cubes() -> TaskConfig {
+    use super::language::{LanguageConfig, PlaceTarget, Split, Verb};
+    use RewardKind::*;
+    let mut c = pick_cube();
+    let colors: [(&str, [f32; 4]); 4] = [
+        ("red", [0.85, 0.12, 0.1, 1.0]),
+        ("green", [0.15, 0.7, 0.2, 1.0]),
+        ("blue", [0.15, 0.3, 0.9, 1.0]),
+        ("yellow", [0.95, 0.85, 0.1, 1.0]),
+    ];
+    c.scene.objects = colors
+        .iter()
+        .map(|(name, rgba)| ObjectConfig {
+            name: format!("{name}_cube"),
+            color: *rgba,
+            min_object_distance: 0.13,
+            ..cube(0.025, 0.1, [0.38, 0.62], [-0.22, 0.22])
+        })
+        .collect();
+    c.observations.policy = vec![
+        ObsTerm::of(ObsKind::JointPos),
+        ObsTerm::of(ObsKind::JointVel).scaled(0.1),
+        ObsTerm::of(ObsKind::GripperOpening),
+        ObsTerm::of(ObsKind::ObjectsPos),
+        ObsTerm::of(ObsKind::EeToObject),
+        ObsTerm::of(ObsKind::TargetPos),
+        ObsTerm::of(ObsKind::Instruction),
+        ObsTerm::of(ObsKind::LastAction),
+    ];
+    c.rewards = rewards(&[
+        ("reaching_object", RewardTerm::new(EeObjectDistanceTanh, 1.0).std(0.1)),
+        ("object_target", RewardTerm::new(ObjectTargetDistanceTanh, 2.0).std(0.1)),
+        ("success", RewardTerm::new(Success, 50.0)),
+        ("action_rate", RewardTerm::new(ActionRateL2, -1e-4)),
+        ("joint_vel", RewardTerm::new(JointVelL2, -1e-4)),
+    ]);
+    c.terminations = vec![TerminationTerm::Success];
+    c.success = SuccessTerm::Instruction;
+    c.command = CommandConfig {
+        target: None,
+        target_yaw: None,
+        velocity: None,
+        resample_s: 0.0,
+        language: Some(LanguageConfig {
+            colors: colors.iter().map(|(n, _)| n.to_string()).collect(),
+            verbs: vec![Verb::Pick, Verb::Push, Verb::Stack, Verb::Place],
+            held_out: LANG_CUBES_HELD_OUT.iter().map(|s| s.to_string()).collect(),
+            split: Split::Train,
+            lift_height: 0.05,
+            push_distance: 0.08,
+            stack_tolerance: 0.02,
+            place: Some(PlaceTarget {
+                area: [[0.38, 0.62], [-0.22, 0.22]],
+                radius: 0.04,
+                clearance: 0.1,
+                color: [0.92, 0.92, 0.92, 1.0],
+            }),
+        }),
+    };
+    c.episode_steps = 400;
+    c
 }

@@ -9,6 +9,9 @@ use super::env::RapierEnv;
 use super::objects::{ObjectShape, TABLE_THICKNESS};
 use crate::view::{Marker, SceneView, ViewPose, VisualBody};
 
+/// Half the thickness of the drawn `place` target pad (visual only), m.
+const PAD_HALF_HEIGHT: f32 = 0.001;
+
 /// Side of the square of ground drawn, m.
 const GROUND_SIZE: f64 = 2.0;
 
@@ -39,6 +42,11 @@ impl RapierEnv {
     fn goal_ghost(&self) -> Option<&super::objects::ObjectConfig> {
         let c = &self.spec().config;
         c.command.target_yaw.and(c.scene.objects.first())
+    }
+
+    /// The `place` target pad of a language family, if it has one.
+    fn place_pad(&self) -> Option<&super::language::PlaceTarget> {
+        self.spec().language.as_ref().and_then(|l| l.config.place.as_ref())
     }
 
     fn base_pose(&self, env: usize) -> Pose {
@@ -94,6 +102,18 @@ impl SceneView for RapierEnv {
                 fixed: false,
             });
         }
+        if let Some(p) = self.place_pad() {
+            let side = 2.0 * p.radius as f64;
+            bodies.push(VisualBody {
+                path: "target_pad".into(),
+                shapes: vec![shape(
+                    [0.0, 0.0, 0.0],
+                    Geometry::Box { size: [side, side, 2.0 * PAD_HALF_HEIGHT as f64] },
+                    p.color,
+                )],
+                fixed: false,
+            });
+        }
         bodies
     }
 
@@ -121,6 +141,10 @@ impl SceneView for RapierEnv {
                 pose.translation.z = t.height + o.shape.half_height();
             }
             out.push(view_pose(&pose));
+        }
+        if self.place_pad().is_some() {
+            let at = scene.place_target();
+            out.push(view_pose(&Pose::from_translation(at + Vector::Z * PAD_HALF_HEIGHT)));
         }
     }
 
