@@ -435,7 +435,9 @@ impl TrainConfig {
             AlgoConfig::Sac(c) => c.validate(),
             AlgoConfig::Ppo(c) => c.validate(),
             AlgoConfig::Sft(c) => c.validate_fields(),
-            AlgoConfig::PpoFlow(c) => c.validate(),
+            AlgoConfig::PpoFlow(c) => {
+                c.validate().and_then(|()| c.distill_during_rl.as_ref().map_or(Ok(()), |d| d.validate()))
+            }
             AlgoConfig::Distill(c) => c.validate(),
         }
         .map_err(|e| match e {
