@@ -12,8 +12,8 @@ pub const ALGORITHMS: [(&str, &str); 6] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
     ("sft", "flow-matching behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
-    ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>)"),
-    ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>)"),
+    ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
+    ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
     ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
 ];
 

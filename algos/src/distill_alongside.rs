@@ -31,7 +31,9 @@ use embodia_sim::{ActionSpec, EnvSnapshot, ObsSpec, SimError, StepBuffers, TaskI
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::{AlgoError, Checkpoint, ConsistencyLoss, Distill, DistillConfig, DistillMethod, Learner, MetricRow, check_range};
+use crate::{
+    AlgoError, Checkpoint, ConsistencyLoss, Distill, DistillConfig, DistillMethod, Learner, MetricRow, check_range,
+};
 
 /// Prefix of the student's tensors, and key of its metadata, in the wrapper's checkpoint.
 pub const ALONGSIDE_PREFIX: &str = "alongside";
@@ -82,7 +84,12 @@ impl DistillAlongsideConfig {
     /// Checks every value's range; errors name the field (`algo.distill_during_rl.<field>`).
     pub fn validate(&self) -> Result<(), AlgoError> {
         let field = |f: &str| format!("distill_during_rl.{f}");
-        check_range(&field("updates_per_iteration"), self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
+        check_range(
+            &field("updates_per_iteration"),
+            self.updates_per_iteration,
+            self.updates_per_iteration > 0,
+            "≥ 1",
+        )?;
         check_range(&field("buffer_size"), self.buffer_size, self.buffer_size > 0, "≥ 1")?;
         check_range(&field("batch_size"), self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range(&field("learning_rate"), self.learning_rate, self.learning_rate > 0.0, "> 0")?;
@@ -151,11 +158,9 @@ impl<L: Learner> DistillAlongside<L> {
         let teacher = inner.checkpoint()?;
         let distill = config.distill_config(String::new(), env.num_envs());
         let student = Distill::new(distill, env, &teacher, device, seed.wrapping_add(0x57D)).map_err(|e| match e {
-            AlgoError::Config { field, value, allowed } => AlgoError::Config {
-                field: field.replacen("algo.", "algo.distill_during_rl.", 1),
-                value,
-                allowed,
-            },
+            AlgoError::Config { field, value, allowed } => {
+                AlgoError::Config { field: field.replacen("algo.", "algo.distill_during_rl.", 1), value, allowed }
+            }
             other => other,
         })?;
         Ok(Self { inner, student, updates_per_iteration: config.updates_per_iteration, recorded: Vec::new() })
@@ -226,7 +231,12 @@ impl<L: Learner> Learner for DistillAlongside<L> {
                 .filter(|(k, _)| !k.starts_with(&format!("{ALONGSIDE_PREFIX}.")))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            meta: ckpt.meta.iter().filter(|(k, _)| *k != ALONGSIDE_PREFIX).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            meta: ckpt
+                .meta
+                .iter()
+                .filter(|(k, _)| *k != ALONGSIDE_PREFIX)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         };
         self.inner.restore(&inner)?;
         self.student.restore(&student)

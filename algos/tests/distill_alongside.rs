@@ -7,15 +7,21 @@ use embodia_algos::{
     Checkpoint, DistillAlongside, DistillAlongsideConfig, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig,
 };
 use embodia_policies::FlowPolicyConfig;
-use embodia_sim::rapier::expert::record_task_expert;
 use embodia_sim::VecEnv;
+use embodia_sim::rapier::expert::record_task_expert;
 
 /// A small SFT policy (K = 10, H = 8, C = 4) on 10 scripted reach demonstrations: its checkpoint.
 fn sft_checkpoint() -> Checkpoint {
     let demos = record_task_expert("reach", None, 10, 10, 7).unwrap();
     let policy = FlowPolicyConfig { width: 32, hidden: vec![64, 64], ..Default::default() };
-    let config =
-        SftConfig { num_envs: 4, updates_per_iteration: 150, warmup_steps: 10, decay_steps: 150, policy, ..Default::default() };
+    let config = SftConfig {
+        num_envs: 4,
+        updates_per_iteration: 150,
+        warmup_steps: 10,
+        decay_steps: 150,
+        policy,
+        ..Default::default()
+    };
     let env = embodia_sim::make("reach", 1).unwrap();
     let mut sft = Sft::new(config, env.as_ref(), &demos, Device::flex().autodiff(), 1).unwrap();
     for _ in 0..150 {
@@ -148,5 +154,3 @@ fn bad_settings_name_the_field() {
     let err = bad.validate().unwrap_err().to_string();
     assert!(err.contains("algo.distill_during_rl.updates_per_iteration"), "{err}");
 }
-
-
