@@ -12,8 +12,8 @@ pub const ALGORITHMS: [(&str, &str); 6] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
     ("sft", "flow-matching behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
-    ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>)"),
-    ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>)"),
+    ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
+    ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
     ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
 ];
 
@@ -435,7 +435,9 @@ impl TrainConfig {
             AlgoConfig::Sac(c) => c.validate(),
             AlgoConfig::Ppo(c) => c.validate(),
             AlgoConfig::Sft(c) => c.validate_fields(),
-            AlgoConfig::PpoFlow(c) => c.validate(),
+            AlgoConfig::PpoFlow(c) => {
+                c.validate().and_then(|()| c.distill_during_rl.as_ref().map_or(Ok(()), |d| d.validate()))
+            }
             AlgoConfig::Distill(c) => c.validate(),
         }
         .map_err(|e| match e {

@@ -65,6 +65,19 @@ fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunErro
 }
 
 fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
+    if let AlgoConfig::PpoFlow(c) = &config.algo
+        && c.distill_during_rl.is_some()
+    {
+        return ExportRunError::NotExportable {
+            run: run.into(),
+            message: format!(
+                "a `{}` run has a multi-step flow policy, which cannot be exported as one forward pass; \
+                 this run trained a one-step student alongside: export {}",
+                config.algorithm,
+                Path::new(run).join(crate::run::STUDENT_DIR).display()
+            ),
+        };
+    }
     ExportRunError::NotExportable {
         run: run.into(),
         message: format!(

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
 use embodia::bench::{CONFIRM_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
-use embodia::config::{ALGORITHMS, ConfigSources, TrainConfig, resolve};
+use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
 use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -582,6 +582,11 @@ struct Settings {
     /// ppo-flow-sde / ppo-flow-noise: the SFT run to start from (sets algo.init).
     #[arg(long, value_name = "RUN_DIR")]
     init: Option<PathBuf>,
+    /// ppo-flow-sde / ppo-flow-noise: also train a one-step student of the RL policy alongside,
+    /// written as a distill run to <run-dir>/student/ (adds the [algo.distill_during_rl] table
+    /// with its defaults; tune it with --set algo.distill_during_rl.KEY=VALUE).
+    #[arg(long)]
+    distill_during_rl: bool,
     /// TOML file overriding the defaults (see `embodia config`).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -604,14 +609,33 @@ impl Settings {
             let dir = dir.to_str().ok_or_else(|| anyhow::anyhow!("--init {}: not valid UTF-8", dir.display()))?;
             overrides.insert(0, format!("algo.init={}", toml::Value::String(dir.into())));
         }
-        Ok(resolve(&ConfigSources {
-            task: self.task.as_deref(),
-            algorithm: self.algo.as_deref(),
-            file: self.config.as_deref(),
-            seed: self.seed,
-            total_steps: self.steps,
-            overrides: &overrides,
-        })?)
+        let resolve_with = |overrides: &[String]| {
+            resolve(&ConfigSources {
+                task: self.task.as_deref(),
+                algorithm: self.algo.as_deref(),
+                file: self.config.as_deref(),
+                seed: self.seed,
+                total_steps: self.steps,
+                overrides,
+            })
+        };
+        let config = resolve_with(&overrides)?;
+        if !self.distill_during_rl {
+            return Ok(config);
+        }
+        if !matches!(config.algo, AlgoConfig::PpoFlow(_)) {
+            anyhow::bail!(
+                "--distill-during-rl: only flow-policy RL (--algo ppo-flow-sde or ppo-flow-noise) trains a one-step student alongside; `{}` is not a flow-policy RL algorithm{}",
+                config.algorithm,
+                match config.algorithm.as_str() {
+                    "ppo" | "sac" => " (its Gaussian policy is one-step already: export it directly)",
+                    "sft" => " (distill an sft run with `embodia distill --run runs/<sft-run>`)",
+                    _ => "",
+                }
+            );
+        }
+        overrides.insert(0, "algo.distill_during_rl={}".into());
+        Ok(resolve_with(&overrides)?)
     }
 }
 
@@ -898,6 +922,14 @@ fn train(
     result?;
     let eval = run.final_eval(config.eval_episodes)?;
     eprintln!("evaluation ({} episodes, deterministic): {}", eval.episodes, describe_eval(&eval));
+    if let Some(student) = run.final_student_eval(config.eval_episodes)? {
+        eprintln!(
+            "one-step student ({} episodes, deterministic): {}; its run: {}",
+            student.episodes,
+            describe_eval(&student),
+            run.dir.join(embodia::run::STUDENT_DIR).display()
+        );
+    }
     eprintln!("run saved in {}", run.dir.display());
     // The run is complete either way: a viewer that could not be reached is a warning, a
     // recording file that could not be written an error.

@@ -8,6 +8,11 @@
 //!   checkpoint/        latest checkpoint (tensors.safetensors + state.json; see embodia_algos::Checkpoint)
 //!   eval.json          final deterministic evaluation
 //!   curves.png         training curves, redrawn at every checkpoint (see crate::plot)
+//!   student/           ppo-flow-* with algo.distill_during_rl only: the one-step student
+//!                      trained alongside, a complete `distill` run directory (config.toml
+//!                      naming this run as teacher, metrics.csv with one row per RL iteration,
+//!                      checkpoint/ written with the run's, eval.json) that `eval`, `export`
+//!                      and `train --resume` (to distill further from the final policy) accept
 //! ```
 
 use std::fs;
@@ -16,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::Device;
-use embodia_algos::{Checkpoint, Distill, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, evaluate};
+use embodia_algos::{
+    Checkpoint, Distill, DistillAlongside, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, evaluate,
+};
 use embodia_sim::{EnvSnapshot, VecEnv};
 
 use crate::config::{AlgoConfig, TrainConfig};
@@ -29,6 +36,9 @@ pub const METRICS_FILE: &str = "metrics.csv";
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// Final evaluation file name inside a run directory.
 pub const EVAL_FILE: &str = "eval.json";
+/// Directory, inside a flow-RL run with `algo.distill_during_rl`, of the one-step student's
+/// own (distill) run.
+pub const STUDENT_DIR: &str = "student";
 
 /// Least wall time between two redraws of `curves.png` during training (a redraw costs
 /// milliseconds; an iteration of a fast learner costs less).
@@ -139,7 +149,11 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
             let init = Path::new(&c.init);
             check_run_dir(init)?;
             let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;
-            Box::new(PpoFlow::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
+            let rl = PpoFlow::new(c.clone(), env, &ckpt, device.clone(), config.seed)?;
+            match &c.distill_during_rl {
+                Some(d) => Box::new(DistillAlongside::new(rl, d, env, device.clone(), config.seed)?),
+                None => Box::new(rl),
+            }
         }
         AlgoConfig::Distill(c) => {
             if c.teacher.is_empty() {
@@ -165,6 +179,25 @@ pub fn restore_learner(config: &TrainConfig, env: &dyn VecEnv, ckpt: &Checkpoint
     };
     learner.restore(ckpt)?;
     Ok(learner)
+}
+
+/// The configuration of the student run (`<run>/student/`, see [`STUDENT_DIR`]) of a flow-RL
+/// run with `algo.distill_during_rl` in `run_dir`; `None` for other runs. `total_steps` is the
+/// student's gradient steps so far (`student_steps`, at least 1), so the student run is
+/// complete as written and `train --resume --steps N` distills further.
+pub fn student_config(config: &TrainConfig, run_dir: &Path, student_steps: u64) -> Option<TrainConfig> {
+    let AlgoConfig::PpoFlow(c) = &config.algo else { return None };
+    let d = c.distill_during_rl.as_ref()?;
+    Some(TrainConfig {
+        task: config.task.clone(),
+        algorithm: "distill".into(),
+        seed: config.seed,
+        total_steps: student_steps.max(1),
+        eval_episodes: config.eval_episodes,
+        checkpoint_every: 1,
+        algo: AlgoConfig::Distill(d.distill_config(run_dir.display().to_string(), c.num_envs)),
+        env: config.env.clone(),
+    })
 }
 
 /// Offset of the seed demonstrations are recorded from, relative to the training seed: each
@@ -248,6 +281,14 @@ impl Run {
         fs::write(&config_path, config.to_toml()).map_err(io_err(&config_path))?;
         let metrics_path = dir.join(METRICS_FILE);
         fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
+        if let Some(student) = student_config(&config, dir, 0) {
+            let student_dir = dir.join(STUDENT_DIR);
+            fs::create_dir_all(&student_dir).map_err(io_err(&student_dir))?;
+            let config_path = student_dir.join(CONFIG_FILE);
+            fs::write(&config_path, student.to_toml()).map_err(io_err(&config_path))?;
+            let metrics_path = student_dir.join(METRICS_FILE);
+            fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
+        }
         Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0 })
     }
 
@@ -267,6 +308,9 @@ impl Run {
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
         let iterations: u64 = ckpt.get("iterations")?;
         truncate_metrics(&dir.join(METRICS_FILE), learner.env_steps())?;
+        if let Some(student) = learner.student() {
+            truncate_metrics(&dir.join(STUDENT_DIR).join(METRICS_FILE), student.steps())?;
+        }
         Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset, iterations })
     }
 
@@ -283,6 +327,13 @@ impl Run {
         let start = Instant::now();
         let metrics_path = self.dir.join(METRICS_FILE);
         let mut csv = fs::OpenOptions::new().append(true).open(&metrics_path).map_err(io_err(&metrics_path))?;
+        let student_metrics_path = self.dir.join(STUDENT_DIR).join(METRICS_FILE);
+        let mut student_csv = match self.learner.student() {
+            Some(_) => Some(
+                fs::OpenOptions::new().append(true).open(&student_metrics_path).map_err(io_err(&student_metrics_path))?,
+            ),
+            None => None,
+        };
         let mut last = (start, self.learner.env_steps());
         let mut last_plot: Option<Instant> = None;
         while self.learner.env_steps() < self.config.total_steps {
@@ -292,6 +343,12 @@ impl Run {
             row.fps = Some((row.env_steps - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-9));
             last = (now, row.env_steps);
             writeln!(csv, "{}", row.csv_values()).map_err(io_err(&metrics_path))?;
+            if let (Some(file), Some(student_row)) =
+                (student_csv.as_mut(), self.learner.student().and_then(|s| s.last_row()))
+            {
+                let student_row = MetricRow { wall_seconds: row.wall_seconds, ..student_row.clone() };
+                writeln!(file, "{}", student_row.csv_values()).map_err(io_err(&student_metrics_path))?;
+            }
             for sink in sinks.iter_mut() {
                 sink.record(&row);
             }
@@ -299,6 +356,9 @@ impl Run {
             let done = self.learner.env_steps() >= self.config.total_steps;
             if done || self.iterations.is_multiple_of(self.config.checkpoint_every) {
                 csv.flush().map_err(io_err(&metrics_path))?;
+                if let Some(file) = student_csv.as_mut() {
+                    file.flush().map_err(io_err(&student_metrics_path))?;
+                }
                 self.save_checkpoint(row.wall_seconds)?;
                 if done || last_plot.is_none_or(|t| t.elapsed() >= CURVES_EVERY) {
                     crate::plot::write_run_curves(&self.dir)?;
@@ -322,6 +382,21 @@ impl Run {
         ckpt.put("wall_seconds", &wall_seconds)?;
         ckpt.put("iterations", &self.iterations)?;
         ckpt.save(&self.dir.join(CHECKPOINT_DIR))?;
+        if let Some(student) = self.learner.student() {
+            // A complete distill run: its checkpoint (the teacher is the present RL policy) with
+            // what the runner adds (the RL environments' snapshot: the distill config has as many),
+            // and its config with the gradient steps taken as budget.
+            let dir = self.dir.join(STUDENT_DIR);
+            let mut ckpt = student.checkpoint()?;
+            ckpt.put("env", &self.env.snapshot())?;
+            ckpt.put("wall_seconds", &wall_seconds)?;
+            ckpt.put("iterations", &self.iterations)?;
+            ckpt.save(&dir.join(CHECKPOINT_DIR))?;
+            if let Some(config) = student_config(&self.config, &self.dir, student.steps()) {
+                let path = dir.join(CONFIG_FILE);
+                fs::write(&path, config.to_toml()).map_err(io_err(&path))?;
+            }
+        }
         Ok(())
     }
 
@@ -332,6 +407,17 @@ impl Run {
         let json = serde_json::to_string_pretty(&result).expect("eval result serializes");
         fs::write(&path, json + "\n").map_err(io_err(&path))?;
         Ok(result)
+    }
+
+    /// Deterministic evaluation of the student trained alongside (if any) over `episodes`
+    /// episodes, the same as [`Run::final_eval`]'s; writes `student/eval.json`.
+    pub fn final_student_eval(&self, episodes: usize) -> Result<Option<EvalResult>, RunError> {
+        let Some(student) = self.learner.student() else { return Ok(None) };
+        let result = evaluate_learner(student, &self.config, episodes, false)?;
+        let path = self.dir.join(STUDENT_DIR).join(EVAL_FILE);
+        let json = serde_json::to_string_pretty(&result).expect("eval result serializes");
+        fs::write(&path, json + "\n").map_err(io_err(&path))?;
+        Ok(Some(result))
     }
 }
 

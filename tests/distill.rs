@@ -124,3 +124,100 @@ fn distill_trains_a_student_run_and_reports_both_policies() {
     assert!(!o.status.success() && text(&o.stderr).contains("only flow-policy runs"), "{}", text(&o.stderr));
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Rows of a run's metrics.csv after the header, as their first field (steps).
+fn metric_steps(run: &Path) -> Vec<u64> {
+    let text = fs::read_to_string(run.join("metrics.csv")).unwrap();
+    text.lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect()
+}
+
+#[test]
+fn distill_during_rl_writes_a_student_run_that_eval_export_and_resume_accept() {
+    let dir = scratch_dir("alongside");
+    let teacher = flow_teacher(&dir);
+    let rl = dir.join("rl");
+    let mut args = vec![
+        "train",
+        "--task",
+        "reach",
+        "--algo",
+        "ppo-flow-sde",
+        "--init",
+        teacher.to_str().unwrap(),
+        "--distill-during-rl",
+        "--steps",
+        "80",
+        "--run-dir",
+        rl.to_str().unwrap(),
+        "--quiet",
+    ];
+    let small = [
+        "algo.num_envs=2",
+        "algo.chunk_steps=5",
+        "algo.mini_batches=2",
+        "algo.critic_hidden=[16]",
+        "algo.distill_during_rl.updates_per_iteration=5",
+        "algo.distill_during_rl.batch_size=16",
+        "algo.distill_during_rl.warmup_steps=2",
+        "algo.distill_during_rl.hidden=[32]",
+        "eval_episodes=2",
+    ];
+    for s in &small {
+        args.extend(["--set", s]);
+    }
+    let o = embodia(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("one-step student"), "{}", text(&o.stderr));
+    // chunks of C = 4: 2 envs × 5 chunk steps × 4 = 40 env steps per iteration, 2 iterations.
+    assert_eq!(metric_steps(&rl), vec![40, 80]);
+    let student = rl.join("student");
+    let config = fs::read_to_string(student.join("config.toml")).unwrap();
+    assert!(config.contains("algorithm = \"distill\"") && config.contains("total_steps = 10"), "{config}");
+    assert_eq!(metric_steps(&student), vec![5, 10], "student gradient steps per RL iteration");
+    assert!(student.join("checkpoint").is_dir() && student.join("eval.json").is_file());
+    assert!(fs::read_to_string(rl.join("config.toml")).unwrap().contains("[algo.distill_during_rl]"));
+
+    // The student is a distill run: eval and export take it; the RL run itself points to it.
+    let o = embodia(&["eval", "--run", student.to_str().unwrap(), "--episodes", "2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = dir.join("export");
+    let o = embodia(&["export", "--run", student.to_str().unwrap(), "--format", "rust", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = embodia(&["export", "--run", rl.to_str().unwrap(), "--format", "c", "--out", dir.join("x").to_str().unwrap()]);
+    assert!(!o.status.success() && text(&o.stderr).contains("student"), "{}", text(&o.stderr));
+
+    // Resume continues both: one more RL iteration, one more block of student steps.
+    let o = embodia(&["train", "--resume", rl.to_str().unwrap(), "--steps", "120", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(metric_steps(&rl), vec![40, 80, 120]);
+    assert_eq!(metric_steps(&student), vec![5, 10, 15]);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn distill_during_rl_is_refused_for_non_flow_algorithms_and_bad_settings() {
+    let dir = scratch_dir("alongside-bad");
+    let run = dir.join("ppo");
+    let o = embodia(&["train", "--task", "reach", "--algo", "ppo", "--distill-during-rl", "--run-dir", run.to_str().unwrap()]);
+    let stderr = text(&o.stderr);
+    assert!(!o.status.success() && stderr.contains("--distill-during-rl") && stderr.contains("`ppo`"), "{stderr}");
+    assert!(!run.exists(), "nothing is created");
+    let o = embodia(&[
+        "train",
+        "--task",
+        "reach",
+        "--algo",
+        "ppo-flow-noise",
+        "--init",
+        dir.to_str().unwrap(),
+        "--distill-during-rl",
+        "--set",
+        "algo.distill_during_rl.buffer_size=0",
+        "--run-dir",
+        run.to_str().unwrap(),
+    ]);
+    let stderr = text(&o.stderr);
+    assert!(!o.status.success() && stderr.contains("algo.distill_during_rl.buffer_size"), "{stderr}");
+    assert!(!run.exists(), "nothing is created");
+    fs::remove_dir_all(&dir).unwrap();
+}

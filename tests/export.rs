@@ -459,3 +459,43 @@ fn cli_act_and_run_onnx_agree() {
     assert!(stderr.contains("bad.csv line 2") && stderr.contains("`two`"), "{stderr}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The student trained alongside flow RL (`--distill-during-rl`, `<run>/student/`) exports
+/// exactly like a distill run; the RL run itself is refused and pointed to it.
+#[test]
+fn student_trained_alongside_flow_rl_exports_exactly() {
+    use embodia::algos::{DistillAlongsideConfig, PpoFlowConfig};
+    let dir = scratch_dir("alongside");
+    let teacher = flow_teacher(&dir);
+    let algo = PpoFlowConfig {
+        init: teacher.to_str().unwrap().into(),
+        num_envs: 2,
+        chunk_steps: 5,
+        mini_batches: 2,
+        critic_hidden: vec![16],
+        distill_during_rl: Some(DistillAlongsideConfig {
+            updates_per_iteration: 10,
+            batch_size: 16,
+            warmup_steps: 2,
+            hidden: vec![32, 24],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let config = TrainConfig {
+        task: "reach".into(),
+        env: embodia::sim::task_config("reach"),
+        ..config("ppo-flow-sde", AlgoConfig::PpoFlow(algo), 80)
+    };
+    let rl = dir.join("rl");
+    Run::create(&rl, config).unwrap().train(&mut []).unwrap();
+    let err = embodia::export::export_run(&rl, Format::C, &dir.join("rl-c")).unwrap_err();
+    assert!(err.to_string().contains(&rl.join("student").display().to_string()), "{err}");
+    let student = rl.join("student");
+    let spec = policy_of_run(&student).unwrap();
+    assert_eq!((spec.chunk, spec.action_dim), (4, 6), "reach's chunk layout");
+    let sub = dir.join("student-out");
+    fs::create_dir_all(&sub).unwrap();
+    check_run_formats(&sub, &student);
+    fs::remove_dir_all(&dir).unwrap();
+}

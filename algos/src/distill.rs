@@ -248,6 +248,8 @@ pub struct Distill {
     buffer: Vec<f32>,
     /// Next row of `buffer` to overwrite once it is full.
     buffer_next: usize,
+    /// Metrics of the last [`Distill::train_on_buffer`] call.
+    last_row: Option<MetricRow>,
 }
 
 impl Distill {
@@ -289,6 +291,7 @@ impl Distill {
             eval_seed: seed.wrapping_add(0xE7A1),
             buffer: Vec::new(),
             buffer_next: 0,
+            last_row: None,
             device,
             config,
         })
@@ -308,6 +311,65 @@ impl Distill {
     pub fn learning_rate(&self) -> f64 {
         let c = &self.config;
         warmup_cosine(self.steps, c.warmup_steps, c.decay_steps, c.learning_rate, c.final_learning_rate)
+    }
+
+    /// Gradient steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The teacher's action layout and normalization, which the student shares.
+    pub fn actor(&self) -> &ChunkActor {
+        &self.actor
+    }
+
+    /// Metrics of the last [`Distill::train_on_buffer`] call (`env_steps` counts gradient
+    /// steps, `policy_loss` is the mean distillation loss); `None` before the first.
+    pub fn last_row(&self) -> Option<&MetricRow> {
+        self.last_row.as_ref()
+    }
+
+    /// Replaces the teacher with the flow policy of `ckpt` (see [`teacher_of_checkpoint`]),
+    /// e.g. the present policy of an RL learner the student is trained alongside. The
+    /// checkpoint's action layout and normalization must be the present teacher's.
+    pub fn set_teacher(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
+        let plain = self.device.clone().inner();
+        let (od, ad) = (self.actor.policy.obs_dim, self.actor.policy.action_dim);
+        let (actor, teacher) = teacher_of_checkpoint(ckpt, od, ad, &plain)?;
+        if actor != self.actor {
+            return Err(AlgoError::Checkpoint(
+                "the new teacher's policy layout or normalization differs from the student's".into(),
+            ));
+        }
+        self.teacher_params = named_params(&teacher);
+        self.teacher = teacher;
+        Ok(())
+    }
+
+    /// Standardizes raw observations `[n, obs_dim]` with the teacher's normalization and adds
+    /// them to the ring buffer.
+    pub fn add_raw_observations(&mut self, raw: &[f32]) {
+        let obs = self.actor.normalized_obs(raw);
+        self.add_observations(&obs);
+    }
+
+    /// `updates` gradient steps on the buffered observations with the present teacher's
+    /// labels, counted as one iteration; returns (and keeps, see [`Distill::last_row`]) the
+    /// metrics: gradient steps so far, mean loss, learning rate.
+    pub fn train_on_buffer(&mut self, updates: usize) -> Result<MetricRow, AlgoError> {
+        let mut loss = 0.0;
+        for _ in 0..updates {
+            loss += self.update()?;
+        }
+        self.iterations += 1;
+        let row = MetricRow {
+            env_steps: self.steps,
+            policy_loss: Some(loss / updates.max(1) as f64),
+            learning_rate: Some(self.learning_rate()),
+            ..Default::default()
+        };
+        self.last_row = Some(row.clone());
+        Ok(row)
     }
 
     /// Adds standardized observations `[n, obs_dim]` to the ring buffer.

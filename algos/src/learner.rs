@@ -43,6 +43,12 @@ pub trait Learner {
 
     /// Restores a state written by [`Learner::checkpoint`] of a learner with the same config.
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError>;
+
+    /// The one-step student trained alongside this learner ([`crate::DistillAlongside`]):
+    /// a `distill` learner whose checkpoint is a distill run's. `None` for learners without one.
+    fn student(&self) -> Option<&crate::Distill> {
+        None
+    }
 }
 
 /// Feeds a learner's action chunks to an environment one step at a time: queries the learner

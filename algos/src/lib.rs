@@ -9,6 +9,7 @@
 mod checkpoint;
 mod chunk_actor;
 pub mod distill;
+pub mod distill_alongside;
 mod gae;
 mod learner;
 mod metrics;
@@ -24,6 +25,7 @@ pub mod sft;
 pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
 pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 pub use distill::{ConsistencyLoss, Distill, DistillConfig, DistillMethod};
+pub use distill_alongside::{ALONGSIDE_PREFIX, DistillAlongside, DistillAlongsideConfig};
 pub use gae::compute_gae;
 pub use learner::{ActionQueue, EvalResult, InstructionResult, Learner, evaluate};
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};

@@ -192,6 +192,11 @@ pub struct PpoFlowConfig {
     /// GRPO: drop groups whose returns are all equal (no learning signal; RLinf's reward
     /// filter). Default true.
     pub filter_uniform_groups: bool,
+    /// A one-step student trained alongside (`--distill-during-rl`; the table's presence turns
+    /// it on). Read by the runner, which wraps this learner in a [`crate::DistillAlongside`].
+    /// Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distill_during_rl: Option<crate::DistillAlongsideConfig>,
 }
 
 impl Default for PpoFlowConfig {
@@ -231,6 +236,7 @@ impl Default for PpoFlowConfig {
             advantage: AdvantageEstimator::Gae,
             group_size: 8,
             filter_uniform_groups: true,
+            distill_during_rl: None,
         }
     }
 }
