@@ -159,7 +159,7 @@ impl FlowPolicyConfig {
 
 /// Angular frequencies `2π / period` of the sinusoidal time embedding, `[width / 2]`, periods
 /// log-spaced from 4e-3 to 4 (openpi `posemb_sincos`).
-fn time_scaling(width: usize) -> Vec<f32> {
+pub(crate) fn time_scaling(width: usize) -> Vec<f32> {
     let half = width / 2;
     let (min, max) = (4e-3f64, 4.0f64);
     (0..half)
