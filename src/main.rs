@@ -28,7 +28,7 @@ enum Command {
     List,
     /// Print the full default configuration of an algorithm on a task, as TOML.
     Config {
-        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise).
+        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo).
         algo: String,
         /// Task.
         #[arg(long, default_value = "pendulum")]
@@ -520,7 +520,7 @@ struct Settings {
     /// Task (see `embodia list`). Default: pendulum.
     #[arg(long)]
     task: Option<String>,
-    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise). Default: sac.
+    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo). Default: sac.
     #[arg(long)]
     algo: Option<String>,
     /// Seed.
@@ -536,7 +536,8 @@ struct Settings {
     /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.
     #[arg(long, value_name = "DIR", conflicts_with = "demos")]
     dataset: Option<PathBuf>,
-    /// ppo-flow-sde / ppo-flow-noise: the SFT run to start from (sets algo.init).
+    /// ppo-flow-sde / ppo-flow-noise / dppo: the SFT run to start from (sets algo.init; dppo
+    /// needs a diffusion SFT run, `--set algo.model=diffusion`).
     #[arg(long, value_name = "RUN_DIR")]
     init: Option<PathBuf>,
     /// TOML file overriding the defaults (see `embodia config`).
