@@ -63,11 +63,15 @@ pub struct DiffusionConfig {
     /// DDIM sampling steps `K` (≤ `T`, and `T` a multiple of `K`). Default 5 (DPPO's pixel
     /// setting: 5 DDIM steps out of `T = 100`, all fine-tuned).
     pub sampling_steps: usize,
+    /// Clip of the predicted clean chunk `x̂0` to `±denoised_clip` (standardized action units)
+    /// in every sampling step, with `ε̂` recomputed from the clipped `x̂0` (DPPO
+    /// `denoised_clip_value`, Diffusion Policy's `clip_sample`); 0 disables it. Default 3.
+    pub denoised_clip: f64,
 }
 
 impl Default for DiffusionConfig {
     fn default() -> Self {
-        Self { train_steps: 100, schedule: BetaSchedule::Cosine, sampling_steps: 5 }
+        Self { train_steps: 100, schedule: BetaSchedule::Cosine, sampling_steps: 5, denoised_clip: 3.0 }
     }
 }
 
@@ -89,6 +93,9 @@ impl DiffusionConfig {
                 self.sampling_steps.to_string(),
                 &format!("1 ≤ sampling_steps ≤ train_steps ({}) and a divisor of it", self.train_steps),
             );
+        }
+        if !(self.denoised_clip >= 0.0 && self.denoised_clip.is_finite()) {
+            return bad("denoised_clip", self.denoised_clip.to_string(), "≥ 0 (0: no clip)");
         }
         Ok(())
     }
@@ -223,6 +230,8 @@ pub struct DiffusionPolicy {
     alphas_cumprod: Vec<f64>,
     #[module(skip)]
     sampling_timesteps: Vec<usize>,
+    #[module(skip)]
+    denoised_clip: f64,
 }
 
 impl DiffusionPolicy {
@@ -246,6 +255,7 @@ impl DiffusionPolicy {
             train_steps: diffusion.train_steps,
             alphas_cumprod: diffusion.alphas_cumprod(),
             sampling_timesteps: diffusion.sampling_timesteps(),
+            denoised_clip: diffusion.denoised_clip,
         }
     }
 
@@ -304,13 +314,22 @@ impl DiffusionPolicy {
     }
 
     /// DDIM step `k` from `x` (`[batch, H·D]`): mean `μ_k` and std `max(σ_k, settings.min_std)`.
+    /// With `denoised_clip > 0`, `x̂0` is clipped and `ε̂` recomputed from it first.
     pub fn step(&self, obs_features: Tensor<2>, x: Tensor<2>, k: usize, settings: &DenoiseSettings) -> DenoiseStep {
         let c = self.coefficients(k, settings.eta);
         let batch = x.dims()[0];
         let t = Tensor::<2>::full([batch, 1], c.timestep as f64 / self.train_steps as f64, &x.device());
         let eps = self.predict_noise(obs_features, x.clone(), t);
+        let std = c.sigma.max(settings.min_std);
+        if self.denoised_clip > 0.0 {
+            let (signal, noise) = (c.alpha_bar.sqrt(), (1.0 - c.alpha_bar).sqrt());
+            let x0 = (x.clone() - eps.mul_scalar(noise)).div_scalar(signal).clamp(-self.denoised_clip, self.denoised_clip);
+            let eps = (x - x0.clone().mul_scalar(signal)).div_scalar(noise);
+            let direction = (1.0 - c.alpha_bar_prev - c.sigma * c.sigma).max(0.0).sqrt();
+            return DenoiseStep { mean: x0.mul_scalar(c.alpha_bar_prev.sqrt()) + eps.mul_scalar(direction), std };
+        }
         let (cx, ce) = c.mean_weights();
-        DenoiseStep { mean: x.mul_scalar(cx) + eps.mul_scalar(ce), std: c.sigma.max(settings.min_std) }
+        DenoiseStep { mean: x.mul_scalar(cx) + eps.mul_scalar(ce), std }
     }
 
     /// Per-row log-probability of step `k` taking `x_{k+1} = next` from `mean`: the mean over
@@ -432,7 +451,7 @@ mod tests {
     #[test]
     fn schedules_are_monotone_and_end_near_pure_noise() {
         for schedule in [BetaSchedule::Cosine, BetaSchedule::Linear] {
-            let c = DiffusionConfig { train_steps: 100, schedule, sampling_steps: 5 };
+            let c = DiffusionConfig { train_steps: 100, schedule, sampling_steps: 5, denoised_clip: 0.0 };
             let ab = c.alphas_cumprod();
             assert!(ab.windows(2).all(|w| w[1] < w[0]), "{schedule:?}");
             assert!(ab[0] > 0.99 && ab[99] < 0.01, "{schedule:?}: {} … {}", ab[0], ab[99]);
@@ -450,7 +469,7 @@ mod tests {
     #[test]
     fn ddim_with_eta_one_and_all_steps_is_the_ddpm_posterior() {
         let device = Device::flex();
-        let config = DiffusionConfig { train_steps: 10, schedule: BetaSchedule::Cosine, sampling_steps: 10 };
+        let config = DiffusionConfig { train_steps: 10, schedule: BetaSchedule::Cosine, sampling_steps: 10, denoised_clip: 0.0 };
         let policy = crate::seeded_init(&device, 4, || DiffusionPolicy::new(&layout(), &config, &device));
         let (obs, noise) = inputs(3, 10, &device);
         let features = policy.encode(obs);
