@@ -33,12 +33,15 @@ use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, evaluate};
 /// Checkpoint key of the [`DiffusionConfig`] of a diffusion policy.
 pub const DIFFUSION_KEY: &str = "diffusion";
 
-/// Deterministic DDIM actions (`η = 0`) of `model` (plain device) for raw `obs`
-/// (`[n, obs_dim]`) into `out` (`[n, C, D]`, the task's units). `x_0` is drawn with `sampling`;
-/// deterministic actions use the actor's one fixed draw for every row and call.
+/// Noise-free DDIM actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
+/// (`[n, C, D]`, the task's units): every step takes its mean `μ_k` under DDIM `eta` (0 for the
+/// SFT policy; DPPO acts with the η it fine-tuned the means under, as DPPO's deterministic
+/// evaluation does). `x_0` is drawn with `sampling`; deterministic actions use the actor's one
+/// fixed draw for every row and call.
 pub fn act_diffusion(
     actor: &ChunkActor,
     model: &DiffusionPolicy,
+    eta: f64,
     obs: &[f32],
     out: &mut [f32],
     sampling: Option<&mut ChaCha8Rng>,
@@ -46,7 +49,7 @@ pub fn act_diffusion(
 ) -> Result<(), AlgoError> {
     let (od, hd, k) = (actor.policy.obs_dim, actor.policy.chunk_width(), model.sampling_steps());
     let n = obs.len() / od;
-    // Only x_0 matters when η = 0; the later entries stay zero.
+    // Only x_0 matters: every step's std is 0, so the later entries stay zero.
     let mut noise = vec![0.0f32; (k + 1) * n * hd];
     match sampling {
         Some(rng) => fill_normal(rng, &mut noise[..n * hd]),
@@ -59,7 +62,8 @@ pub fn act_diffusion(
     }
     let normalized = to_tensor(&actor.normalized_obs(obs), n, od, device);
     let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
-    let sample = model.sample(normalized, noise, &DenoiseSettings::deterministic(), None);
+    let settings = DenoiseSettings { eta, ..DenoiseSettings::deterministic() };
+    let sample = model.sample(normalized, noise, &settings, None);
     actor.env_actions(obs, &to_host(sample.actions)?, out);
     Ok(())
 }
@@ -227,7 +231,7 @@ impl Learner for DiffusionSft {
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
-        act_diffusion(&self.actor, &self.ema, obs, actions, sampling, &self.device.clone().inner())
+        act_diffusion(&self.actor, &self.ema, 0.0, obs, actions, sampling, &self.device.clone().inner())
     }
 
     fn chunk_len(&self) -> usize {

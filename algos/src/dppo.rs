@@ -35,7 +35,7 @@
 //! last `K′ + 1`); the predicted `x̂0` and the final action are not clipped to ±1 (actions are
 //! standardized, not min-max normalized; the task's bounds clamp executed actions); learning
 //! rates, γ, epochs and batch sizes are scaled to a small MLP and short episodes (see
-//! [`DppoConfig`]); no BC regularizer, no learned η.
+//! [`DppoConfig`]); η defaults to 0 (see [`DppoConfig::eta`]); no BC regularizer, no learned η.
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
@@ -78,7 +78,11 @@ pub struct DppoConfig {
     pub mini_batches: usize,
     /// Fine-tuned denoising steps `K′` (the last `K′` of the policy's `K` DDIM steps). Default 5.
     pub ft_steps: usize,
-    /// DDIM η of the rollout sampler (1: DDPM-like variance). Default 1.
+    /// DDIM η of the rollout sampler and of the means the policy acts with (1: DDPM-like
+    /// variance). Default 0: the rollout's step means are those of the deterministic DDIM
+    /// sampler the SFT policy is evaluated with, and exploration comes from the std floor
+    /// `min_sampling_std` alone (DPPO fine-tunes DDIM with η = 1 and evaluates the η = 1 means
+    /// without noise, which at `K = 5` are not the SFT policy's actions).
     pub eta: f64,
     /// Floor of the sampling std of every denoising step (`min_sampling_denoising_std`). Default 0.1.
     pub min_sampling_std: f64,
@@ -134,7 +138,7 @@ impl Default for DppoConfig {
             update_epochs: 10,
             mini_batches: 4,
             ft_steps: 5,
-            eta: 1.0,
+            eta: 0.0,
             min_sampling_std: 0.1,
             min_log_prob_std: 0.1,
             noise_clip: 3.0,
@@ -563,7 +567,7 @@ impl Learner for Dppo {
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
-        act_diffusion(&self.actor, &self.model.valid(), obs, actions, sampling, &self.device.clone().inner())
+        act_diffusion(&self.actor, &self.model.valid(), self.config.eta, obs, actions, sampling, &self.device.clone().inner())
     }
 
     fn chunk_len(&self) -> usize {
