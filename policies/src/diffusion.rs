@@ -536,4 +536,24 @@ mod tests {
             assert_ne!(host(other), lp);
         }
     }
+
+    /// Clipping x̂0 at a bound it never reaches changes nothing; a tight bound puts the last
+    /// step (ᾱ_prev = 1, so μ = x̂0 exactly) inside it.
+    #[test]
+    fn denoised_clip_bounds_the_predicted_clean_chunk() {
+        let device = Device::flex();
+        let (obs, noise) = inputs(3, 5, &device);
+        let settings = DenoiseSettings::deterministic();
+        let mut results = Vec::new();
+        for clip in [0.0, 1e6, 0.05] {
+            let config = DiffusionConfig { denoised_clip: clip, ..DiffusionConfig::default() };
+            let policy = crate::seeded_init(&device, 4, || DiffusionPolicy::new(&layout(), &config, &device));
+            results.push(host(policy.sample(obs.clone(), noise.clone(), &settings, None).actions));
+        }
+        for (a, b) in results[0].iter().zip(&results[1]) {
+            assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+        }
+        assert!(results[0].iter().any(|a| a.abs() > 0.05), "{:?}", results[0]);
+        assert!(results[2].iter().all(|a| a.abs() <= 0.05 + 1e-6), "{:?}", results[2]);
+    }
 }
