@@ -19,6 +19,7 @@ mod squashed;
 pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
 pub use diffusion::{
     BetaSchedule, DdimCoefficients, DenoiseSettings, DenoiseStep, DiffusionConfig, DiffusionPolicy, DiffusionSample,
+    TimestepSpacing,
 };
 pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
 pub use flow::{
