@@ -157,7 +157,7 @@ pub fn sim_throughput(
 pub struct FlowBenchResult {
     /// Task.
     pub task: String,
-    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`).
+    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`) or `dppo` (diffusion SFT then DPPO).
     pub algorithm: String,
     /// Demonstrations (successful scripted-expert episodes).
     pub demos: usize,
@@ -200,6 +200,7 @@ pub fn flow_bench(
 ) -> Result<FlowBenchResult, RunError> {
     use embodia_algos::{FlowRlMethod, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate};
     let method = match algorithm {
+        "dppo" => return dppo_bench(task, demos, sft_steps, rl_seconds, num_envs, eval_episodes, seed),
         "ppo-flow-sde" => FlowRlMethod::Sde,
         "ppo-flow-noise" => FlowRlMethod::Noise,
         other => return Err(crate::config::ConfigError::UnknownAlgorithm(other.into()).into()),
@@ -236,6 +237,67 @@ pub fn flow_bench(
     Ok(FlowBenchResult {
         task: task.into(),
         algorithm: algorithm.into(),
+        demos,
+        sft_steps,
+        sft_seconds,
+        sft_success,
+        rl_success,
+        rl_env_steps: rl.env_steps(),
+        rl_seconds: rl_time,
+        chunk_steps_per_s: chunk_steps as f64 / (sim + inference).max(1e-9),
+        sim_seconds: sim,
+        inference_seconds: inference,
+        update_seconds: update,
+    })
+}
+
+/// [`flow_bench`] for `dppo`: SFT of the default diffusion policy (`model = diffusion`), then
+/// DPPO with its defaults and `num_envs` environments.
+fn dppo_bench(
+    task: &str,
+    demos: usize,
+    sft_steps: u64,
+    rl_seconds: f64,
+    num_envs: usize,
+    eval_episodes: usize,
+    seed: u64,
+) -> Result<FlowBenchResult, RunError> {
+    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, DppoConfig, Learner, SftConfig, evaluate};
+    let env_config = embodia_sim::task_config(task);
+    let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
+    let mut eval_env = embodia_sim::make_with(task, eval_episodes, env_config.as_ref())?;
+    let start = Instant::now();
+    let config = SftConfig {
+        decay_steps: sft_steps.max(SftConfig::default().warmup_steps + 1),
+        model: ChunkModel::Diffusion,
+        ..SftConfig::default()
+    };
+    let recorded = crate::run::record_demos(task, env_config.as_ref(), demos, seed, config.demo_noise)?;
+    let mut sft = DiffusionSft::new(config, eval_env.as_ref(), &recorded, default_device(), seed)?;
+    for _ in 0..sft_steps {
+        sft.update()?;
+    }
+    let sft_seconds = start.elapsed().as_secs_f64();
+    let sft_success = evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+
+    let config = DppoConfig { num_envs, init: "(in memory)".into(), ..DppoConfig::default() };
+    let mut env = embodia_sim::make_with(task, num_envs, env_config.as_ref())?;
+    env.reset(seed);
+    let mut rl = Dppo::new(config.clone(), env.as_ref(), &sft.checkpoint()?, default_device(), seed)?;
+    let (mut sim, mut inference, mut update, mut rl_time) = (0.0, 0.0, 0.0, 0.0);
+    let mut chunk_steps = 0u64;
+    while rl_time < rl_seconds {
+        let t = Instant::now();
+        rl.iterate(env.as_mut())?;
+        rl_time += t.elapsed().as_secs_f64();
+        let split = rl.last_time_split();
+        (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
+        chunk_steps += (config.chunk_steps * num_envs) as u64;
+    }
+    let rl_success = evaluate(&rl, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+    Ok(FlowBenchResult {
+        task: task.into(),
+        algorithm: "dppo".into(),
         demos,
         sft_steps,
         sft_seconds,

@@ -342,7 +342,8 @@ enum BenchCommand {
         /// Tasks, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "pick-cube,push-t")]
         tasks: Vec<String>,
-        /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise.
+        /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise; or dppo (the SFT trains a diffusion
+        /// policy instead).
         #[arg(long, default_value = "ppo-flow-sde")]
         algo: String,
         /// Successful scripted demonstrations for SFT.

@@ -53,7 +53,7 @@ use serde::{Deserialize, Serialize};
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 use crate::diffusion_sft::{DIFFUSION_KEY, act_diffusion, diffusion_actor_from_checkpoint};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
-use crate::ppo_flow::chunk_rewards;
+use crate::ppo_flow::{TimeSplit, chunk_rewards};
 use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
 
 /// DPPO hyperparameters. Defaults follow DPPO's robomimic state configs where they carry over
@@ -295,6 +295,7 @@ pub struct Dppo {
     episodes: EpisodeStats,
     rollout: Rollout,
     scratch: ChunkScratch,
+    last_split: TimeSplit,
 }
 
 impl Dppo {
@@ -332,6 +333,7 @@ impl Dppo {
             episodes: EpisodeStats::default(),
             rollout: Rollout::default(),
             scratch: ChunkScratch::default(),
+            last_split: TimeSplit::default(),
             actor,
             model,
             base,
@@ -340,6 +342,11 @@ impl Dppo {
             device,
             config,
         })
+    }
+
+    /// Time split of the last iteration (simulation, chunk sampling and values, update).
+    pub fn last_time_split(&self) -> TimeSplit {
+        self.last_split
     }
 
     /// Critic values `[n]` of raw observations `[n, obs_dim]`.
@@ -360,6 +367,8 @@ impl Dppo {
     }
 
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        use std::time::Instant;
+        let mut split = TimeSplit::default();
         let n = env.num_envs();
         let p = self.actor.policy.clone();
         let (od, ad, c, hd) = (p.obs_dim, p.action_dim, p.chunk, p.chunk_width());
@@ -378,6 +387,7 @@ impl Dppo {
         let mut step_actions = vec![0.0f32; n * ad];
         let (mut rewards, mut dones) = (vec![0.0f32; n], vec![0.0f32; n]);
         for _ in 0..self.config.chunk_steps {
+            let start = Instant::now();
             let obs = self.actor.normalized_obs(&env.buffers().obs);
             self.draw_noise(&mut noise, n);
             let noise_t = Tensor::<3>::from_data(TensorData::new(noise.clone(), [k + 1, n, hd]), &plain);
@@ -391,6 +401,7 @@ impl Dppo {
             r.chains.extend(to_host(sample.chains)?);
             r.log_probs.extend(to_host(sample.log_prob)?);
             r.values.extend(values);
+            split.inference += start.elapsed().as_secs_f64();
 
             let s = &mut self.scratch;
             for buf in [&mut s.rewards, &mut s.terminated, &mut s.truncated, &mut s.trunc_values] {
@@ -401,7 +412,9 @@ impl Dppo {
                     step_actions[i * ad..(i + 1) * ad]
                         .copy_from_slice(&env_actions[(i * c + j) * ad..(i * c + j + 1) * ad]);
                 }
+                let start = Instant::now();
                 env.step(&step_actions)?;
+                split.sim += start.elapsed().as_secs_f64();
                 self.env_steps += n as u64;
                 let b = env.buffers();
                 self.episodes.push_ended(b);
@@ -429,7 +442,10 @@ impl Dppo {
             self.rollout.rewards.extend_from_slice(&rewards);
             self.rollout.dones.extend_from_slice(&dones);
         }
+        let start = Instant::now();
         let last_values = self.values(&critic, &env.buffers().obs)?;
+        split.inference += start.elapsed().as_secs_f64();
+        let start = Instant::now();
         let r = &mut self.rollout;
         let len = r.rewards.len();
         r.advantages.resize(len, 0.0);
@@ -451,6 +467,8 @@ impl Dppo {
         for a in &mut r.advantages {
             *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
         }
+        split.update += start.elapsed().as_secs_f64();
+        self.last_split = split;
         Ok(())
     }
 
@@ -555,7 +573,9 @@ impl Learner for Dppo {
 
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
         self.collect(env)?;
+        let start = std::time::Instant::now();
         let stats = self.update(env.num_envs())?;
+        self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
         self.episodes.drain_into(&mut row, env.info().has_success);
