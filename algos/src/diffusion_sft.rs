@@ -83,6 +83,7 @@ pub fn diffusion_actor_from_checkpoint(
         ));
     }
     let actor = ChunkActor::from_checkpoint(ckpt, obs_dim, action_dim)?;
+    actor.policy.validate().map_err(|e| AlgoError::Checkpoint(format!("policy layout: {e}")))?;
     let diffusion: DiffusionConfig = ckpt.get(DIFFUSION_KEY)?;
     diffusion.validate().map_err(|e| AlgoError::Checkpoint(format!("diffusion settings: {e}")))?;
     Ok((actor, diffusion))
