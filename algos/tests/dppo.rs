@@ -47,7 +47,7 @@ fn dppo_rejects_flow_and_mismatched_checkpoints_with_a_clear_error() {
     let (sft, _) = diffusion_sft_on_reach(1);
     let env = embodia_sim::make("reach", 2).unwrap();
     let mut ckpt = sft.checkpoint().unwrap();
-    let config = DppoConfig { num_envs: 2, chunk_steps: 2, ft_steps: 6, ..Default::default() };
+    let config = DppoConfig { num_envs: 2, chunk_steps: 2, ft_steps: 11, ..Default::default() };
     let e = Dppo::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 1).err().unwrap();
     assert!(e.to_string().contains("algo.ft_steps"), "{e}");
     ckpt.put("model", &ChunkModel::Flow).unwrap();
