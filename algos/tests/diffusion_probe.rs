@@ -41,7 +41,7 @@ fn probe() {
     let plain = Device::flex();
     if std::env::var("PROBE_FLOW").is_ok() {
         let config = SftConfig { decay_steps: steps as u64, ..Default::default() };
-        let mut flow = Sft::new(config, env.as_ref(), &demos, plain.autodiff(), 1).unwrap();
+        let mut flow = Sft::new(config, env.as_ref(), &demos, plain.clone().autodiff(), 1).unwrap();
         for _ in 0..steps {
             flow.update().unwrap();
         }
@@ -50,7 +50,7 @@ fn probe() {
         eprintln!("flow: open-loop action MSE {mse}");
     }
     let config = SftConfig { model: ChunkModel::Diffusion, decay_steps: steps as u64, ..Default::default() };
-    let mut sft = DiffusionSft::new(config.clone(), env.as_ref(), &demos, plain.autodiff(), 1).unwrap();
+    let mut sft = DiffusionSft::new(config.clone(), env.as_ref(), &demos, plain.clone().autodiff(), 1).unwrap();
     for _ in 0..steps {
         sft.update().unwrap();
     }
