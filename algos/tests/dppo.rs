@@ -143,7 +143,7 @@ fn dppo_resumes_exactly() {
 /// (η = 1, std floor 0.2), a larger policy learning rate and rewards scaled by 0.1. The mean
 /// return of the training (stochastic) policy, the one PPO optimizes, over the last 5 reports
 /// must exceed that of the first 5. (Deterministic success over 32 episodes does not move in
-/// these 30 iterations, 0.34 → 0.34; it did over 63 iterations from the CLI, 16% → 48%, see
+/// these 30 iterations, 0.34 → 0.34; it did over 63 iterations from the CLI, 20% → 48%, see
 /// the README.)
 #[test]
 fn dppo_improves_a_weak_reach_policy() {
