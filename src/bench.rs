@@ -157,7 +157,7 @@ pub fn sim_throughput(
 pub struct FlowBenchSpec {
     /// Task.
     pub task: String,
-    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`).
+    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`) or `dppo` (from a diffusion SFT).
     pub algorithm: String,
     /// Successful scripted demonstrations for SFT.
     pub demos: usize,
@@ -165,8 +165,8 @@ pub struct FlowBenchSpec {
     pub sft_steps: u64,
     /// Wall-time budget of flow RL, seconds.
     pub rl_seconds: f64,
-    /// Parallel environments of flow RL (replaces `algo.num_envs`).
-    pub num_envs: usize,
+    /// Parallel environments of flow RL (replaces `algo.num_envs` when set).
+    pub num_envs: Option<usize>,
     /// Deterministic evaluation episodes for S0, S1 and the baseline.
     pub eval_episodes: usize,
     /// Seed of demonstrations, networks and environments.
@@ -190,7 +190,7 @@ pub struct FlowBenchSpec {
 pub struct FlowBenchResult {
     /// Task.
     pub task: String,
-    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`).
+    /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`) or `dppo` (diffusion SFT then DPPO).
     pub algorithm: String,
     /// Seed.
     pub seed: u64,
@@ -229,7 +229,7 @@ pub struct FlowBenchResult {
 /// deterministic episodes from the evaluation seed.
 pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
     use crate::config::{AlgoConfig, ConfigSources, resolve};
-    use embodia_algos::{Learner, PpoFlow, Sft, SftConfig, evaluate};
+    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Learner, PpoFlow, Sft, SftConfig, evaluate};
     let rl_config = resolve(&ConfigSources {
         task: Some(&spec.task),
         algorithm: Some(&spec.algorithm),
@@ -238,43 +238,66 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         total_steps: None,
         overrides: &spec.overrides,
     })?;
-    let AlgoConfig::PpoFlow(mut config) = rl_config.algo.clone() else {
-        return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into());
-    };
-    config.num_envs = spec.num_envs;
-    config.init = "(in memory)".into();
-    config.validate()?;
     let (task, seed, env_config) = (spec.task.as_str(), spec.seed, rl_config.env.as_ref());
     let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
     let mut eval_env = embodia_sim::make_with(task, spec.eval_episodes, env_config)?;
+    let diffusion = matches!(rl_config.algo, AlgoConfig::Dppo(_));
     let start = Instant::now();
-    let sft_config =
-        SftConfig { decay_steps: spec.sft_steps.max(SftConfig::default().warmup_steps + 1), ..SftConfig::default() };
+    let sft_config = SftConfig {
+        decay_steps: spec.sft_steps.max(SftConfig::default().warmup_steps + 1),
+        model: if diffusion { ChunkModel::Diffusion } else { ChunkModel::Flow },
+        ..SftConfig::default()
+    };
     let recorded = crate::run::record_demos(task, env_config, spec.demos, seed, sft_config.demo_noise)?;
-    let mut sft = Sft::new(sft_config, eval_env.as_ref(), &recorded, default_device(), seed)?;
-    for _ in 0..spec.sft_steps {
-        sft.update()?;
-    }
+    let (sft_checkpoint, sft_success) = if diffusion {
+        let mut sft = DiffusionSft::new(sft_config, eval_env.as_ref(), &recorded, default_device(), seed)?;
+        for _ in 0..spec.sft_steps {
+            sft.update()?;
+        }
+        (sft.checkpoint()?, evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate)
+    } else {
+        let mut sft = Sft::new(sft_config, eval_env.as_ref(), &recorded, default_device(), seed)?;
+        for _ in 0..spec.sft_steps {
+            sft.update()?;
+        }
+        (sft.checkpoint()?, evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate)
+    };
     let sft_seconds = start.elapsed().as_secs_f64();
-    let sft_success = evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
 
-    let mut env = embodia_sim::make_with(task, spec.num_envs, env_config)?;
-    env.reset(seed);
-    let mut rl = PpoFlow::new(config.clone(), env.as_ref(), &sft.checkpoint()?, default_device(), seed)?;
+    let init = "(in memory)".to_string();
+    let device = default_device();
+    let mut rl = match rl_config.algo {
+        AlgoConfig::PpoFlow(mut c) => {
+            c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
+            c.init = init;
+            c.validate()?;
+            let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
+            ChunkRl::Flow(Box::new(PpoFlow::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
+        }
+        AlgoConfig::Dppo(mut c) => {
+            c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
+            c.init = init;
+            c.validate()?;
+            let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
+            ChunkRl::Dppo(Box::new(Dppo::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
+        }
+        _ => return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into()),
+    };
+    rl.env().reset(seed);
     let (mut sim, mut inference, mut update, mut rl_time) = (0.0, 0.0, 0.0, 0.0);
-    let mut chunk_steps = 0u64;
     let mut rows = Vec::new();
     while rl_time < spec.rl_seconds {
         let t = Instant::now();
-        let mut row = rl.iterate(env.as_mut())?;
+        let mut row = rl.iterate()?;
         rl_time += t.elapsed().as_secs_f64();
         row.wall_seconds = rl_time;
         rows.push(row);
         let split = rl.last_time_split();
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
-        chunk_steps += (config.chunk_steps * spec.num_envs) as u64;
     }
-    let rl_success = evaluate(&rl, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+    let learner = rl.learner();
+    let rl_success = evaluate(learner, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+    let chunk_steps = learner.env_steps() / learner.chunk_len().max(1) as u64;
     if let Some(out) = &spec.out {
         write_curves(&out.join(&spec.algorithm), &rows)?;
     }
@@ -292,9 +315,9 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         demos: spec.demos,
         sft_steps: spec.sft_steps,
         sft_seconds,
-        sft_success,
+        sft_success: sft_success.unwrap_or(0.0),
         rl_success,
-        rl_env_steps: rl.env_steps(),
+        rl_env_steps: learner.env_steps(),
         rl_seconds: rl_time,
         chunk_steps_per_s: chunk_steps as f64 / (sim + inference).max(1e-9),
         sim_seconds: sim,
@@ -345,6 +368,42 @@ fn write_curves(dir: &Path, rows: &[embodia_algos::MetricRow]) -> Result<(), Run
     std::fs::write(dir.join(crate::run::METRICS_FILE), text).map_err(io)?;
     crate::plot::write_run_curves(dir)?;
     Ok(())
+}
+
+/// The RL learner of a flow benchmark with its environments.
+enum ChunkRl {
+    Flow(Box<embodia_algos::PpoFlow>, Box<dyn embodia_sim::VecEnv>),
+    Dppo(Box<embodia_algos::Dppo>, Box<dyn embodia_sim::VecEnv>),
+}
+
+impl ChunkRl {
+    fn env(&mut self) -> &mut dyn embodia_sim::VecEnv {
+        match self {
+            ChunkRl::Flow(_, env) | ChunkRl::Dppo(_, env) => env.as_mut(),
+        }
+    }
+
+    fn learner(&self) -> &dyn embodia_algos::Learner {
+        match self {
+            ChunkRl::Flow(l, _) => l.as_ref(),
+            ChunkRl::Dppo(l, _) => l.as_ref(),
+        }
+    }
+
+    fn iterate(&mut self) -> Result<embodia_algos::MetricRow, embodia_algos::AlgoError> {
+        use embodia_algos::Learner;
+        match self {
+            ChunkRl::Flow(l, env) => l.iterate(env.as_mut()),
+            ChunkRl::Dppo(l, env) => l.iterate(env.as_mut()),
+        }
+    }
+
+    fn last_time_split(&self) -> embodia_algos::ppo_flow::TimeSplit {
+        match self {
+            ChunkRl::Flow(l, _) => l.last_time_split(),
+            ChunkRl::Dppo(l, _) => l.last_time_split(),
+        }
+    }
 }
 
 /// Steps `envs` tensor environments of `task` on `device` with uniform random actions drawn on

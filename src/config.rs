@@ -3,17 +3,18 @@
 
 use std::path::Path;
 
-use embodia_algos::{DistillConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig};
+use embodia_algos::{DistillConfig, DppoConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig};
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// Algorithms `embodia train` can run, with one-line descriptions.
-pub const ALGORITHMS: [(&str, &str); 6] = [
+pub const ALGORITHMS: [(&str, &str); 7] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
-    ("sft", "flow-matching behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
+    ("sft", "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
     ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
     ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
+    ("dppo", "DPPO: PPO over the last K′ denoising steps of a diffusion policy (--init runs/<diffusion-sft-run>)"),
     ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
 ];
 
@@ -54,6 +55,8 @@ pub enum AlgoConfig {
     PpoFlow(PpoFlowConfig),
     /// One-step distillation of a flow policy.
     Distill(DistillConfig),
+    /// DPPO on a diffusion policy.
+    Dppo(DppoConfig),
 }
 
 impl AlgoConfig {
@@ -65,6 +68,7 @@ impl AlgoConfig {
             Self::Sft(c) => c.num_envs,
             Self::PpoFlow(c) => c.num_envs,
             Self::Distill(c) => c.num_envs,
+            Self::Dppo(c) => c.num_envs,
         }
     }
 }
@@ -73,7 +77,7 @@ impl AlgoConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Unknown algorithm name.
-    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, distill")]
+    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill")]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
     #[error("{path}: {message}")]
@@ -114,6 +118,7 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
         "sft" => toml::Table::try_from(SftConfig::default()),
         "ppo-flow-sde" | "ppo-flow-noise" => toml::Table::try_from(PpoFlowConfig::default()),
         "distill" => toml::Table::try_from(DistillConfig::default()),
+        "dppo" => toml::Table::try_from(DppoConfig::default()),
         other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
     }
     .map_err(|e| ConfigError::Invalid(e.to_string()))?;
@@ -148,6 +153,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("quadrotor-hover", "sac") => include_str!("../assets/configs/quadrotor-hover-sac.toml"),
         ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
+        ("pick-cube", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/pick-cube-ppo-flow.toml"),
         _ => return None,
     })
 }
@@ -207,6 +213,7 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         "sft" => toml::from_str::<File<SftConfig>>(text).map(|_| ()),
         "ppo-flow-sde" | "ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
         "distill" => toml::from_str::<File<DistillConfig>>(text).map(|_| ()),
+        "dppo" => toml::from_str::<File<DppoConfig>>(text).map(|_| ()),
         _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
     };
     result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
@@ -404,6 +411,7 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         "ppo-flow-sde" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
         "ppo-flow-noise" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
         "distill" => build(table, AlgoConfig::Distill),
+        "dppo" => build(table, AlgoConfig::Dppo),
         other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
     }
 }
@@ -439,6 +447,7 @@ impl TrainConfig {
                 c.validate().and_then(|()| c.distill_during_rl.as_ref().map_or(Ok(()), |d| d.validate()))
             }
             AlgoConfig::Distill(c) => c.validate(),
+            AlgoConfig::Dppo(c) => c.validate(),
         }
         .map_err(|e| match e {
             embodia_algos::AlgoError::Config { field, value, allowed } => {

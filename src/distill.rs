@@ -43,11 +43,12 @@ pub struct DistillRequest {
 pub fn distill_config(req: &DistillRequest) -> Result<TrainConfig, RunError> {
     check_run_dir(&req.teacher)?;
     let teacher = TrainConfig::from_file(&req.teacher.join(CONFIG_FILE))?;
-    if !matches!(teacher.algo, AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_)) {
+    let flow_sft = |c: &embodia_algos::SftConfig| c.model == embodia_algos::ChunkModel::Flow;
+    if !matches!(&teacher.algo, AlgoConfig::Sft(c) if flow_sft(c)) && !matches!(teacher.algo, AlgoConfig::PpoFlow(_)) {
         return Err(RunError::Io {
             path: req.teacher.display().to_string(),
             message: format!(
-                "is a `{}` run; only flow-policy runs (sft, ppo-flow-sde, ppo-flow-noise) are distilled (PPO and SAC policies are one-step already: export them directly)",
+                "is a `{}` run; only flow-policy runs (flow sft, ppo-flow-sde, ppo-flow-noise) are distilled (diffusion policies are not yet; PPO and SAC policies are one-step already: export them directly)",
                 teacher.algorithm
             ),
         });

@@ -60,7 +60,7 @@ pub fn policy_of_run(dir: &Path) -> Result<PolicySpec, ExportRunError> {
 fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunError> {
     match &config.algo {
         AlgoConfig::Ppo(_) | AlgoConfig::Sac(_) | AlgoConfig::Distill(_) => Ok(()),
-        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => Err(not_exportable(config, run)),
+        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) | AlgoConfig::Dppo(_) => Err(not_exportable(config, run)),
     }
 }
 
@@ -124,7 +124,7 @@ pub fn policy_of_checkpoint(
             spec.validate().map_err(|e| corrupt(e.to_string()))?;
             return Ok(spec);
         }
-        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) => return Err(not_exportable(config, source)),
+        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) | AlgoConfig::Dppo(_) => return Err(not_exportable(config, source)),
     };
     let spec = PolicySpec {
         source: format!("{source} ({}, task {})", config.algorithm, config.task),

@@ -28,7 +28,7 @@ enum Command {
     List,
     /// Print the full default configuration of an algorithm on a task, as TOML.
     Config {
-        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise).
+        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo).
         algo: String,
         /// Task.
         #[arg(long, default_value = "pendulum")]
@@ -350,7 +350,8 @@ enum BenchCommand {
         /// Tasks, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "pick-cube,push-t")]
         tasks: Vec<String>,
-        /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise.
+        /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise; or dppo (the SFT trains a diffusion
+        /// policy instead).
         #[arg(long, default_value = "ppo-flow-sde")]
         algo: String,
         /// Successful scripted demonstrations for SFT.
@@ -362,9 +363,9 @@ enum BenchCommand {
         /// Wall-time budget of flow RL per task and seed, seconds.
         #[arg(long, default_value_t = 300.0)]
         rl_seconds: f64,
-        /// Parallel environments of flow RL.
-        #[arg(long, default_value_t = 32)]
-        envs: usize,
+        /// Parallel environments of flow RL (default: the flow-RL config's `algo.num_envs`).
+        #[arg(long)]
+        envs: Option<usize>,
         /// Evaluation episodes for S0 and S1.
         #[arg(long, default_value_t = 100)]
         eval_episodes: usize,
@@ -563,7 +564,7 @@ struct Settings {
     /// Task (see `embodia list`). Default: pendulum.
     #[arg(long)]
     task: Option<String>,
-    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise). Default: sac.
+    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo). Default: sac.
     #[arg(long)]
     algo: Option<String>,
     /// Seed.
@@ -579,7 +580,8 @@ struct Settings {
     /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.
     #[arg(long, value_name = "DIR", conflicts_with = "demos")]
     dataset: Option<PathBuf>,
-    /// ppo-flow-sde / ppo-flow-noise: the SFT run to start from (sets algo.init).
+    /// ppo-flow-sde / ppo-flow-noise / dppo: the SFT run to start from (sets algo.init; dppo
+    /// needs a diffusion SFT run, `--set algo.model=diffusion`).
     #[arg(long, value_name = "RUN_DIR")]
     init: Option<PathBuf>,
     /// ppo-flow-sde / ppo-flow-noise: also train a one-step student of the RL policy alongside,
@@ -1122,7 +1124,7 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
 #[allow(clippy::too_many_arguments)]
 fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(
-        spec.num_envs > 0 && spec.eval_episodes > 0 && seeds > 0,
+        spec.num_envs != Some(0) && spec.eval_episodes > 0 && seeds > 0,
         "--envs, --eval-episodes and --seeds must be ≥ 1"
     );
     println!(
@@ -1131,7 +1133,7 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
         spec.sft_steps,
         spec.algorithm,
         spec.rl_seconds,
-        spec.num_envs,
+        spec.num_envs.map_or_else(|| "the config's".to_string(), |n| n.to_string()),
         if spec.baseline { ", and Gaussian PPO from scratch for the same wall time" } else { "" },
         spec.eval_episodes
     );

@@ -22,7 +22,8 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use embodia_algos::{
-    Checkpoint, Distill, DistillAlongside, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, evaluate,
+    ChunkModel, Checkpoint, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult, Learner, MetricRow, MetricSink,
+    Ppo, PpoFlow, Sac, Sft, evaluate,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
@@ -137,7 +138,22 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
                 Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
                 None => record_demos(&config.task, config.env.as_ref(), c.demos, config.seed, c.demo_noise)?,
             };
-            Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
+            match c.model {
+                ChunkModel::Flow => Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?),
+                ChunkModel::Diffusion => Box::new(DiffusionSft::new(c.clone(), env, &demos, device.clone(), config.seed)?),
+            }
+        }
+        AlgoConfig::Dppo(c) => {
+            if c.init.is_empty() {
+                return Err(RunError::Io {
+                    path: "algo.init".into(),
+                    message: "dppo starts from a diffusion SFT run: pass --init runs/<sft-run> (trained with --set algo.model=diffusion)".into(),
+                });
+            }
+            let init = Path::new(&c.init);
+            check_run_dir(init)?;
+            let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;
+            Box::new(Dppo::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
         }
         AlgoConfig::PpoFlow(c) => {
             if c.init.is_empty() {

@@ -895,6 +895,43 @@ fn sft_then_flow_rl_from_the_command_line() {
 }
 
 #[test]
+fn diffusion_sft_then_dppo_from_the_command_line() {
+    let dir = tmp();
+    let d = dir.path();
+    let small = ["--set", "algo.policy.width=32", "--set", "algo.policy.hidden=[32]", "--quiet"];
+    let mut args = vec!["train", "--task", "reach", "--algo", "sft", "--set", "algo.model=diffusion", "--demos", "4"];
+    args.extend(["--steps", "40", "--set", "algo.updates_per_iteration=20", "--set", "algo.num_envs=2"]);
+    args.extend(["--run-dir", "dsft"]);
+    ok(d, &[&args[..], &small[..]].concat());
+    assert_eq!(metrics(&d.join("dsft")).1.len(), 2, "one row per 20 gradient steps");
+    let dppo = |run: &str, init: &str| {
+        let mut a = vec!["train", "--task", "reach", "--algo", "dppo", "--init", init, "--steps", "400"];
+        a.extend(["--set", "algo.num_envs=4", "--set", "algo.chunk_steps=25", "--set", "algo.critic_warmup_iterations=1"]);
+        a.extend(["--set", "algo.update_epochs=1", "--run-dir", run, "--quiet"]);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let args = dppo("rl", "dsft");
+    ok(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (header, rows) = metrics(&d.join("rl"));
+    let kl = header.iter().position(|h| h == "kl").unwrap();
+    assert_eq!(rows[0][kl], "0", "critic warmup: ratios exactly 1");
+    assert!(rows.iter().all(|r| r[kl].parse::<f64>().is_ok_and(f64::is_finite)), "{rows:?}");
+    assert!(eval_json(d, "rl")["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)));
+    ok(d, &["train", "--resume", "rl", "--steps", "800", "--quiet"]);
+    assert_eq!(metrics(&d.join("rl")).1.len(), 2 * rows.len(), "resumed to twice the budget");
+
+    let e = fail(d, &["train", "--task", "reach", "--algo", "dppo", "--run-dir", "no-init", "--quiet"]);
+    assert_mentions(&e, &["--init", "algo.model=diffusion"]);
+    let args = vec!["train", "--task", "reach", "--algo", "sft", "--steps", "20", "--run-dir", "fsft"];
+    ok(d, &[&args[..], &["--set", "algo.updates_per_iteration=20", "--set", "algo.num_envs=2"], &small[..]].concat());
+    let args = dppo("bad", "fsft");
+    let e = fail(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_mentions(&e, &["flow policy", "algo.model=diffusion"]);
+    let e = fail_at_once(d, &["train", "--algo", "sft", "--set", "algo.diffusion.sampling_steps=7", "--task", "reach"]);
+    assert_mentions(&e, &["algo.diffusion.sampling_steps"]);
+}
+
+#[test]
 fn device_selection_is_checked_before_any_work() {
     let dir = tmp();
     let msg = fail_at_once(dir.path(), &["--device", "tpu", "list"]);

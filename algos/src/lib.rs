@@ -8,8 +8,10 @@
 
 mod checkpoint;
 mod chunk_actor;
+pub mod diffusion_sft;
 pub mod distill;
 pub mod distill_alongside;
+pub mod dppo;
 mod gae;
 mod learner;
 mod metrics;
@@ -24,8 +26,10 @@ pub mod sft;
 
 pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
 pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
+pub use diffusion_sft::{DIFFUSION_KEY, DiffusionSft, act_diffusion, diffusion_actor_from_checkpoint};
 pub use distill::{ConsistencyLoss, Distill, DistillConfig, DistillMethod};
 pub use distill_alongside::{ALONGSIDE_PREFIX, DistillAlongside, DistillAlongsideConfig};
+pub use dppo::{Dppo, DppoConfig};
 pub use gae::compute_gae;
 pub use learner::{ActionQueue, EvalResult, InstructionResult, Learner, evaluate};
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};
@@ -39,7 +43,7 @@ pub use ppo_flow::{
 };
 pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};
-pub use sft::{Sft, SftConfig};
+pub use sft::{ChunkModel, Sft, SftConfig};
 
 /// Errors of the learners.
 #[derive(Debug, thiserror::Error)]

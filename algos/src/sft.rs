@@ -33,7 +33,8 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
 use embodia_policies::{
-    FlowPolicy, FlowPolicyConfig, load_params, named_params, polyak_update, sample_flow_time, seeded_init,
+    DiffusionConfig, FlowPolicy, FlowPolicyConfig, load_params, named_params, polyak_update, sample_flow_time,
+    seeded_init,
 };
 use embodia_sim::VecEnv;
 use embodia_sim::demonstrations::Demonstrations;
@@ -92,8 +93,27 @@ pub struct SftConfig {
     /// (DART; `embodia_sim::rapier::expert::record_expert_perturbed`), a fraction of the
     /// action clip; 0 records the expert unperturbed. Default 0.05.
     pub demo_noise: f32,
-    /// The policy (observation and action widths are taken from the task).
+    /// The policy (observation and action widths are taken from the task); with
+    /// `model = "diffusion"` its chunk layout and network widths (`horizon`, `chunk`, `width`,
+    /// `hidden`, `activation`) shape the diffusion policy and its flow-only fields are unused.
     pub policy: FlowPolicyConfig,
+    /// Which generative model is cloned: `flow` (flow matching, [`Sft`]) or `diffusion` (DDPM
+    /// ε-prediction sampled with DDIM, [`DiffusionSft`](crate::DiffusionSft); the start of
+    /// `dppo`). Default flow.
+    pub model: ChunkModel,
+    /// Diffusion process and sampler (`model = "diffusion"` only).
+    pub diffusion: DiffusionConfig,
+}
+
+/// The generative model of an `sft` run (`algo.model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ChunkModel {
+    /// Flow matching (π0 style).
+    #[default]
+    Flow,
+    /// DDPM with ε-prediction (Diffusion Policy / DPPO style).
+    Diffusion,
 }
 
 impl Default for SftConfig {
@@ -117,6 +137,8 @@ impl Default for SftConfig {
             relative_actions: true,
             demo_noise: 0.05,
             policy: FlowPolicyConfig::default(),
+            model: ChunkModel::Flow,
+            diffusion: DiffusionConfig::default(),
         }
     }
 }
@@ -151,6 +173,11 @@ impl SftConfig {
         check_range("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay), "0 ≤ ema_decay < 1")?;
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
+        self.diffusion.validate().map_err(|e| AlgoError::Config {
+            field: format!("algo.diffusion.{}", e.field),
+            value: e.value,
+            allowed: e.allowed,
+        })?;
         self.policy.validate().map_err(|e| AlgoError::Config {
             field: format!("algo.policy.{}", e.field),
             value: e.value,
@@ -202,36 +229,14 @@ impl Sft {
         config.policy.obs_dim = od;
         config.policy.action_dim = ad;
         config.validate()?;
-        if demos.obs_dim != od || demos.action_dim != ad {
+        if config.model != ChunkModel::Flow {
             return Err(AlgoError::Config {
-                field: "demonstrations".into(),
-                value: format!("obs_dim {}, action_dim {}", demos.obs_dim, demos.action_dim),
-                allowed: format!("the task's widths: obs_dim {od}, action_dim {ad}"),
+                field: "algo.model".into(),
+                value: "diffusion".into(),
+                allowed: "flow for `Sft` (diffusion policies are cloned by `DiffusionSft`)".into(),
             });
         }
-        if demos.num_steps() == 0 {
-            return Err(AlgoError::Config {
-                field: "demonstrations".into(),
-                value: format!("{} episodes with no steps", demos.episodes.len()),
-                allowed: "at least one step".into(),
-            });
-        }
-        let bounds = &env.action_spec().bounds;
-        let relative = if config.relative_actions { env.action_states() } else { Vec::new() };
-        // The standardizations are fitted below, to the (relative) training samples.
-        let mut actor = ChunkActor {
-            obs_norm: Standardizer::fit(&[], od, config.min_std),
-            action_norm: Standardizer::fit(&[], ad, config.min_std),
-            policy: config.policy.clone(),
-            action_low: bounds.low.clone(),
-            action_high: bounds.high.clone(),
-            relative,
-        };
-        let (mut sample_obs, mut sample_chunks) = chunk_samples(demos, &actor);
-        actor.obs_norm = Standardizer::fit(&sample_obs, od, config.min_std);
-        actor.action_norm = Standardizer::fit(&sample_chunks, ad, config.min_std);
-        actor.obs_norm.normalize(&mut sample_obs);
-        actor.action_norm.normalize(&mut sample_chunks);
+        let (actor, sample_obs, sample_chunks) = fitted_actor(&config, env, demos)?;
         let model = seeded_init(&device, seed, || config.policy.init(&device));
         Ok(Self {
             ema: model.valid(),
@@ -295,6 +300,53 @@ impl Sft {
     pub fn policy(&self) -> (&FlowPolicy, &ChunkActor) {
         (&self.ema, &self.actor)
     }
+}
+
+/// The actor of `config` for `env` with standardizations fitted to the (relative) training
+/// samples of `demos`, and those samples standardized: `(actor, [samples, obs_dim],
+/// [samples, H·D])`. `config.policy` must carry the task's widths.
+pub(crate) fn fitted_actor(
+    config: &SftConfig,
+    env: &dyn VecEnv,
+    demos: &Demonstrations,
+) -> Result<(ChunkActor, Vec<f32>, Vec<f32>), AlgoError> {
+    let (od, ad) = (config.policy.obs_dim, config.policy.action_dim);
+    check_demonstrations(demos, od, ad)?;
+    let bounds = &env.action_spec().bounds;
+    let relative = if config.relative_actions { env.action_states() } else { Vec::new() };
+    let mut actor = ChunkActor {
+        obs_norm: Standardizer::fit(&[], od, config.min_std),
+        action_norm: Standardizer::fit(&[], ad, config.min_std),
+        policy: config.policy.clone(),
+        action_low: bounds.low.clone(),
+        action_high: bounds.high.clone(),
+        relative,
+    };
+    let (mut sample_obs, mut sample_chunks) = chunk_samples(demos, &actor);
+    actor.obs_norm = Standardizer::fit(&sample_obs, od, config.min_std);
+    actor.action_norm = Standardizer::fit(&sample_chunks, ad, config.min_std);
+    actor.obs_norm.normalize(&mut sample_obs);
+    actor.action_norm.normalize(&mut sample_chunks);
+    Ok((actor, sample_obs, sample_chunks))
+}
+
+/// Fails unless `demos` has the task's widths and at least one step.
+pub(crate) fn check_demonstrations(demos: &Demonstrations, od: usize, ad: usize) -> Result<(), AlgoError> {
+    if demos.obs_dim != od || demos.action_dim != ad {
+        return Err(AlgoError::Config {
+            field: "demonstrations".into(),
+            value: format!("obs_dim {}, action_dim {}", demos.obs_dim, demos.action_dim),
+            allowed: format!("the task's widths: obs_dim {od}, action_dim {ad}"),
+        });
+    }
+    if demos.num_steps() == 0 {
+        return Err(AlgoError::Config {
+            field: "demonstrations".into(),
+            value: format!("{} episodes with no steps", demos.episodes.len()),
+            allowed: "at least one step".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Raw `(s_t, a_{t..t+H})` samples of every step of every episode, chunks padded with the

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod critic;
+mod diffusion;
 mod distributions;
 mod flow;
 mod gaussian;
@@ -18,6 +19,10 @@ mod tensor_file;
 pub mod vla;
 
 pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
+pub use diffusion::{
+    BetaSchedule, DdimCoefficients, DenoiseSettings, DenoiseStep, DiffusionConfig, DiffusionPolicy, DiffusionSample,
+    TimestepSpacing,
+};
 pub use distributions::{LOG_SQRT_2PI, gaussian_entropy, gaussian_kl, gaussian_log_prob, log_one_minus_tanh_sq};
 pub use flow::{
     ChainEval, FlowExpert, FlowLayout, FlowPolicy, FlowPolicyConfig, FlowSample, InvalidConfig, NoiseMethod,
