@@ -312,8 +312,10 @@ fn draw_panel(
     let title = if log { format!("{} (log scale)", panel.title) } else { panel.title.into() };
     let mut builder = ChartBuilder::on(area);
     builder.caption(title, title_style).margin(12).x_label_area_size(38).y_label_area_size(64);
-    let x_fmt = |x: &f64| compact(*x);
-    let y_fmt = |y: &f64| compact(*y);
+    // Ticks at zero come out of the axis arithmetic as ±1e-17 and the like.
+    let snap = |v: f64, span: f64| if v.abs() < 1e-9 * span { 0.0 } else { v };
+    let x_fmt = |x: &f64| compact(snap(*x, x1 - x0));
+    let y_fmt = |y: &f64| compact(snap(*y, y1 - y0));
     macro_rules! body {
         ($chart:ident) => {{
             $chart
