@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
-use embodia::bench::{CONFIRM_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
+use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
 use embodia::viz::{MetricsRecorder, VizTarget};
@@ -1080,12 +1080,17 @@ fn plot(runs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
 fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(seeds > 0, "invalid value for `--seeds`: 0 (allowed: ≥ 1)");
     let base = settings.resolve()?;
-    let threshold = embodia::sim::tasks().iter().find(|t| t.name == base.task).map(|t| t.solve_threshold);
+    let info = embodia::sim::tasks().iter().find(|t| t.name == base.task);
+    let gate = if info.is_some_and(|t| t.has_success) {
+        format!(" (success rate; then on {GATE_EPISODES} more episodes)")
+    } else {
+        String::new()
+    };
     println!(
-        "bench solve: {} on {}, deterministic eval of {SOLVE_EVAL_EPISODES} episodes after every iteration, threshold {}, budget {} steps",
+        "bench solve: {} on {}, deterministic eval of {SOLVE_EVAL_EPISODES} episodes after every iteration, threshold {}{gate}, budget {} steps",
         base.algorithm,
         base.task,
-        threshold.unwrap_or(f32::NAN),
+        info.map_or(f32::NAN, |t| t.solve_threshold),
         base.total_steps
     );
     let mut results = Vec::new();

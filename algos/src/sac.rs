@@ -2,8 +2,9 @@
 //!
 //! Per environment step after `learning_starts`: `updates_per_step` times, sample a batch,
 //! regress both critics to the soft Bellman target built from the Polyak-averaged target
-//! critics, update the actor to maximize `min Q − α log π`, adapt `α` toward the target
-//! entropy, and move the targets toward the critics.
+//! critics, update the actor to maximize `min Q − α log π` and adapt `α` toward the target
+//! entropy (on every `actor_update_interval`-th of these updates), and move the targets toward
+//! the critics.
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
@@ -53,6 +54,9 @@ pub struct SacConfig {
     pub target_entropy: TargetEntropy,
     /// Gradient steps per environment step (update-to-data ratio). Default 1.
     pub updates_per_step: usize,
+    /// Critic updates per actor and temperature update: 2 halves the actor's share of the
+    /// compute, as TD3's delayed policy updates and RLtools' L2F configuration do. Default 1.
+    pub actor_update_interval: u64,
     /// Hidden widths of actor and critics. Default [256, 256].
     pub hidden: Vec<usize>,
     /// Hidden activation. Default relu.
@@ -81,6 +85,7 @@ impl Default for SacConfig {
             autotune_alpha: true,
             target_entropy: TargetEntropy::Auto,
             updates_per_step: 1,
+            actor_update_interval: 1,
             hidden: vec![256, 256],
             activation: Activation::Relu,
             log_std_bounds: [-5.0, 2.0],
@@ -148,6 +153,7 @@ impl SacConfig {
         check_range("alpha_learning_rate", self.alpha_learning_rate, self.alpha_learning_rate > 0.0, "> 0")?;
         check_range("init_alpha", self.init_alpha, self.init_alpha > 0.0, "> 0")?;
         check_range("updates_per_step", self.updates_per_step, self.updates_per_step > 0, "≥ 1")?;
+        check_range("actor_update_interval", self.actor_update_interval, self.actor_update_interval > 0, "≥ 1")?;
         check_range("hidden", format!("{:?}", self.hidden), self.hidden.iter().all(|&w| w > 0), "positive widths")?;
         let [lo, hi] = self.log_std_bounds;
         check_range("log_std_bounds", format!("[{lo}, {hi}]"), lo < hi, "min < max")?;
@@ -178,6 +184,8 @@ pub struct Sac {
     /// Exploration noise state when `exploration_noise` is pink, `[num_envs · action_dim]` streams.
     pink: Option<PinkNoise>,
     env_steps: u64,
+    /// Critic updates so far (the actor updates on every `actor_update_interval`-th).
+    critic_updates: u64,
     episodes: EpisodeStats,
     // Reused host scratch buffers.
     batch: TransitionBatch,
@@ -228,6 +236,7 @@ impl Sac {
             rng,
             pink,
             env_steps: 0,
+            critic_updates: 0,
             episodes: EpisodeStats::default(),
             batch: TransitionBatch::default(),
             noise: Vec::new(),
@@ -260,8 +269,9 @@ impl Sac {
         }
     }
 
-    /// One gradient step on critics, actor and α. Returns (critic loss, actor loss, entropy).
-    fn update(&mut self) -> Result<(f64, f64, f64), AlgoError> {
+    /// One gradient step on the critics and, every `actor_update_interval`-th call, on the
+    /// actor and α. Returns the critic loss and, if the actor was updated, (actor loss, entropy).
+    fn update(&mut self) -> Result<(f64, Option<(f64, f64)>), AlgoError> {
         let (b, od, ad) = (self.config.batch_size, self.obs_dim, self.action_dim);
         let plain = self.device.clone().inner();
         self.replay.sample(&mut self.rng, b, &mut self.batch);
@@ -285,6 +295,11 @@ impl Sac {
         let critic_loss_value = check_finite("critic loss", to_host(critic_loss.clone())?[0] as f64, self.env_steps)?;
         let grads = GradientsParams::from_grads(critic_loss.backward(), &self.critic);
         self.critic = self.critic_optim.step(self.config.learning_rate, self.critic.clone(), &grads, None).0;
+        self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, self.config.tau);
+        self.critic_updates += 1;
+        if self.critic_updates % self.config.actor_update_interval != 0 {
+            return Ok((critic_loss_value, None));
+        }
 
         // Actor: minimize E[α log π(a|s) − min Q(s, a)], a = tanh(μ + σ ε) reparameterized.
         let (new_actions, log_prob) = self.actor.sample(obs.clone(), actor_noise);
@@ -300,9 +315,7 @@ impl Sac {
             let grad = -(log_prob_mean + self.target_entropy);
             self.log_alpha = adam_scalar(&mut self.alpha_optim, self.log_alpha, grad, self.config.alpha_learning_rate);
         }
-
-        self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, self.config.tau);
-        Ok((critic_loss_value, actor_loss_value, -log_prob_mean))
+        Ok((critic_loss_value, Some((actor_loss_value, -log_prob_mean))))
     }
 }
 
@@ -329,7 +342,8 @@ impl Learner for Sac {
         let n = env.num_envs() as u64;
         let (od, ad) = (self.obs_dim, self.action_dim);
         let target = self.env_steps + self.config.steps_per_iteration;
-        let (mut critic_loss, mut actor_loss, mut entropy, mut updates) = (0.0, 0.0, 0.0, 0u64);
+        let (mut critic_loss, mut actor_loss, mut entropy) = (0.0, 0.0, 0.0);
+        let (mut updates, mut actor_updates) = (0u64, 0u64);
         while self.env_steps < target {
             // Act: uniform random before learning starts, otherwise a sample from the policy.
             self.prev_obs.copy_from_slice(&env.buffers().obs);
@@ -374,19 +388,24 @@ impl Learner for Sac {
 
             if self.env_steps >= self.config.learning_starts {
                 for _ in 0..self.config.updates_per_step {
-                    let (c, a, e) = self.update()?;
+                    let (c, actor) = self.update()?;
                     critic_loss += c;
-                    actor_loss += a;
-                    entropy += e;
                     updates += 1;
+                    if let Some((a, e)) = actor {
+                        actor_loss += a;
+                        entropy += e;
+                        actor_updates += 1;
+                    }
                 }
             }
         }
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
         self.episodes.drain_into(&mut row, env.info().has_success);
         if updates > 0 {
-            let k = updates as f64;
-            row.value_loss = Some(critic_loss / k);
+            row.value_loss = Some(critic_loss / updates as f64);
+        }
+        if actor_updates > 0 {
+            let k = actor_updates as f64;
             row.policy_loss = Some(actor_loss / k);
             row.entropy = Some(entropy / k);
         }
@@ -425,6 +444,7 @@ impl Learner for Sac {
         self.replay.save(&mut ckpt)?;
         ckpt.put("algo", &"sac")?;
         ckpt.put("env_steps", &self.env_steps)?;
+        ckpt.put("critic_updates", &self.critic_updates)?;
         ckpt.put("log_alpha", &self.log_alpha)?;
         ckpt.put("alpha_optim", &self.alpha_optim)?;
         ckpt.put("rng", &rng_state(&self.rng))?;
@@ -455,6 +475,7 @@ impl Learner for Sac {
         )?;
         self.replay.load(ckpt)?;
         self.env_steps = ckpt.get("env_steps")?;
+        self.critic_updates = ckpt.get("critic_updates")?;
         self.log_alpha = ckpt.get("log_alpha")?;
         self.alpha_optim = ckpt.get("alpha_optim")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);
@@ -464,5 +485,38 @@ impl Learner for Sac {
         }
         self.pink = pink;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_actor_updates_only_on_every_interval_th_critic_update() {
+        let mut env = embodia_sim::make("pendulum", 1).unwrap();
+        env.reset(0);
+        let config = |actor_update_interval| SacConfig {
+            hidden: vec![8],
+            batch_size: 8,
+            learning_starts: 21,
+            steps_per_iteration: 30,
+            actor_update_interval,
+            ..SacConfig::default()
+        };
+        // Updates after env steps 21..=30: 10 critic updates in the first iteration.
+        let mut changed = |interval| {
+            let mut sac = Sac::new(config(interval), env.as_ref(), Device::flex().autodiff(), 1).unwrap();
+            let actor_before = named_params(&sac.actor);
+            let critic_before = named_params(&sac.critic);
+            let row = sac.iterate(env.as_mut()).unwrap();
+            (named_params(&sac.actor) != actor_before, named_params(&sac.critic) != critic_before, row)
+        };
+        let (actor, critic, row) = changed(11);
+        assert!(!actor && critic, "interval 11: the actor waits for the 11th critic update");
+        assert!(row.value_loss.is_some() && row.policy_loss.is_none() && row.entropy.is_none());
+        let (actor, critic, row) = changed(10);
+        assert!(actor && critic, "interval 10: the 10th critic update also updates the actor");
+        assert!(row.policy_loss.is_some());
     }
 }

@@ -2,7 +2,7 @@
 //! (`embodia bench solve` reports the full figures over several seeds.)
 
 use burn::tensor::Device;
-use embodia_algos::{ExplorationNoise, Learner, Ppo, PpoConfig, Sac, SacConfig, evaluate};
+use embodia_algos::{ExplorationNoise, Learner, Ppo, PpoConfig, Sac, SacConfig, TargetEntropy, evaluate};
 
 /// Trains until a 10-episode deterministic evaluation reaches the threshold or the budget is
 /// spent; returns the env steps at which it solved.
@@ -76,6 +76,7 @@ fn sac_learns_to_hover_the_quadrotor() {
         learning_starts: 5_000,
         learning_rate: 1e-3,
         init_alpha: 0.1,
+        target_entropy: TargetEntropy::Nats(-8.0),
         hidden: vec![64, 64],
         ..SacConfig::default()
     };
@@ -88,13 +89,13 @@ fn sac_learns_to_hover_the_quadrotor() {
     };
     let before = success(&sac, eval_env.as_mut());
     let mut best = 0.0f64;
-    while sac.env_steps() < 60_000 {
+    while sac.env_steps() < 120_000 && best < 0.5 {
         sac.iterate(env.as_mut()).unwrap();
         if sac.env_steps() >= 40_000 && sac.env_steps() % 4_000 == 0 {
             best = best.max(success(&sac, eval_env.as_mut()));
         }
     }
-    eprintln!("quadrotor-hover success: {before} before, best {best} after 40k–60k steps");
+    eprintln!("quadrotor-hover success: {before} before, best {best} after 40k–{} steps", sac.env_steps());
     assert_eq!(before, 0.0, "an untrained policy does not hover");
     assert!(best >= 0.5, "SAC hovered (within 10 cm after 2 s) in only {best} of 20 episodes");
 }
