@@ -72,7 +72,7 @@ fn sac_learns_to_hover_the_quadrotor() {
     // The quadrotor-hover preset of assets/configs/quadrotor-hover-sac.toml, on a short budget.
     let config = SacConfig {
         num_envs: 4,
-        batch_size: 128,
+        batch_size: 64,
         learning_starts: 5_000,
         learning_rate: 1e-3,
         init_alpha: 0.1,
