@@ -145,3 +145,36 @@ fn scripted_expert_solves_pick_cube_ee_through_end_effector_steps() {
     assert!(eval.success_rate >= 0.85, "{eval:?}");
 }
 
+
+#[test]
+fn end_effector_steps_grasp_and_lift_the_cube_and_only_a_squeeze_counts_as_grasped() {
+    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    let mut c = task_config("pick-cube-ee").unwrap();
+    c.rewards = [("grasped".to_string(), RewardTerm::new(RewardKind::ObjectGrasped, 1.0))].into_iter().collect();
+    let scale = c.action.scale;
+    let mut e = env(c, 1).unwrap();
+    e.reset(11);
+    let cube = |e: &RapierEnv| {
+        let s = &e.scenes()[0];
+        let base = s.robot().link_pose(s.world(), e.spec().model.root);
+        base.inverse_transform_point(s.object_pose(0).translation)
+    };
+    let start = cube(&e);
+    // Steps towards `goal` (base frame) with the gripper at `grip`; returns the last reward.
+    let mut go = |e: &mut RapierEnv, goal: Vector, grip: f32, n: usize| {
+        for _ in 0..n {
+            let d = (goal - e.scenes()[0].ee_target().unwrap()) / scale;
+            let a = d.clamp(Vector::splat(-1.0), Vector::splat(1.0));
+            e.step(&[a.x, a.y, a.z, grip]).unwrap();
+        }
+        e.buffers().reward[0]
+    };
+    go(&mut e, start + Vector::Z * 0.1, 1.0, 40);
+    // Open fingers around the cube: near, but not a grasp.
+    assert_eq!(go(&mut e, start, 1.0, 40), 0.0, "an open gripper around the cube counts as a grasp");
+    assert_eq!(go(&mut e, start, -1.0, 25), 1.0, "the closed gripper does not hold the cube");
+    go(&mut e, start + Vector::Z * 0.1, -1.0, 40);
+    let lifted = cube(&e).z - start.z;
+    assert!(lifted > 0.07, "the cube rose {lifted} m");
+    assert_eq!(e.buffers().reward[0], 1.0, "lifted but not grasped");
+}

@@ -257,6 +257,11 @@ fn is_object_obs(kind: ObsKind) -> bool {
     matches!(kind, ObjectPos | ObjectQuat | ObjectYawCosSin | ObjectToGoal | EeToObject | ObjectsPos)
 }
 
+/// How far (as a fraction of the gripper's range) the gripper's position target must lie
+/// beyond its position towards `closed` for [`RewardKind::ObjectGrasped`]: the drive pushes the
+/// fingers onto something that stops them (a stand-in for a contact force).
+const GRASP_SQUEEZE: f32 = 0.05;
+
 /// Uniform draw in `[r[0], r[1]]`.
 pub(crate) fn uniform(rng: &mut ChaCha8Rng, r: Range) -> f32 {
     let u = (rng.next_u32() >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
@@ -965,7 +970,6 @@ impl Scene {
         self.base_pose().inverse_transform_point(self.objects.pose(&self.world, i).translation)
     }
 
-    /// Height of the object above its resting height on the table, m.
     /// See [`RewardKind::ObjectGrasped`].
     fn object_grasped(&self, spec: &SceneSpec) -> bool {
         let (Some(j), Some(g), Some(object)) =
@@ -974,10 +978,12 @@ impl Scene {
             return false;
         };
         let opening = (self.q[j] - g.closed) / (g.open - g.closed);
+        let commanded = (self.applied[j] - g.closed) / (g.open - g.closed);
         let near = (self.object_position() - self.ee_position(spec)).length() < object.shape.half_height();
-        near && (0.05..0.95).contains(&opening)
+        near && (0.05..0.95).contains(&opening) && opening - commanded > GRASP_SQUEEZE
     }
 
+    /// Height of the object above its resting height on the table, m.
     fn object_lift(&self, spec: &SceneSpec) -> f32 {
         let rest = spec.objects.table_top + spec.config.scene.objects[self.focus].shape.half_height();
         self.objects.pose(&self.world, self.focus).translation.z - rest

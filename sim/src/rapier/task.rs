@@ -345,9 +345,10 @@ pub enum RewardKind {
     /// 1 while the object is more than `min_height` above its resting height.
     ObjectLifted,
     /// 1 while the gripper holds the object: its centre within the object's half height of
-    /// the end effector, and the gripper closed on something (between 5% and 95% of its
-    /// opening: a gripper that closed on nothing is fully shut). ManiSkill's `is_grasped`,
-    /// judged from geometry instead of contact forces.
+    /// the end effector, and the gripper squeezing something (between 5% and 95% of its
+    /// opening, a gripper that closed on nothing being fully shut, with its position target
+    /// more than 5% of its range further closed: the fingers are stopped). ManiSkill's
+    /// `is_grasped`, judged from geometry and the drive instead of contact forces.
     ObjectGrasped,
     /// `1 − tanh(|target − object| / std)` while the object is lifted (above `min_height`),
     /// else 0.
