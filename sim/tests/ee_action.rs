@@ -56,8 +56,8 @@ fn hand_moves_by_the_commanded_step_and_keeps_pointing_down() {
         let before = hand(&e);
         let target_before = e.scenes()[0].ee_target().unwrap();
         assert!((before.translation - target_before).length() < 0.002, "settled on the target");
-        // 10 steps of (0.5, -0.25, 0.6) × 2 cm, then time to arrive.
-        let a = [0.5, -0.25, 0.6];
+        // 10 steps of (0.2, -0.1, 0.24) × 5 cm (0.25 m/s at 20 Hz), then time to arrive.
+        let a = [0.2, -0.1, 0.24];
         run(&mut e, a, 10);
         run(&mut e, [0.0; 3], 40);
         let after = hand(&e);
@@ -164,16 +164,18 @@ fn end_effector_steps_grasp_and_lift_the_cube_and_only_a_squeeze_counts_as_grasp
     let mut go = |e: &mut RapierEnv, goal: Vector, grip: f32, n: usize| {
         for _ in 0..n {
             let d = (goal - e.scenes()[0].ee_target().unwrap()) / scale;
-            let a = d.clamp(Vector::splat(-1.0), Vector::splat(1.0));
+            // At most 1.5 cm per step: a hand that dives at full speed knocks the cube away.
+            let a = d.clamp(Vector::splat(-0.3), Vector::splat(0.3));
             e.step(&[a.x, a.y, a.z, grip]).unwrap();
         }
         e.buffers().reward[0]
     };
-    go(&mut e, start + Vector::Z * 0.1, 1.0, 40);
+    // 25 + 25 + 20 + 20 steps: within one 100-step episode.
+    go(&mut e, start + Vector::Z * 0.1, 1.0, 25);
     // Open fingers around the cube: near, but not a grasp.
-    assert_eq!(go(&mut e, start, 1.0, 40), 0.0, "an open gripper around the cube counts as a grasp");
-    assert_eq!(go(&mut e, start, -1.0, 25), 1.0, "the closed gripper does not hold the cube");
-    go(&mut e, start + Vector::Z * 0.1, -1.0, 40);
+    assert_eq!(go(&mut e, start, 1.0, 25), 0.0, "an open gripper around the cube counts as a grasp");
+    assert_eq!(go(&mut e, start, -1.0, 20), 1.0, "the closed gripper does not hold the cube");
+    go(&mut e, start + Vector::Z * 0.1, -1.0, 20);
     let lifted = cube(&e).z - start.z;
     assert!(lifted > 0.07, "the cube rose {lifted} m");
     assert_eq!(e.buffers().reward[0], 1.0, "lifted but not grasped");

@@ -509,17 +509,41 @@ pub fn pick_cube() -> TaskConfig {
 }
 
 /// Pick-cube with end-effector delta actions, after Isaac Lab's
-/// `Isaac-Lift-Cube-Franka-IK-Rel-v0` and ManiSkill's `pd_ee_delta_pos`: the scene, rewards,
-/// target and success of [`pick_cube`], but the arm's three action components move the hand's
-/// position target by up to 2 cm per step (1 m/s at 50 Hz) in the base frame, differential IK
-/// of the seven arm joints follows it with the hand held pointing down ([`super::ee_action`]),
-/// and the gripper component is as in pick-cube. The policy also observes the hand's position.
+/// `Isaac-Lift-Cube-Franka-IK-Rel-v0` and ManiSkill's `PickCube-v1` with `pd_ee_delta_pos`: the
+/// scene, target and success of [`pick_cube`], but the arm's three action components move the
+/// hand's position target by up to 5 cm per step in the base frame, differential IK of the seven
+/// arm joints follows it with the hand held pointing down ([`super::ee_action`]), and the arm is
+/// gravity-compensated (Isaac Lab's IK-driven Franka has gravity disabled, ManiSkill balances the
+/// passive forces); the gripper component is as in pick-cube. Control at 20 Hz (ManiSkill's
+/// rate: 0.01 s physics × 5), 100 steps (the same 5 s), so that a step is a visible move.
+/// Rewards after ManiSkill's dense PickCube reward: reaching the cube (`1 − tanh(d/0.2)`,
+/// ManiSkill's `1 − tanh(5d)`, weight 1), the cube grasped (2), lifted 2 cm (2), the lifted
+/// cube's distance to the target (`1 − tanh(d/0.2)`, weight 4, and `1 − tanh(d/0.05)`, weight
+/// 2), and success (5; ManiSkill ends on success with the maximum reward), with pick-cube's small
+/// action-rate and joint-velocity penalties. The policy also observes the hand's position.
 pub fn pick_cube_ee() -> TaskConfig {
+    use RewardKind::*;
     let mut c = pick_cube();
-    c.action.kind = ActionKind::EndEffectorDelta;
-    c.action.scale = 0.02;
+    c.scene.decimation = 5;
     c.scene.gravity_compensation = true;
+    c.episode_steps = 100;
+    c.action.kind = ActionKind::EndEffectorDelta;
+    c.action.scale = 0.05;
     c.observations.policy.insert(3, ObsTerm::of(ObsKind::EePos));
+    let lift = 0.02;
+    c.rewards = rewards(&[
+        ("reaching_object", RewardTerm::new(EeObjectDistanceTanh, 1.0).std(0.2)),
+        ("grasped", RewardTerm::new(ObjectGrasped, 2.0)),
+        ("lifting_object", RewardTerm::new(ObjectLifted, 2.0).min_height(lift)),
+        ("object_goal_tracking", RewardTerm::new(ObjectGoalDistanceTanh, 4.0).std(0.2).min_height(0.01)),
+        (
+            "object_goal_tracking_fine_grained",
+            RewardTerm::new(ObjectGoalDistanceTanh, 2.0).std(0.05).min_height(0.01),
+        ),
+        ("success", RewardTerm::new(Success, 5.0)),
+        ("action_rate", RewardTerm::new(ActionRateL2, -1e-4)),
+        ("joint_vel", RewardTerm::new(JointVelL2, -1e-4)),
+    ]);
     c
 }
 
