@@ -1,7 +1,8 @@
 //! End-effector delta actions: the first three action components move a target of the end
 //! effector's position, and damped-least-squares differential IK turns it into joint position
-//! targets (Isaac Lab's `DifferentialIKController` in relative mode, ManiSkill's
-//! `pd_ee_delta_pos`).
+//! targets (after Isaac Lab's differential-IK action in relative mode and ManiSkill's
+//! `pd_ee_delta_pos`; both add the step to the measured pose, here it moves the previous
+//! target, so that an action of 0 holds the hand where it was sent).
 //!
 //! The controller keeps the target position (base frame) and the joint solution between steps:
 //! each step adds `scale × action` (m) to the target, keeps it within [`MAX_LEAD`] of the
