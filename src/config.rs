@@ -153,6 +153,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("quadrotor-hover", "sac") => include_str!("../assets/configs/quadrotor-hover-sac.toml"),
         ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
+        ("pick-cube-ee", "ppo") => include_str!("../assets/configs/pick-cube-ee-ppo.toml"),
         ("pick-cube", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/pick-cube-ppo-flow.toml"),
         _ => return None,
     })

@@ -512,6 +512,14 @@ impl Articulation {
         self.root_mass
     }
 
+    /// Scales the gravity every body of the robot feels (0: none, ideal gravity compensation;
+    /// 1: full).
+    pub fn set_gravity_scale(&self, world: &mut PhysicsWorld, scale: f32) {
+        for &(body, _) in &self.link_frames {
+            world.bodies[body].set_gravity_scale(scale, true);
+        }
+    }
+
     /// World pose of URDF link `link` (index into [`RobotModel::links`]).
     pub fn link_pose(&self, world: &PhysicsWorld, link: usize) -> Pose {
         let (body, frame) = self.link_frames[link];

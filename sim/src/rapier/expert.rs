@@ -22,7 +22,7 @@ use rapier3d::prelude::*;
 use rayon::prelude::*;
 
 use super::env::RapierEnv;
-use super::kinematics::{Ik, IkTarget};
+use super::kinematics::{Ik, IkTarget, top_down};
 use super::objects::{ObjectShape, planar};
 use super::scene::{Scene, SceneSpec};
 use super::task::{ActionKind, SuccessTerm, TaskConfig};
@@ -334,10 +334,15 @@ struct ArmIk {
     q: Vec<f32>,
     /// Integral correction added to the commanded positions, `[num_actuated]`.
     bias: Vec<f32>,
+    /// Integral correction added to the end-effector target (`end_effector_delta` actions),
+    /// base frame, m.
+    ee_bias: Vector,
 }
 
 /// Largest integral correction per joint, rad or m.
 const MAX_BIAS: f32 = 0.3;
+/// Largest integral correction of the end-effector target, m.
+const MAX_EE_BIAS: f32 = 0.05;
 
 impl ArmIk {
     fn new(spec: &SceneSpec) -> Self {
@@ -364,6 +369,7 @@ impl ArmIk {
             upper,
             q: spec.default_q.clone(),
             bias: vec![0.0; na],
+            ee_bias: Vector::ZERO,
         }
     }
 
@@ -373,6 +379,37 @@ impl ArmIk {
             *q = q.clamp(self.lower[j], self.upper[j]);
         }
         self.bias.fill(0.0);
+        self.ee_bias = Vector::ZERO;
+    }
+
+    /// Writes the arm's actions that move the end effector to `target` (base frame): with
+    /// joint actions, the IK solution ([`Self::solve`], [`Self::write`]); with
+    /// `end_effector_delta` actions, the step from the environment's end-effector target to
+    /// `target` plus an integral correction of the measured error (the arm's gravity sag),
+    /// which accumulates only when `integrate`; the orientation is the environment's.
+    fn drive(
+        &mut self,
+        spec: &SceneSpec,
+        scene: &Scene,
+        target: &IkTarget,
+        iterations: usize,
+        integrate: bool,
+        action: &mut [f32],
+    ) {
+        let Some(at) = scene.ee_target() else {
+            self.solve(target, iterations);
+            self.write(spec, scene, action, integrate);
+            return;
+        };
+        let a = &spec.config.action;
+        let error = target.position - ee_position(spec, scene);
+        if integrate && error.length() < 0.03 {
+            self.ee_bias = (self.ee_bias + 0.05 * error).clamp_length_max(MAX_EE_BIAS);
+        }
+        let step = (target.position + self.ee_bias - at) / a.scale;
+        for (x, s) in action.iter_mut().zip(step.to_array()) {
+            *x = s.clamp(-a.clip, a.clip);
+        }
     }
 
     /// Solves for `target` (base frame), warm-started from the last solution.
@@ -395,7 +432,7 @@ impl ArmIk {
                 ActionKind::JointPosition => (wanted - spec.default_q[j]) / a.scale,
                 ActionKind::JointPositionDelta => (wanted - scene.commands()[j]) / a.scale,
                 ActionKind::JointVelocity => 5.0 * (self.q[j] - measured[j]) / a.scale,
-                ActionKind::JointEffort => 0.0,
+                ActionKind::JointEffort | ActionKind::EndEffectorDelta => 0.0,
             };
             action[k] = raw.clamp(-a.clip, a.clip);
         }
@@ -431,9 +468,8 @@ impl ScriptedExpert for ReachExpert {
 
     fn act(&mut self, spec: &SceneSpec, scene: &Scene, action: &mut [f32]) {
         let target = IkTarget { position: scene.target(), rotation: None, rotation_weight: 0.0 };
-        self.arm.solve(&target, 30);
         action.fill(0.0);
-        self.arm.write(spec, scene, action, true);
+        self.arm.drive(spec, scene, &target, 30, true, action);
     }
 }
 
@@ -475,10 +511,7 @@ impl PickExpert {
         let mut arm = ArmIk::new(spec);
         // The end effector's orientation at the default pose, turned so that its axis closest
         // to straight down points exactly down: the top-down grasp orientation.
-        let r = arm.ik.pose(Pose::IDENTITY, &spec.default_q).rotation;
-        let axes = [Vector::X, Vector::Y, Vector::Z, -Vector::X, -Vector::Y, -Vector::Z];
-        let approach = axes.into_iter().map(|a| r * a).max_by(|a, b| (-a.z).total_cmp(&-b.z)).expect("six axes");
-        let down = Rotation::from_rotation_arc(approach, -Vector::Z) * r;
+        let down = top_down(arm.ik.pose(Pose::IDENTITY, &spec.default_q).rotation);
         arm.q.copy_from_slice(&spec.default_q);
         let half_height = spec.config.scene.objects[0].shape.half_height();
         Self {
@@ -568,11 +601,10 @@ impl ScriptedExpert for PickExpert {
         let arrived = to_goal.length() <= step;
         self.waypoint += if arrived { to_goal } else { to_goal.normalize() * step };
         let target = IkTarget { position: self.waypoint, rotation: Some(rotation), rotation_weight: weight };
-        self.arm.solve(&target, 20);
         action.fill(0.0);
-        self.arm.write(spec, scene, action, arrived);
+        self.arm.drive(spec, scene, &target, 20, arrived, action);
         // Close over 10 steps rather than at once: a slamming jaw knocks the object over.
-        action[spec.driven.len()] = match self.phase {
+        action[spec.arm_actions()] = match self.phase {
             Phase::Close(n) => (1.0 - 0.2 * n as f32).max(-1.0),
             _ if open => 1.0,
             _ => -1.0,
@@ -716,10 +748,9 @@ impl ScriptedExpert for LanguageExpert {
         let arrived = to_goal.length() <= step;
         p.waypoint += if arrived { to_goal } else { to_goal.normalize() * step };
         let target = IkTarget { position: p.waypoint, rotation: Some(rotation), rotation_weight: weight };
-        p.arm.solve(&target, 20);
         action.fill(0.0);
-        p.arm.write(spec, scene, action, arrived);
-        action[spec.driven.len()] = match self.phase {
+        p.arm.drive(spec, scene, &target, 20, arrived, action);
+        action[spec.arm_actions()] = match self.phase {
             LangPhase::Close(n) => (1.0 - 0.2 * n as f32).max(-1.0),
             _ if open => 1.0,
             _ => -1.0,

@@ -251,6 +251,15 @@ impl Ik {
     }
 }
 
+/// `rotation` turned so that its axis closest to straight down points exactly down (world −z,
+/// z up): the top-down grasp orientation nearest to a given end-effector orientation. The
+/// scripted pick expert and end-effector actions hold it.
+pub fn top_down(rotation: Rotation) -> Rotation {
+    let axes = [Vector::X, Vector::Y, Vector::Z, -Vector::X, -Vector::Y, -Vector::Z];
+    let approach = axes.into_iter().map(|a| rotation * a).max_by(|a, b| (-a.z).total_cmp(&-b.z)).unwrap_or(-Vector::Z);
+    Rotation::from_rotation_arc(approach, -Vector::Z) * rotation
+}
+
 /// Solves `a x = b` for a symmetric positive definite `a` of size `n ≤ 6` (Cholesky).
 fn solve_spd(a: [[f32; 6]; 6], b: [f32; 6], n: usize) -> [f32; 6] {
     let mut l = [[0.0f32; 6]; 6];

@@ -8,10 +8,12 @@
 //! - [`language`]: language-conditioned task families (an instruction drawn per episode).
 //! - [`objects`]: dynamic objects on a table (boxes, the Push-T block) and their coverage.
 //! - [`kinematics`]: forward kinematics and damped-least-squares IK of a robot model.
+//! - [`ee_action`]: end-effector delta actions through differential IK.
 //! - [`expert`]: scripted experts (reach, pick, push-t) and their evaluation.
 //! - `view`: the [`SceneView`](crate::view::SceneView) of a batch, for viewers.
 
 pub mod articulation;
+pub mod ee_action;
 pub mod env;
 pub mod expert;
 pub mod kinematics;

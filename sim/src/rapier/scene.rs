@@ -7,6 +7,7 @@ use rand_chacha::rand_core::RngCore;
 use rapier3d::prelude::*;
 
 use super::articulation::{Articulation, SpawnOptions};
+use super::ee_action::EeDelta;
 use super::objects::{Objects, ObjectsSpec, coverage, planar};
 use super::language::{LanguageSpec, Verb};
 use super::task::{ActionKind, ObsKind, ObsTerm, Range, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
@@ -160,7 +161,12 @@ impl SceneSpec {
         if uses_ee && end_effector.is_none() {
             return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
         }
-        let (na, n) = (actuated.len(), driven.len() + gripper.is_some() as usize);
+        let ee_action = config.action.kind == ActionKind::EndEffectorDelta;
+        if ee_action && driven.is_empty() {
+            return Err(bad("`env.action.joints`: `end_effector_delta` actions need at least one arm joint".into()));
+        }
+        let arm_actions = if ee_action { 3 } else { driven.len() };
+        let (na, n) = (actuated.len(), arm_actions + gripper.is_some() as usize);
         let (no, nv) = (config.scene.objects.len(), language.as_ref().map_or(0, LanguageSpec::len));
         let dim = |terms: &[ObsTerm]| terms.iter().map(|t| obs_dim(t.term, na, n, no, nv)).sum();
         let obs_dim = dim(&config.observations.policy);
@@ -188,9 +194,18 @@ impl SceneSpec {
         obs_dim(kind, self.default_q.len(), self.num_actions(), self.config.scene.objects.len(), nv)
     }
 
-    /// Number of action components (the driven joints, then the gripper if any).
+    /// Number of action components (the arm's, then the gripper's if any).
     pub fn num_actions(&self) -> usize {
-        self.driven.len() + self.gripper.is_some() as usize
+        self.arm_actions() + self.gripper.is_some() as usize
+    }
+
+    /// Number of action components before the gripper's: one per driven joint, or three
+    /// (x, y, z) with `end_effector_delta` actions. The gripper's component is at this index.
+    pub fn arm_actions(&self) -> usize {
+        match self.config.action.kind {
+            ActionKind::EndEffectorDelta => 3,
+            _ => self.driven.len(),
+        }
     }
 
     /// Where the policy observation shows what each action commands (see [`ActionState`]):
@@ -242,6 +257,11 @@ fn is_object_obs(kind: ObsKind) -> bool {
     matches!(kind, ObjectPos | ObjectQuat | ObjectYawCosSin | ObjectToGoal | EeToObject | ObjectsPos)
 }
 
+/// How far (as a fraction of the gripper's range) the gripper's position target must lie
+/// beyond its position towards `closed` for [`RewardKind::ObjectGrasped`]: the drive pushes the
+/// fingers onto something that stops them (a stand-in for a contact force).
+const GRASP_SQUEEZE: f32 = 0.05;
+
 /// Uniform draw in `[r[0], r[1]]`.
 pub(crate) fn uniform(rng: &mut ChaCha8Rng, r: Range) -> f32 {
     let u = (rng.next_u32() >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
@@ -274,6 +294,8 @@ pub struct Scene {
     applied: Vec<f32>,
     /// Objects and table.
     objects: Objects,
+    /// The end-effector controller of `end_effector_delta` actions.
+    ee_action: Option<EeDelta>,
     // Task state.
     target: Vector,
     target_yaw: f32,
@@ -324,8 +346,15 @@ impl Scene {
             joint_model: s.joint_model,
         };
         let robot = Articulation::spawn(&mut world, &spec.model, s.actuator, &options)?;
+        if s.gravity_compensation {
+            robot.set_gravity_scale(&mut world, 0.0);
+        }
         let objects = Objects::build(&mut world, &s.objects, s.table.as_ref());
         let base_mass = robot.root_mass_properties();
+        let ee_action = match (spec.config.action.kind, spec.end_effector) {
+            (ActionKind::EndEffectorDelta, Some(ee)) => Some(EeDelta::new(&spec.model, ee, &spec.driven, &spec.default_q)),
+            _ => None,
+        };
         let na = robot.num_actuated();
         let n = spec.num_actions();
         let slots = spec.config.events.max_latency_steps as usize + s.actuator.latency_steps as usize + 1;
@@ -346,6 +375,7 @@ impl Scene {
             latency: 0,
             applied: vec![0.0; na],
             objects,
+            ee_action,
             target: Vector::ZERO,
             target_yaw: 0.0,
             velocity_command: [0.0; 3],
@@ -402,6 +432,12 @@ impl Scene {
     /// in position mode).
     pub fn commands(&self) -> &[f32] {
         &self.command
+    }
+
+    /// The end-effector position target of `end_effector_delta` actions, base frame, m
+    /// (`None` with other action kinds).
+    pub fn ee_target(&self) -> Option<Vector> {
+        self.ee_action.as_ref().map(EeDelta::target)
     }
 
     /// Current actuated joint velocities, rad/s or m/s.
@@ -489,6 +525,9 @@ impl Scene {
         self.command.fill(0.0);
         if c.scene.actuator.mode == ControlMode::Position {
             self.command.copy_from_slice(&self.q);
+        }
+        if let Some(ee) = &mut self.ee_action {
+            ee.reset(&self.q);
         }
         for slot in self.delay.chunks_mut(na) {
             slot.copy_from_slice(&self.command);
@@ -608,19 +647,27 @@ impl Scene {
             *a = x.clamp(-c.action.clip, c.action.clip);
         }
         let scale = c.action.scale;
-        for (k, &j) in spec.driven.iter().enumerate() {
-            let a = self.action[k] * scale;
-            self.command[j] = match c.action.kind {
-                ActionKind::JointPosition => spec.default_q[j] + a,
-                ActionKind::JointPositionDelta => {
-                    let (lo, hi) = self.robot.limits(j);
-                    (self.command[j] + a).clamp(lo, hi)
-                }
-                ActionKind::JointVelocity | ActionKind::JointEffort => a,
-            };
+        if self.ee_action.is_some() {
+            let delta = Vector::new(self.action[0], self.action[1], self.action[2]) * scale;
+            let measured = self.ee_position(spec);
+            if let Some(ee) = &mut self.ee_action {
+                ee.step(delta, measured, &mut self.command);
+            }
+        } else {
+            for (k, &j) in spec.driven.iter().enumerate() {
+                let a = self.action[k] * scale;
+                self.command[j] = match c.action.kind {
+                    ActionKind::JointPosition => spec.default_q[j] + a,
+                    ActionKind::JointPositionDelta => {
+                        let (lo, hi) = self.robot.limits(j);
+                        (self.command[j] + a).clamp(lo, hi)
+                    }
+                    ActionKind::JointVelocity | ActionKind::JointEffort | ActionKind::EndEffectorDelta => a,
+                };
+            }
         }
         if let (Some(j), Some(g)) = (spec.gripper, &c.action.gripper) {
-            let a = self.action[spec.driven.len()].clamp(-1.0, 1.0);
+            let a = self.action[spec.arm_actions()].clamp(-1.0, 1.0);
             self.command[j] = g.closed + 0.5 * (a + 1.0) * (g.open - g.closed);
         }
         // Latency: write this step's command, apply the one issued `latency` steps ago.
@@ -923,7 +970,6 @@ impl Scene {
         self.base_pose().inverse_transform_point(self.objects.pose(&self.world, i).translation)
     }
 
-    /// Height of the object above its resting height on the table, m.
     /// See [`RewardKind::ObjectGrasped`].
     fn object_grasped(&self, spec: &SceneSpec) -> bool {
         let (Some(j), Some(g), Some(object)) =
@@ -932,10 +978,12 @@ impl Scene {
             return false;
         };
         let opening = (self.q[j] - g.closed) / (g.open - g.closed);
+        let commanded = (self.applied[j] - g.closed) / (g.open - g.closed);
         let near = (self.object_position() - self.ee_position(spec)).length() < object.shape.half_height();
-        near && (0.05..0.95).contains(&opening)
+        near && (0.05..0.95).contains(&opening) && opening - commanded > GRASP_SQUEEZE
     }
 
+    /// Height of the object above its resting height on the table, m.
     fn object_lift(&self, spec: &SceneSpec) -> f32 {
         let rest = spec.objects.table_top + spec.config.scene.objects[self.focus].shape.half_height();
         self.objects.pose(&self.world, self.focus).translation.z - rest

@@ -77,6 +77,11 @@ pub struct SceneConfig {
     /// (maximal coordinates, faster for floating-base robots, approximate: see [`JointModel`]).
     #[serde(default)]
     pub joint_model: JointModel,
+    /// Whether the robot's links are exempt from gravity: ideal gravity compensation, as
+    /// Isaac Lab's IK-driven Franka (`disable_gravity`) and ManiSkill's passive-force
+    /// balancing; without it the PD drives sag under the arm's weight. Objects still fall.
+    #[serde(default)]
+    pub gravity_compensation: bool,
     /// Dynamic objects, placed at reset; object terms refer to the first.
     #[serde(default)]
     pub objects: Vec<ObjectConfig>,
@@ -99,9 +104,11 @@ impl SceneConfig {
 pub struct ActionConfig {
     /// What the action sets.
     pub kind: ActionKind,
-    /// Driven joints by name, in action order; empty means every actuated joint.
+    /// Driven joints by name, in action order; empty means every actuated joint. With
+    /// `end_effector_delta`, the joints the IK moves (the action has three arm components).
     pub joints: Vec<String>,
-    /// Command = offset + scale × action, in the command's units.
+    /// Command = offset + scale × action, in the command's units (m per unit action for
+    /// `end_effector_delta`).
     pub scale: f32,
     /// Actions are clipped to `[-clip, clip]` before scaling.
     pub clip: f32,
@@ -137,6 +144,11 @@ pub enum ActionKind {
     JointVelocity,
     /// Joint effort = scale × action (N·m or N).
     JointEffort,
+    /// Three action components move the end effector's position target by `scale × action`
+    /// (m, base frame, x y z); damped-least-squares IK of `joints` (see
+    /// [`super::ee_action`]) tracks it, holding a top-down orientation. Needs
+    /// `scene.end_effector` and position-mode actuators; `gripper` adds a fourth component.
+    EndEffectorDelta,
 }
 
 /// Observation groups: the policy sees `policy`; the critic sees `critic` if given (privileged
@@ -333,9 +345,10 @@ pub enum RewardKind {
     /// 1 while the object is more than `min_height` above its resting height.
     ObjectLifted,
     /// 1 while the gripper holds the object: its centre within the object's half height of
-    /// the end effector, and the gripper closed on something (between 5% and 95% of its
-    /// opening: a gripper that closed on nothing is fully shut). ManiSkill's `is_grasped`,
-    /// judged from geometry instead of contact forces.
+    /// the end effector, and the gripper squeezing something (between 5% and 95% of its
+    /// opening, a gripper that closed on nothing being fully shut, with its position target
+    /// more than 5% of its range further closed: the fingers are stopped). ManiSkill's
+    /// `is_grasped`, judged from geometry and the drive instead of contact forces.
     ObjectGrasped,
     /// `1 − tanh(|target − object| / std)` while the object is lifted (above `min_height`),
     /// else 0.
@@ -539,6 +552,21 @@ impl TaskConfig {
         if let Some(t) = &s.table {
             if !(t.size.iter().all(|v| v.is_finite() && *v > 0.0) && t.height.is_finite() && t.friction >= 0.0) {
                 return Err("`env.scene.table`: size must be positive, height finite and friction >= 0".into());
+            }
+        }
+        if self.action.kind == ActionKind::EndEffectorDelta {
+            let kind = "`env.action.kind = \"end_effector_delta\"`";
+            if s.end_effector.is_none() {
+                return Err(format!("{kind} needs `env.scene.end_effector` (the link it moves)"));
+            }
+            if s.actuator.mode != embodia_robots::ControlMode::Position {
+                return Err(format!("{kind} needs `env.scene.actuator.mode = \"position\"`"));
+            }
+            if !(self.action.scale > 0.0) {
+                return Err(format!(
+                    "`env.action.scale` must be a positive distance (m per unit action) with {kind}, got {}",
+                    self.action.scale
+                ));
             }
         }
         if let Some(g) = &self.action.gripper {

@@ -25,7 +25,7 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 }
 
 /// The rapier tasks, in registry order.
-pub fn rapier_tasks() -> [RapierTask; 9] {
+pub fn rapier_tasks() -> [RapierTask; 10] {
     [
         RapierTask {
             info: info("cartpole", "rapier cart-pole: push the cart to keep the pole upright (Isaac Lab Cartpole)", false),
@@ -63,6 +63,14 @@ pub fn rapier_tasks() -> [RapierTask; 9] {
                 true,
             ),
             config: pick_cube,
+        },
+        RapierTask {
+            info: info(
+                "pick-cube-ee",
+                "pick-cube with end-effector delta actions (x, y, z steps through IK, top-down hand) and a gripper (Isaac Lab Lift IK-Rel)",
+                true,
+            ),
+            config: pick_cube_ee,
         },
         RapierTask {
             info: info(
@@ -118,6 +126,7 @@ pub fn cartpole() -> TaskConfig {
             self_collisions: false,
             solver_iterations: 4,
             joint_model: JointModel::Reduced,
+            gravity_compensation: false,
             objects: Vec::new(),
             table: None,
         },
@@ -180,6 +189,7 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
             self_collisions: false,
             solver_iterations: 4,
             joint_model: JointModel::Reduced,
+            gravity_compensation: false,
             objects: Vec::new(),
             table: None,
         },
@@ -253,6 +263,7 @@ pub fn ant_run() -> TaskConfig {
             // `impulse` is ~2.5x faster but its legs answer torques more slowly (see
             // `JointModel::Impulse`).
             joint_model: JointModel::Reduced,
+            gravity_compensation: false,
             objects: Vec::new(),
             table: None,
         },
@@ -312,6 +323,7 @@ pub fn quadruped_velocity() -> TaskConfig {
             // ~3.5x the env-steps/s of reduced joints; stands ~3 cm lower (see
             // `JointModel::Impulse`).
             joint_model: JointModel::Impulse,
+            gravity_compensation: false,
             objects: Vec::new(),
             table: None,
         },
@@ -422,6 +434,7 @@ fn lift(
             // 4 iterations let a held cube creep in the grasp and slip out (rapier 0.36).
             solver_iterations: 8,
             joint_model: JointModel::Reduced,
+            gravity_compensation: false,
             objects: vec![object],
             table: Some(table),
         },
@@ -495,6 +508,48 @@ pub fn pick_cube() -> TaskConfig {
     )
 }
 
+/// Pick-cube with end-effector delta actions, after Isaac Lab's
+/// `Isaac-Lift-Cube-Franka-IK-Rel-v0` and ManiSkill's `PickCube-v1` with `pd_ee_delta_pos`: the
+/// scene, target and success of [`pick_cube`], but the arm's three action components move the
+/// hand's position target by up to 5 cm per step in the base frame, differential IK of the seven
+/// arm joints follows it with the hand held pointing down ([`super::ee_action`]), and the arm is
+/// gravity-compensated (Isaac Lab's IK-driven Franka has gravity disabled, ManiSkill balances the
+/// passive forces); the gripper component is as in pick-cube. Control at 20 Hz (ManiSkill's
+/// rate: 0.01 s physics × 5), 100 steps (the same 5 s), so that a step is a visible move.
+/// Rewards after ManiSkill's dense PickCube reward: reaching the cube (`1 − tanh(d/0.2)`,
+/// ManiSkill's `1 − tanh(5d)`, weight 1), the cube grasped (2), lifted 2 cm (2), the lifted
+/// cube's distance to the target (`1 − tanh(d/0.3)`, weight 8, Isaac Lab's width, and
+/// `1 − tanh(d/0.05)`, weight 3), and success (5; ManiSkill pays its maximum on success), with
+/// pick-cube's small action-rate and joint-velocity penalties. With the goal term at ManiSkill's
+/// width (0.2) and weight 4, PPO learnt to grasp and lift in 1.1M steps but not to carry
+/// (its slope 30–40 cm from the target is too flat next to the grasp and lift terms). The
+/// policy also observes the hand's position.
+pub fn pick_cube_ee() -> TaskConfig {
+    use RewardKind::*;
+    let mut c = pick_cube();
+    c.scene.decimation = 5;
+    c.scene.gravity_compensation = true;
+    c.episode_steps = 100;
+    c.action.kind = ActionKind::EndEffectorDelta;
+    c.action.scale = 0.05;
+    c.observations.policy.insert(3, ObsTerm::of(ObsKind::EePos));
+    let lift = 0.02;
+    c.rewards = rewards(&[
+        ("reaching_object", RewardTerm::new(EeObjectDistanceTanh, 1.0).std(0.2)),
+        ("grasped", RewardTerm::new(ObjectGrasped, 2.0)),
+        ("lifting_object", RewardTerm::new(ObjectLifted, 2.0).min_height(lift)),
+        ("object_goal_tracking", RewardTerm::new(ObjectGoalDistanceTanh, 8.0).std(0.3).min_height(0.01)),
+        (
+            "object_goal_tracking_fine_grained",
+            RewardTerm::new(ObjectGoalDistanceTanh, 3.0).std(0.05).min_height(0.01),
+        ),
+        ("success", RewardTerm::new(Success, 5.0)),
+        ("action_rate", RewardTerm::new(ActionRateL2, -1e-4)),
+        ("joint_vel", RewardTerm::new(JointVelL2, -1e-4)),
+    ]);
+    c
+}
+
 /// Pick-cube with the SO-101-like arm: a 2.5 cm, 30 g cube drawn at x ∈ [0.15, 0.25],
 /// y ∈ [-0.1, 0.1] m, target x ∈ [0.15, 0.25], y ∈ [-0.1, 0.1], z ∈ [0.06, 0.14] m (the arm's
 /// reach is 0.41 m from the shoulder, but wrist_flex's 95° limit keeps a top-down grasp below
@@ -550,6 +605,7 @@ pub fn push_t() -> TaskConfig {
             self_collisions: false,
             solver_iterations: 4,
             joint_model: JointModel::Reduced,
+            gravity_compensation: false,
             objects: vec![ObjectConfig {
                 name: "tee".into(),
                 shape: ObjectShape::TBlock { bar: [0.2, 0.05], stem: [0.05, 0.15], height },
