@@ -284,6 +284,43 @@ fn object_grasped_reward_fires_while_the_expert_holds_the_cube() {
     }
 }
 
+/// ManiSkill's place reward pays from the grasp on, the lift-gated one only once the cube is up.
+#[test]
+fn grasp_gated_goal_reward_pays_from_the_grasp_and_equals_the_lift_gated_one_in_the_air() {
+    use embodia_sim::rapier::expert::record_expert;
+    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    let rewards_of = |kind: RewardKind| {
+        let mut config = task_config("pick-cube-ee").unwrap();
+        config.rewards = [("r".to_string(), RewardTerm::new(kind, 1.0).std(0.3).min_height(0.01))].into_iter().collect();
+        record_expert(&mut env("pick-cube-ee", config, 1).unwrap(), 1, 3).unwrap().episodes.remove(0)
+    };
+    let grasped = rewards_of(RewardKind::ObjectGrasped);
+    let by_grasp = rewards_of(RewardKind::GraspedObjectGoalDistanceTanh);
+    let by_lift = rewards_of(RewardKind::ObjectGoalDistanceTanh);
+    assert!(by_grasp.success && by_lift.success);
+    assert_eq!(by_grasp.len(), by_lift.len(), "the expert's episode does not depend on the reward");
+    let (mut before_lift, mut both) = (0, 0);
+    for t in 0..by_grasp.len() {
+        let (g, l) = (by_grasp.rewards[t], by_lift.rewards[t]);
+        if l > 0.0 {
+            assert_eq!(g, l, "step {t}: lifted, the two must agree");
+            both += 1;
+        } else if grasped.rewards[t] > 0.0 {
+            assert!(g > 0.0, "step {t}: grasped on the table but unpaid");
+            before_lift += 1;
+        } else {
+            assert_eq!(g, 0.0, "step {t}: neither grasped nor lifted but paid {g}");
+        }
+    }
+    assert!(before_lift > 0 && both > 10, "grasped before the lift {before_lift} steps, lifted {both}");
+    let mut config = task_config("pick-cube-ee").unwrap();
+    config.action.gripper = None;
+    config.observations.policy.retain(|t| t.term != ObsKind::GripperOpening);
+    config.rewards = [("r".into(), RewardTerm::new(RewardKind::GraspedObjectGoalDistanceTanh, 1.0))].into_iter().collect();
+    let err = env("pick-cube-ee", config, 1).err().expect("needs a gripper").to_string();
+    assert!(err.contains("grasped_object_goal_distance_tanh") && err.contains("env.action.gripper"), "{err}");
+}
+
 #[test]
 fn perturbed_recording_labels_the_clean_expert_action_and_runs_the_perturbed_one() {
     use embodia_sim::rapier::expert::{record_expert, record_expert_perturbed};

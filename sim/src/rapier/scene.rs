@@ -108,6 +108,7 @@ impl SceneSpec {
                         | RewardKind::EeDistanceTanh
                         | RewardKind::EeObjectDistanceTanh
                         | RewardKind::ObjectGrasped
+                        | RewardKind::GraspedObjectGoalDistanceTanh
                 )
             })
             || matches!(config.success, SuccessTerm::EeNearTarget { .. });
@@ -135,6 +136,7 @@ impl SceneSpec {
                         | RewardKind::ObjectLifted
                         | RewardKind::ObjectGrasped
                         | RewardKind::ObjectGoalDistanceTanh
+                        | RewardKind::GraspedObjectGoalDistanceTanh
                         | RewardKind::TCoverage
                         | RewardKind::ObjectTargetDistanceTanh
                 )
@@ -152,8 +154,13 @@ impl SceneSpec {
         if opening && gripper.is_none() {
             return Err(bad("the `gripper_opening` observation needs `env.action.gripper`".into()));
         }
-        if gripper.is_none() && config.rewards.values().any(|r| r.term == RewardKind::ObjectGrasped) {
-            return Err(bad("the `object_grasped` reward needs `env.action.gripper`".into()));
+        for (kind, name) in [
+            (RewardKind::ObjectGrasped, "object_grasped"),
+            (RewardKind::GraspedObjectGoalDistanceTanh, "grasped_object_goal_distance_tanh"),
+        ] {
+            if gripper.is_none() && config.rewards.values().any(|r| r.term == kind) {
+                return Err(bad(format!("the `{name}` reward needs `env.action.gripper`")));
+            }
         }
         if config.success == SuccessTerm::None && config.rewards.values().any(|r| r.term == RewardKind::Success) {
             return Err(bad("the `success` reward needs a success criterion in `env.success`".into()));
@@ -878,6 +885,10 @@ impl Scene {
             RewardKind::ObjectGoalDistanceTanh => {
                 let lifted = self.object_lift(spec) > term.min_height;
                 lifted as u8 as f32 * (1.0 - ((self.target - self.object_position()).length() / std).tanh())
+            }
+            RewardKind::GraspedObjectGoalDistanceTanh => {
+                let held = self.object_grasped(spec) || self.object_lift(spec) > term.min_height;
+                held as u8 as f32 * (1.0 - ((self.target - self.object_position()).length() / std).tanh())
             }
             RewardKind::TCoverage => self.coverage(spec),
             RewardKind::ObjectTargetDistanceTanh => {

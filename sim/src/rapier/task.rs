@@ -353,6 +353,11 @@ pub enum RewardKind {
     /// `1 − tanh(|target − object| / std)` while the object is lifted (above `min_height`),
     /// else 0.
     ObjectGoalDistanceTanh,
+    /// `1 − tanh(|target − object| / std)` while the gripper holds the object
+    /// ([`RewardKind::ObjectGrasped`]) or it is lifted above `min_height`, else 0: ManiSkill
+    /// PickCube's place reward, which pays from the moment of the grasp, so the way from a
+    /// grasp on the table to a lift is already uphill.
+    GraspedObjectGoalDistanceTanh,
     /// Fraction of the goal footprint (the object at the target position and `target_yaw`)
     /// that the object covers, in `[0, 1]` (Push-T).
     TCoverage,
