@@ -520,13 +520,16 @@ pub fn pick_cube() -> TaskConfig {
 /// passive forces); the gripper component is as in pick-cube. Control at 20 Hz (ManiSkill's
 /// rate: 0.01 s physics × 5), 100 steps (the same 5 s), so that a step is a visible move.
 /// Rewards after ManiSkill's dense PickCube reward: reaching the cube (`1 − tanh(d/0.2)`,
-/// ManiSkill's `1 − tanh(5d)`, weight 1), the cube grasped (2), lifted 2 cm (2), the lifted
+/// ManiSkill's `1 − tanh(5d)`, weight 1), the cube grasped (2), lifted 2 cm (2), the held
 /// cube's distance to the target (`1 − tanh(d/0.3)`, weight 8, Isaac Lab's width, and
 /// `1 − tanh(d/0.05)`, weight 3), and success (5; ManiSkill pays its maximum on success), with
 /// pick-cube's small action-rate and joint-velocity penalties. With the goal term at ManiSkill's
 /// width (0.2) and weight 4, PPO learnt to grasp and lift in 1.1M steps but not to carry
-/// (its slope 30–40 cm from the target is too flat next to the grasp and lift terms). The
-/// policy also observes the hand's position.
+/// (its slope 30–40 cm from the target is too flat next to the grasp and lift terms). The goal
+/// terms pay from the grasp on, as ManiSkill's place reward does
+/// ([`RewardKind::GraspedObjectGoalDistanceTanh`]): paid only once the cube was 1 cm up,
+/// two of three PPO seeds stalled squeezing or pressing the cube on the table. The policy also
+/// observes the hand's position.
 pub fn pick_cube_ee() -> TaskConfig {
     use RewardKind::*;
     let mut c = pick_cube();
@@ -541,10 +544,10 @@ pub fn pick_cube_ee() -> TaskConfig {
         ("reaching_object", RewardTerm::new(EeObjectDistanceTanh, 1.0).std(0.2)),
         ("grasped", RewardTerm::new(ObjectGrasped, 2.0)),
         ("lifting_object", RewardTerm::new(ObjectLifted, 2.0).min_height(lift)),
-        ("object_goal_tracking", RewardTerm::new(ObjectGoalDistanceTanh, 8.0).std(0.3).min_height(0.01)),
+        ("object_goal_tracking", RewardTerm::new(GraspedObjectGoalDistanceTanh, 8.0).std(0.3).min_height(0.01)),
         (
             "object_goal_tracking_fine_grained",
-            RewardTerm::new(ObjectGoalDistanceTanh, 3.0).std(0.05).min_height(0.01),
+            RewardTerm::new(GraspedObjectGoalDistanceTanh, 3.0).std(0.05).min_height(0.01),
         ),
         ("success", RewardTerm::new(Success, 5.0)),
         ("action_rate", RewardTerm::new(ActionRateL2, -1e-4)),
