@@ -393,7 +393,8 @@ enum BenchCommand {
     Solve {
         #[command(flatten)]
         settings: Settings,
-        /// Seeds 1..=N.
+        /// Number of seeds: `--seed` (default 1) and the N − 1 after it, so that seeds can run
+        /// as separate processes.
         #[arg(long, default_value_t = 5)]
         seeds: u64,
         /// Also print one JSON object with all results.
@@ -1094,7 +1095,8 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
         base.total_steps
     );
     let mut results = Vec::new();
-    for seed in 1..=seeds {
+    let first = settings.seed.unwrap_or(1);
+    for seed in first..first + seeds {
         let config = TrainConfig { seed, ..base.clone() };
         let r = solve(&config)?;
         let confirm = r

@@ -988,3 +988,13 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     bad.extend(["--set", "algo.clip_ratio=-1"]);
     assert_mentions(&fail(d, &bad), &["clip_ratio"]);
 }
+
+#[test]
+fn bench_solve_runs_the_seeds_from_seed_on() {
+    let dir = tmp();
+    let args = ["bench", "solve", "--task", "pendulum", "--algo", "sac", "--steps", "1000", "--seed", "7", "--seeds", "2", "--json"];
+    let out = ok(dir.path(), &args);
+    let json: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    let seeds: Vec<u64> = json["seeds"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, [7, 8], "{}", out.stdout);
+}
