@@ -50,8 +50,13 @@ pub struct SolveResult {
     pub confirm_success: Option<f64>,
 }
 
-/// Trains `config` (with its seed) until solved or `config.total_steps` is spent.
-pub fn solve(config: &TrainConfig) -> Result<SolveResult, RunError> {
+/// Trains `config` (with its seed) until solved or `config.total_steps` is spent. After every
+/// evaluation `progress` gets the env steps so far, the wall seconds and the evaluation's mean
+/// return and success rate (for a caller that shows progress).
+pub fn solve(
+    config: &TrainConfig,
+    progress: &mut dyn FnMut(u64, f64, f64, Option<f64>),
+) -> Result<SolveResult, RunError> {
     let info = embodia_sim::tasks().iter().find(|t| t.name == config.task).expect("config tasks are validated");
     let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
     env.reset(config.seed);
@@ -62,6 +67,7 @@ pub fn solve(config: &TrainConfig) -> Result<SolveResult, RunError> {
         learner.iterate(env.as_mut())?;
         let eval = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES, false)?;
         last = eval.mean_return;
+        progress(learner.env_steps(), start.elapsed().as_secs_f64(), last, eval.success_rate);
         let threshold = f64::from(info.solve_threshold);
         let solved = if info.has_success {
             eval.success_rate.unwrap_or(0.0) >= threshold && {

@@ -1098,7 +1098,15 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
     let first = settings.seed.unwrap_or(1);
     for seed in first..first + seeds {
         let config = TrainConfig { seed, ..base.clone() };
-        let r = solve(&config)?;
+        // A seed can train for many minutes: a line on stderr at most every 30 s shows it is alive.
+        let mut shown = 0.0;
+        let r = solve(&config, &mut |steps, wall, ret, success| {
+            if wall - shown >= 30.0 {
+                shown = wall;
+                let success = success.map(|s| format!(" success={s:.2}")).unwrap_or_default();
+                eprintln!("  seed={seed} env_steps={steps} wall_s={wall:.0} eval_return={ret:.1}{success}");
+            }
+        })?;
         let confirm = r
             .confirm_success
             .map(|s| format!(" confirm_success={s:.3} ({CONFIRM_EPISODES} fresh initial states)"))
