@@ -161,7 +161,7 @@ fn end_effector_steps_grasp_and_lift_the_cube_and_only_a_squeeze_counts_as_grasp
     };
     let start = cube(&e);
     // Steps towards `goal` (base frame) with the gripper at `grip`; returns the last reward.
-    let mut go = |e: &mut RapierEnv, goal: Vector, grip: f32, n: usize| {
+    let go = |e: &mut RapierEnv, goal: Vector, grip: f32, n: usize| {
         for _ in 0..n {
             let d = (goal - e.scenes()[0].ee_target().unwrap()) / scale;
             // At most 1.5 cm per step: a hand that dives at full speed knocks the cube away.
