@@ -4,7 +4,7 @@
 //! `cargo run -p embodia-sim --release --example ant_trajectory -- 1,2,3,4,8 > traj.json`
 //!
 //! One environment without reset noise (joints at zero clamped into their limits, torso at
-//! 0.75 m). Two open-loop action sequences of 60 control steps (3 s): `zero` (the ant drops and
+//! 0.75 m). Three open-loop action sequences of 60 control steps (3 s): `zero` (the ant drops and
 //! settles), `gentle` and `sine` (joint `j`, in URDF order, gets `A sin(2π t + j π / 4)` with
 //! A = 0.2 and 0.6, i.e. 30 and 90 N·m at the 1 Hz gait of a trotting ant). Per control
 //! step it records the torso position (m) and the joint positions (rad), URDF order.
@@ -23,12 +23,13 @@ fn main() {
         .collect();
     let entry = rapier_tasks().into_iter().find(|t| t.info.name == "ant-run").expect("ant-run");
     let mut runs = Vec::new();
+    let mut control_dt = 0.0;
     for &iters in &iterations {
         let mut config = (entry.config)();
         config.scene.solver_iterations = iters;
         config.events = Default::default();
         let robot = embodia_robots::builtin::builtin(&config.scene.robot).expect("built-in ant");
-        let control_dt = config.scene.control_dt();
+        control_dt = config.scene.control_dt();
         for (sequence, amplitude) in [("zero", 0.0), ("gentle", 0.2), ("sine", 0.6)] {
             let mut env = RapierEnv::new(entry.info.clone(), config.clone(), robot.clone(), 1).expect("env");
             env.reset(0);
@@ -53,5 +54,5 @@ fn main() {
             ));
         }
     }
-    println!("{{\"control_dt\":0.05,\"steps\":{STEPS},\"runs\":[{}]}}", runs.join(","));
+    println!("{{\"control_dt\":{control_dt},\"steps\":{STEPS},\"runs\":[{}]}}", runs.join(","));
 }
