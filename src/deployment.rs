@@ -10,6 +10,7 @@
 //! two), with the end effector from forward kinematics of the measured joint positions.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use embodia_deploy::export::PolicySpec;
 use embodia_deploy::control::{ControlLoop, CycleKind, LoopConfig, Policy, Summary, summarize};
@@ -18,7 +19,7 @@ use embodia_deploy::state::{IoError, JointState, RobotIo};
 use embodia_robots::HardwareMap;
 use embodia_sim::demonstrations::{Demonstrations, Episode};
 use embodia_sim::rapier::kinematics::Ik;
-use embodia_sim::rapier::scene::{Scene, SceneSpec};
+use embodia_sim::rapier::{Scene, SceneSpec};
 use embodia_sim::rapier::task::{ActionKind, ObsKind, SuccessTerm};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -307,7 +308,7 @@ impl Policy for HoldPose {
 /// The rapier simulation of a task as the loop's robot: goals become the task's actions, one
 /// control step per write.
 pub struct SimIo {
-    spec: SceneSpec,
+    spec: Arc<SceneSpec>,
     /// The simulated scene.
     pub scene: Scene,
     joint_index: Vec<usize>,
@@ -317,16 +318,16 @@ pub struct SimIo {
 impl SimIo {
     /// A scene of `policy`'s task, reset with `seed`.
     pub fn new(policy: &TaskPolicy, seed: u64) -> Result<Self, DeployError> {
-        let spec = SceneSpec::new(policy.spec.config.clone(), policy.spec.model.clone())?;
+        let spec = Arc::new(SceneSpec::new(policy.spec.config.clone(), policy.spec.model.clone())?);
         let mut scene = Scene::new(&spec, ChaCha8Rng::seed_from_u64(seed))?;
-        scene.reset(&spec);
+        scene.reset();
         let n = spec.num_actions();
         Ok(Self { joint_index: policy.joint_index.clone(), action: vec![0.0; n], spec, scene })
     }
 
     /// Starts a new episode (new target, joints near their defaults).
     pub fn reset(&mut self) {
-        self.scene.reset(&self.spec);
+        self.scene.reset();
     }
 
     /// The scene's target, m.
@@ -358,7 +359,7 @@ impl RobotIo for SimIo {
         if let (Some(j), Some(g)) = (self.spec.gripper, &c.gripper) {
             self.action[self.spec.driven.len()] = 2.0 * (goal(j) - g.closed) / (g.open - g.closed) - 1.0;
         }
-        self.scene.step(&self.spec, &self.action);
+        self.scene.step(&self.action);
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use embodia::config::{ConfigSources, resolve};
 use embodia::deploy::JointState;
 use embodia::deployment::TaskPolicy;
 use embodia::robots::HardwareMap;
-use embodia::sim::rapier::scene::{Scene, SceneSpec};
+use embodia::sim::rapier::{Scene, SceneSpec};
 use rand::SeedableRng;
 
 fn so101_map() -> HardwareMap {
@@ -41,9 +41,9 @@ fn the_deployed_observation_is_the_simulators() {
     let exported = embodia::export::policy_of_checkpoint(&config, &learner.checkpoint().unwrap(), "untrained").unwrap();
     let mut policy = TaskPolicy::new(&config, exported, &so101_map()).unwrap();
     let task = embodia::sim::task_config("reach").unwrap();
-    let spec = SceneSpec::new(task, embodia::robots::builtin("so101").unwrap()).unwrap();
+    let spec = std::sync::Arc::new(SceneSpec::new(task, embodia::robots::builtin("so101").unwrap()).unwrap());
     let mut scene = Scene::new(&spec, rand_chacha::ChaCha8Rng::seed_from_u64(3)).unwrap();
-    scene.reset(&spec);
+    scene.reset();
     policy.target = scene.target().to_array();
     let mut state = JointState::new(6);
     let mut goals = [0.0; 6];
@@ -55,7 +55,7 @@ fn the_deployed_observation_is_the_simulators() {
         }
         // Same state and last action on both sides: the observations agree term by term.
         let obs = policy.observe(&state).to_vec();
-        scene.observe(&spec, &spec.config.observations.policy, false, &mut sim_obs);
+        scene.observe_policy(false, &mut sim_obs);
         for (i, (a, b)) in obs.iter().zip(&sim_obs).enumerate() {
             assert!((a - b).abs() < 1e-4, "observation {i}: deployed {a} vs simulated {b}");
         }
@@ -64,7 +64,7 @@ fn the_deployed_observation_is_the_simulators() {
         policy.predict(&state, &mut goals).unwrap();
         // The policy's goals, as actions, are what the simulator steps with.
         let action: Vec<f32> = (0..6).map(|j| ((goals[j] as f32) - spec.default_q[j]) / spec.config.action.scale).collect();
-        scene.step(&spec, &action);
+        scene.step(&action);
     }
     assert_eq!(checked, 20);
     assert_eq!(sim_obs.len(), 6 + 6 + 3 + 3 + 6);

@@ -7,7 +7,7 @@
 
 use embodia_robots::builtin;
 use embodia_sim::VecEnv;
-use embodia_sim::rapier::scene::Scene;
+use embodia_sim::rapier::Scene;
 use embodia_sim::rapier::{RapierEnv, rapier_tasks};
 
 fn env(name: &str, n: usize) -> RapierEnv {

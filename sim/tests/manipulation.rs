@@ -55,8 +55,8 @@ fn push_t_scene_reports_full_coverage_only_when_the_t_sits_on_its_goal() {
         let goal = [s.target().x, s.target().y, s.target_yaw()];
         let at = planar(&s.object_pose(0));
         let grid = TEE.grid(COVERAGE_CELL);
-        assert_eq!(s.coverage(e.spec()), coverage(&TEE, &grid, goal, at));
-        assert!(s.coverage(e.spec()) < 0.95, "a reset T starts off its goal");
+        assert_eq!(s.coverage(), coverage(&TEE, &grid, goal, at));
+        assert!(s.coverage() < 0.95, "a reset T starts off its goal");
     }
 }
 

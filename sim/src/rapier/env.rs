@@ -1,10 +1,14 @@
 //! [`RapierEnv`]: a batch of independent rapier worlds behind the [`VecEnv`] contract.
 
+use std::sync::Arc;
+
+use bevy_ecs::system::IntoSystem;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rayon::prelude::*;
 
-use super::scene::{Scene, SceneSpec};
+use super::scene::Scene;
+use super::spec::SceneSpec;
 use super::task::TaskConfig;
 use crate::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, SimError, StepBuffers, TaskInfo, VecEnv};
 use embodia_robots::RobotModel;
@@ -32,7 +36,7 @@ fn env_rng(seed: u64, env: usize) -> ChaCha8Rng {
 /// so results are identical whatever the thread count.
 pub struct RapierEnv {
     info: TaskInfo,
-    spec: SceneSpec,
+    spec: Arc<SceneSpec>,
     scenes: Vec<Scene>,
     outcomes: Vec<Outcome>,
     obs_spec: ObsSpec,
@@ -48,7 +52,7 @@ impl RapierEnv {
             return Err(SimError::ZeroEnvs);
         }
         let info = TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
-        let spec = SceneSpec::new(config, model)?;
+        let spec = Arc::new(SceneSpec::new(config, model)?);
         let scenes = (0..num_envs).map(|i| Scene::new(&spec, env_rng(0, i))).collect::<Result<Vec<_>, _>>()?;
         let clip = spec.config.action.clip;
         let critic = spec.config.observations.critic.is_some();
@@ -77,12 +81,13 @@ impl RapierEnv {
     /// Fills `buffers.critic_obs` from the current states (no noise: the critic's copy is
     /// privileged and clean).
     fn observe_critic(&mut self) {
-        let (spec, cd) = (&self.spec, self.spec.critic_dim);
-        let Some(terms) = spec.config.observations.critic.as_deref() else { return };
+        if self.spec.config.observations.critic.is_none() {
+            return;
+        }
         self.scenes
             .par_iter_mut()
-            .zip(self.buffers.critic_obs.par_chunks_mut(cd))
-            .for_each(|(scene, out)| scene.observe(spec, terms, false, out));
+            .zip(self.buffers.critic_obs.par_chunks_mut(self.spec.critic_dim))
+            .for_each(|(scene, out)| scene.observe_critic(out));
     }
 
     /// Zeroes everything in the buffers but the observations (after a reset or restore).
@@ -94,6 +99,16 @@ impl RapierEnv {
         b.final_critic_obs.fill(0.0);
         b.episode_return.fill(0.0);
         b.episode_length.fill(0);
+    }
+
+    /// Adds a reward term, `weight × system()`, to every environment, after the configured
+    /// ones: a task's own term, written as a bevy system over the resources of
+    /// [`super::terms`] (e.g. `|joints: Res<Joints>| joints.qd[0].abs()`), without a new
+    /// [`RewardKind`](super::task::RewardKind). Takes effect from the next step.
+    pub fn add_reward_term<M>(&mut self, weight: f32, system: impl IntoSystem<(), f32, M> + Clone) {
+        for scene in &mut self.scenes {
+            scene.add_reward_term(weight, system.clone());
+        }
     }
 
     /// The environments' worlds and robots (read-only), for viewers and tests.
@@ -121,7 +136,7 @@ impl VecEnv for RapierEnv {
     }
 
     fn instruction(&self, env: usize) -> Option<&str> {
-        self.scenes.get(env)?.instruction(&self.spec)
+        self.scenes.get(env)?.instruction()
     }
 
     fn num_envs(&self) -> usize {
@@ -137,13 +152,12 @@ impl VecEnv for RapierEnv {
     }
 
     fn reset(&mut self, seed: u64) {
-        let (spec, od) = (&self.spec, self.spec.obs_dim);
-        let terms = &spec.config.observations.policy;
+        let od = self.spec.obs_dim;
         self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
             |(i, (scene, obs))| {
-                scene.rng = env_rng(seed, i);
-                scene.reset(spec);
-                scene.observe(spec, terms, true, obs);
+                scene.set_rng(env_rng(seed, i));
+                scene.reset();
+                scene.observe_policy(true, obs);
             },
         );
         self.observe_critic();
@@ -158,9 +172,7 @@ impl VecEnv for RapierEnv {
         if let Some(k) = actions.iter().position(|a| !a.is_finite()) {
             return Err(SimError::NonFiniteAction { env: k / ad, index: k % ad });
         }
-        let spec = &self.spec;
-        let terms = &spec.config.observations.policy;
-        let critic_terms = spec.config.observations.critic.as_deref();
+        let critic = self.spec.config.observations.critic.is_some();
         let max_steps = self.info.max_episode_steps;
         let b = &mut self.buffers;
         // The critic's copy of the final observation must be taken before the auto-reset.
@@ -170,19 +182,19 @@ impl VecEnv for RapierEnv {
                         final_obs: &mut [f32],
                         final_critic: &mut [f32],
                         action: &[f32]| {
-            let (reward, terminated, success) = scene.step(spec, action);
+            let (reward, terminated, success) = scene.step(action);
             scene.running_return += reward;
-            let truncated = scene.elapsed >= max_steps;
-            scene.observe(spec, terms, true, final_obs);
-            if let Some(critic_terms) = critic_terms {
-                scene.observe(spec, critic_terms, false, final_critic);
+            let truncated = scene.elapsed() >= max_steps;
+            scene.observe_policy(true, final_obs);
+            if critic {
+                scene.observe_critic(final_critic);
             }
             *out = Outcome { reward: reward as f32, terminated, truncated, success, ..Outcome::default() };
             if terminated || truncated {
                 out.episode_return = scene.running_return as f32;
-                out.episode_length = scene.elapsed;
-                scene.reset(spec);
-                scene.observe(spec, terms, true, obs);
+                out.episode_length = scene.elapsed();
+                scene.reset();
+                scene.observe_policy(true, obs);
             } else {
                 obs.copy_from_slice(final_obs);
             }
@@ -191,7 +203,7 @@ impl VecEnv for RapierEnv {
             b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)).zip(actions.par_chunks(ad.max(1))),
         );
         match self.spec.critic_dim {
-            cd if critic_terms.is_some() => rows.zip(b.final_critic_obs.par_chunks_mut(cd)).for_each(
+            cd if critic => rows.zip(b.final_critic_obs.par_chunks_mut(cd)).for_each(
                 |(((scene, out), ((obs, final_obs), action)), final_critic)| {
                     step_one(scene, out, obs, final_obs, final_critic, action)
                 },
@@ -231,7 +243,7 @@ impl VecEnv for RapierEnv {
             rng: self
                 .scenes
                 .iter()
-                .map(|s| RngState { seed: s.rng.get_seed(), stream: s.rng.get_stream(), word_pos: s.rng.get_word_pos() })
+                .map(|s| RngState { seed: s.rng().get_seed(), stream: s.rng().get_stream(), word_pos: s.rng().get_word_pos() })
                 .collect(),
             obs: Vec::new(),
         }
@@ -251,15 +263,14 @@ impl VecEnv for RapierEnv {
                 self.scenes.len()
             )));
         }
-        let (spec, od) = (&self.spec, self.spec.obs_dim);
-        let terms = &spec.config.observations.policy;
+        let od = self.spec.obs_dim;
         for ((scene, st), obs) in self.scenes.iter_mut().zip(&snap.rng).zip(self.buffers.obs.chunks_mut(od)) {
             let mut r = ChaCha8Rng::from_seed(st.seed);
             r.set_stream(st.stream);
             r.set_word_pos(st.word_pos);
-            scene.rng = r;
-            scene.reset(spec);
-            scene.observe(spec, terms, true, obs);
+            scene.set_rng(r);
+            scene.reset();
+            scene.observe_policy(true, obs);
         }
         self.observe_critic();
         self.clear_step_results();

@@ -24,7 +24,8 @@ use rayon::prelude::*;
 use super::env::RapierEnv;
 use super::kinematics::{Ik, IkTarget, top_down};
 use super::objects::{ObjectShape, planar};
-use super::scene::{Scene, SceneSpec};
+use super::scene::Scene;
+use super::spec::SceneSpec;
 use super::task::{ActionKind, SuccessTerm, TaskConfig};
 use super::tasks::rapier_tasks;
 use crate::demonstrations::{Demonstrations, Episode};
@@ -221,7 +222,7 @@ fn run_expert(
                     continue;
                 }
                 for a in a {
-                    let xi = super::scene::gaussian(&mut noise_rng);
+                    let xi = super::terms::gaussian(&mut noise_rng);
                     *a = (*a + noise_std * clip * xi).clamp(-clip, clip);
                 }
             }

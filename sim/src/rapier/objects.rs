@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::scene::uniform;
+use super::terms::uniform;
 use super::task::Range;
 
 /// Spacing of the grid of points that [`Objects::coverage`] samples the goal footprint with, m.
