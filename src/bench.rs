@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::config::TrainConfig;
 use crate::run::{RunError, build_learner, default_device, evaluate_learner};
+use embodia_sim::SolveMetric;
 
 /// Episodes per evaluation in the solve protocol.
 pub const SOLVE_EVAL_EPISODES: usize = 10;
@@ -69,7 +70,8 @@ pub fn solve(
         last = eval.mean_return;
         progress(learner.env_steps(), start.elapsed().as_secs_f64(), last, eval.success_rate);
         let threshold = f64::from(info.solve_threshold);
-        let solved = if info.has_success {
+        let by_success = info.solved_by == SolveMetric::SuccessRate;
+        let solved = if by_success {
             eval.success_rate.unwrap_or(0.0) >= threshold && {
                 let gate = TrainConfig { seed: config.seed + GATE_SEED_OFFSET, ..config.clone() };
                 let rate = evaluate_learner(learner.as_ref(), &gate, GATE_EPISODES, false)?.success_rate;
@@ -80,7 +82,7 @@ pub fn solve(
         };
         if solved {
             let wall_seconds = start.elapsed().as_secs_f64();
-            let confirm_success = if info.has_success {
+            let confirm_success = if by_success {
                 let confirm = TrainConfig { seed: config.seed + CONFIRM_SEED_OFFSET, ..config.clone() };
                 evaluate_learner(learner.as_ref(), &confirm, CONFIRM_EPISODES, false)?.success_rate
             } else {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
+use embodia::sim::SolveMetric;
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
 use embodia::viz::{MetricsRecorder, VizTarget};
@@ -864,10 +865,9 @@ fn distill(
 fn list() -> anyhow::Result<()> {
     println!("tasks:");
     for t in embodia::sim::tasks() {
-        let solved = if t.has_success {
-            format!("solved at success ≥ {}%", t.solve_threshold * 100.0)
-        } else {
-            format!("solved at return ≥ {}", t.solve_threshold)
+        let solved = match t.solved_by {
+            SolveMetric::SuccessRate => format!("solved at success ≥ {}%", t.solve_threshold * 100.0),
+            SolveMetric::Return => format!("solved at return ≥ {}", t.solve_threshold),
         };
         println!("  {:<26} {} ({solved})", t.name, t.description);
     }
@@ -1082,7 +1082,7 @@ fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()
     anyhow::ensure!(seeds > 0, "invalid value for `--seeds`: 0 (allowed: ≥ 1)");
     let base = settings.resolve()?;
     let info = embodia::sim::tasks().iter().find(|t| t.name == base.task);
-    let gate = if info.is_some_and(|t| t.has_success) {
+    let gate = if info.is_some_and(|t| t.solved_by == SolveMetric::SuccessRate) {
         format!(" (success rate; then on {GATE_EPISODES} more episodes)")
     } else {
         String::new()

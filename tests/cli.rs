@@ -998,3 +998,17 @@ fn bench_solve_runs_the_seeds_from_seed_on() {
     let seeds: Vec<u64> = json["seeds"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
     assert_eq!(seeds, [7, 8], "{}", out.stdout);
 }
+
+#[test]
+fn bench_solve_judges_mountain_car_by_its_return_not_its_success_flag() {
+    // Mountain car reports success (the flag reached) but is solved at return ≥ 90, as
+    // gymnasium's; PPO's preset gets there in ~65k steps.
+    let dir = tmp();
+    let args = ["bench", "solve", "--task", "mountain-car-continuous", "--algo", "ppo", "--steps", "200000", "--json"];
+    let out = ok(dir.path(), &args);
+    let json: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    let seed = &json["seeds"][0];
+    assert_eq!(seed["solved"], true, "{}", out.stdout);
+    assert!(seed["last_eval_return"].as_f64().unwrap() >= 90.0, "{}", out.stdout);
+    assert!(out.stdout.contains("threshold 90,"), "{}", out.stdout);
+}

@@ -31,7 +31,7 @@ pub mod view;
 
 pub use rapier::TaskConfig;
 use std::sync::LazyLock;
-pub use vec_env::{ActionSpec, ActionState, BoxSpace, EnvSnapshot, ImageSpec, ObsSpec, RngState, StepBuffers, TaskInfo, VecEnv};
+pub use vec_env::{ActionSpec, ActionState, BoxSpace, EnvSnapshot, ImageSpec, ObsSpec, RngState, SolveMetric, StepBuffers, TaskInfo, VecEnv};
 
 /// Errors of the simulator crate. None of them leaves an environment half-updated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -166,11 +166,21 @@ pub struct TaskInfo {
     pub description: &'static str,
     /// Time limit in control steps; the step that reaches it sets `truncated`.
     pub max_episode_steps: u32,
-    /// Where the task counts as solved: the mean deterministic evaluation return, or for tasks
-    /// with a success criterion ([`TaskInfo::has_success`]) the success rate in `[0, 1]`.
+    /// Where the task counts as solved, in units of [`TaskInfo::solved_by`].
     pub solve_threshold: f32,
     /// Whether the task reports a success criterion in [`StepBuffers::success`].
     pub has_success: bool,
+    /// What [`TaskInfo::solve_threshold`] is compared with.
+    pub solved_by: SolveMetric,
+}
+
+/// The evaluation figure a task's solve threshold applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolveMetric {
+    /// The mean deterministic evaluation return.
+    Return,
+    /// The success rate in `[0, 1]` (tasks with [`TaskInfo::has_success`]).
+    SuccessRate,
 }
 
 /// A batch of `num_envs` independent environments of one task.

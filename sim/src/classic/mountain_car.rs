@@ -11,7 +11,7 @@
 //! in `f32` except `cos(3x)` and the clipped-force term, which Python computes in `f64`.
 
 use super::{ClassicTask, StepOutcome, uniform};
-use crate::{ActionSpec, BoxSpace, ObsSpec, TaskInfo};
+use crate::{ActionSpec, BoxSpace, ObsSpec, SolveMetric, TaskInfo};
 use rand_chacha::ChaCha8Rng;
 
 /// Registry entry of the `mountain-car-continuous` task.
@@ -21,6 +21,7 @@ pub const INFO: TaskInfo = TaskInfo {
     max_episode_steps: 999,
     solve_threshold: 90.0,
     has_success: true,
+    solved_by: SolveMetric::Return,
 };
 
 const MIN_ACTION: f64 = -1.0;

@@ -8,7 +8,7 @@
 //! parts numpy computes in `f32` because the action is an `f32` array (`τ²·0.001` and `3τ`).
 
 use super::{ClassicTask, StepOutcome, uniform};
-use crate::{ActionSpec, BoxSpace, ObsSpec, TaskInfo};
+use crate::{ActionSpec, BoxSpace, ObsSpec, SolveMetric, TaskInfo};
 use embodia_robots::PendulumParams;
 use rand_chacha::ChaCha8Rng;
 use std::f64::consts::PI;
@@ -20,6 +20,7 @@ pub const INFO: TaskInfo = TaskInfo {
     max_episode_steps: 200,
     solve_threshold: -200.0,
     has_success: false,
+    solved_by: SolveMetric::Return,
 };
 
 /// State of one pendulum.

@@ -16,7 +16,7 @@ use super::{ClassicTask, StepOutcome, uniform};
 use crate::dynamics::flight::{self, ACTION_DIM, FigureEight, OBS_DIM, RewardWeights, Target};
 use crate::dynamics::quadrotor::{self, QuadBody, QuadConstants, QuadState, Quat};
 use crate::dynamics::{Scalar, Vec3};
-use crate::{ActionSpec, BoxSpace, ObsSpec, TaskInfo};
+use crate::{ActionSpec, BoxSpace, ObsSpec, SolveMetric, TaskInfo};
 use embodia_robots::QuadrotorParams;
 use rand_chacha::ChaCha8Rng;
 
@@ -36,6 +36,7 @@ pub const HOVER_INFO: TaskInfo = TaskInfo {
     max_episode_steps: EPISODE_STEPS,
     solve_threshold: 0.95,
     has_success: true,
+    solved_by: SolveMetric::SuccessRate,
 };
 
 /// Registry entry of `quadrotor-track`.
@@ -45,6 +46,7 @@ pub const TRACK_INFO: TaskInfo = TaskInfo {
     max_episode_steps: EPISODE_STEPS,
     solve_threshold: 0.9,
     has_success: true,
+    solved_by: SolveMetric::SuccessRate,
 };
 
 /// What the quadrotor flies to.

@@ -10,7 +10,7 @@ use embodia_robots::{ActuatorConfig, ControlMode};
 
 use super::articulation::JointModel;
 use super::task::*;
-use crate::TaskInfo;
+use crate::{SolveMetric, TaskInfo};
 
 /// A registered rapier task.
 pub struct RapierTask {
@@ -21,7 +21,8 @@ pub struct RapierTask {
 }
 
 fn info(name: &'static str, description: &'static str, has_success: bool) -> TaskInfo {
-    TaskInfo { name, description, max_episode_steps: 0, solve_threshold: 0.0, has_success }
+    let solved_by = if has_success { SolveMetric::SuccessRate } else { SolveMetric::Return };
+    TaskInfo { name, description, max_episode_steps: 0, solve_threshold: 0.0, has_success, solved_by }
 }
 
 /// The rapier tasks, in registry order.

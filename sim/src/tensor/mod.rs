@@ -18,7 +18,7 @@ mod env;
 pub use batch::{BatchCartPole, BatchPendulum, BatchQuadrotor, BatchTask, CartPoleMode};
 pub use env::{TensorEnv, TensorStep, TensorVecEnv};
 
-use crate::{SimError, TaskInfo};
+use crate::{SimError, SolveMetric, TaskInfo};
 use burn::tensor::Device;
 
 /// Names of the tasks available as tensor environments.
@@ -52,6 +52,7 @@ pub const CARTPOLE_BALANCE_INFO: TaskInfo = TaskInfo {
     max_episode_steps: 500,
     solve_threshold: 475.0,
     has_success: false,
+    solved_by: SolveMetric::Return,
 };
 
 /// Registry entry of the continuous cart-pole swing-up task (tensor environments only).
@@ -61,6 +62,7 @@ pub const CARTPOLE_SWINGUP_INFO: TaskInfo = TaskInfo {
     max_episode_steps: 500,
     solve_threshold: 350.0,
     has_success: false,
+    solved_by: SolveMetric::Return,
 };
 
 #[cfg(test)]
