@@ -77,7 +77,8 @@ enum Command {
         /// Seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Gradient steps (default: algo.decay_steps of the distill config).
+        /// Gradient steps (default: algo.decay_steps of the distill config); the learning rate's
+        /// cosine decay ends there too, unless --set algo.decay_steps=N is given.
         #[arg(long)]
         steps: Option<u64>,
         /// Override one distill setting, e.g. --set algo.batch_size=128 (repeatable).
