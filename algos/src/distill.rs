@@ -104,7 +104,9 @@ pub struct DistillConfig {
     pub final_learning_rate: f64,
     /// Linear warmup, gradient steps. Default 100.
     pub warmup_steps: u64,
-    /// Gradient step at which the cosine decay ends. Default 3000.
+    /// Gradient step at which the cosine decay ends (also `embodia distill`'s default budget).
+    /// Default 9000: on pick-cube (K = 10 teacher at 23.7%) the student reached 10.0% after
+    /// 3,000 steps (loss 0.012) and 20–25% after 9,000 (loss 0.004).
     pub decay_steps: u64,
     /// Global gradient-norm limit. Default 1.0 (RL-100's distillation grad clip).
     pub max_grad_norm: f64,
@@ -136,7 +138,7 @@ impl Default for DistillConfig {
             learning_rate: 1e-3,
             final_learning_rate: 5e-5,
             warmup_steps: 100,
-            decay_steps: 3000,
+            decay_steps: 9000,
             max_grad_norm: 1.0,
             fixed_noise_fraction: 0.25,
             target_ema: 0.95,
