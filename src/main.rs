@@ -63,8 +63,8 @@ enum Command {
         #[arg(long)]
         run: PathBuf,
         /// Objective: consistency (RL-100's consistency distillation) or meanflow (OFQL's
-        /// average-velocity objective on teacher samples; experimental, its learning is not
-        /// verified yet).
+        /// average-velocity objective on teacher samples; experimental: measured on pick-cube-ee
+        /// only, see the README).
         #[arg(long, default_value = "consistency", value_parser = ["consistency", "meanflow"])]
         method: String,
         /// Loss of the consistency method: same_noise (match the teacher's K-step action from
