@@ -32,7 +32,9 @@ pub struct DistillRequest {
     pub loss: ConsistencyLoss,
     /// Seed of the student and of the observation collection.
     pub seed: u64,
-    /// Gradient steps (default: the config's).
+    /// Gradient steps (default: the config's `decay_steps`); also the learning-rate schedule's
+    /// length (`decay_steps`, at least `warmup_steps + 1`) unless `algo.decay_steps` is among the
+    /// overrides.
     pub steps: Option<u64>,
     /// `--set key=value` overrides of the distill config.
     pub overrides: Vec<String>,
@@ -80,6 +82,12 @@ pub fn distill_config(req: &DistillRequest) -> Result<TrainConfig, RunError> {
         ..Default::default()
     })?;
     config.env = teacher.env;
+    // `--steps` is the schedule's length too, unless `algo.decay_steps` is set: a budget past
+    // the cosine's end would otherwise run at the final learning rate.
+    let decay_set = req.overrides.iter().any(|o| o.trim_start().starts_with("algo.decay_steps"));
+    if let (Some(steps), AlgoConfig::Distill(c), false) = (req.steps, &mut config.algo, decay_set) {
+        c.decay_steps = steps.max(c.warmup_steps + 1);
+    }
     config.validate()?;
     Ok(config)
 }

@@ -64,8 +64,8 @@ enum Command {
         #[arg(long)]
         run: PathBuf,
         /// Objective: consistency (RL-100's consistency distillation) or meanflow (OFQL's
-        /// average-velocity objective on teacher samples; experimental, its learning is not
-        /// verified yet).
+        /// average-velocity objective on teacher samples; experimental: measured on pick-cube-ee
+        /// only, see the README).
         #[arg(long, default_value = "consistency", value_parser = ["consistency", "meanflow"])]
         method: String,
         /// Loss of the consistency method: same_noise (match the teacher's K-step action from
@@ -78,7 +78,8 @@ enum Command {
         /// Seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Gradient steps (default: algo.decay_steps of the distill config).
+        /// Gradient steps (default: algo.decay_steps of the distill config); the learning rate's
+        /// cosine decay ends there too, unless --set algo.decay_steps=N is given.
         #[arg(long)]
         steps: Option<u64>,
         /// Override one distill setting, e.g. --set algo.batch_size=128 (repeatable).

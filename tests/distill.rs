@@ -125,6 +125,36 @@ fn distill_trains_a_student_run_and_reports_both_policies() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--steps` sets the learning-rate schedule's length (at least one step past the warmup) unless
+/// `algo.decay_steps` is set: a longer budget must not run mostly at the final learning rate.
+#[test]
+fn distill_steps_stretch_the_learning_rate_schedule() {
+    use embodia::algos::{ConsistencyLoss, DistillConfig, DistillMethod};
+    use embodia::distill::{DistillRequest, distill_config};
+    let dir = scratch_dir("decay");
+    let teacher = flow_teacher(&dir);
+    let decay = |steps: Option<u64>, overrides: &[&str]| {
+        let req = DistillRequest {
+            teacher: teacher.clone(),
+            method: DistillMethod::Consistency,
+            loss: ConsistencyLoss::SameNoise,
+            seed: 1,
+            steps,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        };
+        let config = distill_config(&req).unwrap();
+        let AlgoConfig::Distill(c) = config.algo else { panic!("not a distill config") };
+        (config.total_steps, c.decay_steps)
+    };
+    let default = DistillConfig::default().decay_steps;
+    assert_eq!(decay(None, &[]), (default, default));
+    assert_eq!(decay(Some(12_000), &[]), (12_000, 12_000));
+    assert_eq!(decay(Some(12_000), &["algo.decay_steps=5000"]), (12_000, 5000));
+    assert_eq!(decay(Some(20), &[]), (20, DistillConfig::default().warmup_steps + 1));
+    assert_eq!(decay(Some(20), &["algo.warmup_steps=5"]), (20, 20));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Rows of a run's metrics.csv after the header, as their first field (steps).
 fn metric_steps(run: &Path) -> Vec<u64> {
     let text = fs::read_to_string(run.join("metrics.csv")).unwrap();

@@ -153,3 +153,26 @@ fn meanflow_student_trains_to_finite_one_step_actions() {
     let s = d.student_actions(&obs, &z).unwrap();
     assert!(s.iter().all(|a| a.is_finite() && a.abs() < 10.0), "MeanFlow one-step actions out of range");
 }
+
+/// By default an iteration collects one whole episode per environment (`⌈time limit / C⌉`
+/// chunk steps), not a fixed number that may stop before the episode's end: pendulum's
+/// 200-step episodes with `C = 2` give 100 chunk steps, 8 environments × 100 observations.
+/// An explicit `chunk_steps` is kept.
+#[test]
+fn collection_covers_a_whole_episode_by_default() {
+    let mut env = embodia_sim::make("pendulum", 8).unwrap();
+    env.reset(3);
+    let whole = DistillConfig {
+        chunk_steps: DistillConfig::default().chunk_steps,
+        updates_per_iteration: 1,
+        ..config(DistillMethod::Consistency, ConsistencyLoss::SameNoise)
+    };
+    let mut d = Distill::new(whole, env.as_ref(), &teacher(), Device::flex().autodiff(), 1).unwrap();
+    assert_eq!(env.info().max_episode_steps, 200);
+    assert_eq!(d.collection_chunk_steps(env.as_ref()), 100);
+    d.iterate(env.as_mut()).unwrap();
+    assert_eq!(d.buffer_len(), 8 * 100);
+    let explicit = DistillConfig { chunk_steps: 7, ..config(DistillMethod::Consistency, ConsistencyLoss::SameNoise) };
+    let d = Distill::new(explicit, env.as_ref(), &teacher(), Device::flex().autodiff(), 1).unwrap();
+    assert_eq!(d.collection_chunk_steps(env.as_ref()), 7);
+}
