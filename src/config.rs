@@ -155,6 +155,9 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
         ("pick-cube-ee", "ppo") => include_str!("../assets/configs/pick-cube-ee-ppo.toml"),
         ("pick-cube", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/pick-cube-ppo-flow.toml"),
+        ("pick-cube-ee", "ppo-flow-sde" | "ppo-flow-noise") => {
+            include_str!("../assets/configs/pick-cube-ee-ppo-flow.toml")
+        }
         _ => return None,
     })
 }
@@ -477,5 +480,33 @@ impl TrainConfig {
             .map_err(|message| ConfigError::File { path: path.display().to_string(), message })?;
         config.validate()?;
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_preset_resolves_and_sets_what_it_says() {
+        let mut checked = 0;
+        for task in embodia_sim::tasks() {
+            for (algorithm, _) in ALGORITHMS {
+                let Some(text) = preset(task.name, algorithm) else { continue };
+                let sources = ConfigSources { task: Some(task.name), algorithm: Some(algorithm), ..Default::default() };
+                let config = resolve(&sources).unwrap_or_else(|e| panic!("{} {algorithm}: {e}", task.name));
+                let resolved = toml::Table::try_from(&config).unwrap();
+                let preset: toml::Table = toml::from_str(text).unwrap();
+                // TOML writes `-8` where the field is a float: compare numbers as numbers.
+                let number = |v: &toml::Value| v.as_float().or(v.as_integer().map(|i| i as f64));
+                for (key, value) in preset["algo"].as_table().into_iter().flatten() {
+                    let got = &resolved["algo"][key.as_str()];
+                    let same = got == value || number(got).is_some_and(|g| Some(g) == number(value));
+                    assert!(same, "{} {algorithm}: algo.{key} = {got}, preset {value}", task.name);
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} presets");
     }
 }
