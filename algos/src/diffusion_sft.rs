@@ -218,17 +218,9 @@ impl Learner for DiffusionSft {
         for _ in 0..self.config.updates_per_iteration {
             loss += self.update()?;
         }
-        let learning_rate = self.learning_rate();
         let eval = evaluate(self, env, self.eval_seed, false)?;
-        Ok(MetricRow {
-            env_steps: self.steps,
-            policy_loss: Some(loss / self.config.updates_per_iteration as f64),
-            return_mean: Some(eval.mean_return),
-            episode_length: Some(eval.mean_length),
-            success_rate: eval.success_rate,
-            learning_rate: Some(learning_rate),
-            ..Default::default()
-        })
+        let mean_loss = loss / self.config.updates_per_iteration as f64;
+        Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {

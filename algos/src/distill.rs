@@ -635,18 +635,10 @@ impl Learner for Distill {
             loss += self.update()?;
         }
         self.iterations += 1;
-        let learning_rate = self.learning_rate();
         // A new evaluation seed each iteration, so the next collection starts from new states.
         let eval = evaluate(self, env, self.eval_seed.wrapping_add(self.iterations), false)?;
-        Ok(MetricRow {
-            env_steps: self.steps,
-            policy_loss: Some(loss / self.config.updates_per_iteration as f64),
-            return_mean: Some(eval.mean_return),
-            episode_length: Some(eval.mean_length),
-            success_rate: eval.success_rate,
-            learning_rate: Some(learning_rate),
-            ..Default::default()
-        })
+        let mean_loss = loss / self.config.updates_per_iteration as f64;
+        Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
     }
 
     /// The student's actions: from the fixed noise when deterministic, fresh noise otherwise.

@@ -35,6 +35,20 @@ pub struct MetricRow {
 }
 
 impl MetricRow {
+    /// The row of a supervised iteration (SFT, distillation), whose budget is counted in
+    /// gradient steps: their mean loss, the learning rate, and a deterministic evaluation.
+    pub fn supervised(gradient_steps: u64, mean_loss: f64, learning_rate: f64, eval: &crate::EvalResult) -> Self {
+        Self {
+            env_steps: gradient_steps,
+            policy_loss: Some(mean_loss),
+            return_mean: Some(eval.mean_return),
+            episode_length: Some(eval.mean_length),
+            success_rate: eval.success_rate,
+            learning_rate: Some(learning_rate),
+            ..Default::default()
+        }
+    }
+
     /// CSV header, matching [`MetricRow::csv_values`].
     pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps";
 
