@@ -34,7 +34,10 @@ fn a_reward_term_written_as_a_system_adds_its_weighted_value() {
             let base = scene.world().bodies[scene.robot().root()].position().inverse_transform_point(ee);
             let expected = plain.buffers().reward[env] + weight * qd2 + 2.0 * base.z;
             let got = extended.buffers().reward[env];
-            assert!((got - expected).abs() < 1e-4 * expected.abs().max(1.0), "step {step} env {env}: {got} vs {expected}");
+            assert!(
+                (got - expected).abs() < 1e-4 * expected.abs().max(1.0),
+                "step {step} env {env}: {got} vs {expected}"
+            );
         }
         assert_eq!(plain.buffers().obs, extended.buffers().obs, "the added terms change rewards only");
     }

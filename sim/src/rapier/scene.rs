@@ -19,7 +19,9 @@ use super::terms::events::{EventSystem, interval_systems, reset_systems};
 use super::terms::observations::ObsGroup;
 use super::terms::rewards::{self, RewardSystem};
 use super::terms::terminations::{FlagSystem, success_system, termination_system};
-use super::terms::{Actuation, EnvRng, Joints, Physics, SceneState, StepFlags, Task, TaskState, boxed_system, run_term};
+use super::terms::{
+    Actuation, EnvRng, Joints, Physics, SceneState, StepFlags, Task, TaskState, boxed_system, run_term,
+};
 use crate::SimError;
 
 /// One environment: its state as bevy resources and its task's terms as systems, run in order.
@@ -76,7 +78,9 @@ impl Scene {
         let objects = Objects::build(&mut world, &s.objects, s.table.as_ref());
         let nominal_mass = robot.root_mass_properties();
         let ee = match (spec.config.action.kind, spec.end_effector) {
-            (ActionKind::EndEffectorDelta, Some(ee)) => Some(EeDelta::new(&spec.model, ee, &spec.driven, &spec.default_q)),
+            (ActionKind::EndEffectorDelta, Some(ee)) => {
+                Some(EeDelta::new(&spec.model, ee, &spec.driven, &spec.default_q))
+            }
             _ => None,
         };
         let na = robot.num_actuated();

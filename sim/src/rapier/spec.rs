@@ -44,9 +44,9 @@ impl SceneSpec {
         config.validate().map_err(bad)?;
         let actuated = model.actuated_joints();
         let find = |field: &str, name: &str| {
-            (0..actuated.len()).find(|&i| model.joints[actuated[i]].name == name).ok_or_else(|| {
-                bad(format!("`env.{field}`: robot \"{}\" has no actuated joint \"{name}\"", model.name))
-            })
+            (0..actuated.len())
+                .find(|&i| model.joints[actuated[i]].name == name)
+                .ok_or_else(|| bad(format!("`env.{field}`: robot \"{}\" has no actuated joint \"{name}\"", model.name)))
         };
         let find_all = |field: &str, names: &[String]| -> Result<Vec<usize>, SimError> {
             if names.is_empty() {
@@ -117,9 +117,7 @@ impl SceneSpec {
                 || uses_instruction(&config.observations.policy)
                 || config.observations.critic.as_deref().is_some_and(uses_instruction))
         {
-            return Err(bad(
-                "the `instruction` success term and observation need `env.command.language`".into(),
-            ));
+            return Err(bad("the `instruction` success term and observation need `env.command.language`".into()));
         }
         let needs_object = |terms: &[ObsTerm]| terms.iter().any(|t| is_object_obs(t.term));
         let uses_object = needs_object(&config.observations.policy)

@@ -79,7 +79,12 @@ fn apply_action(
 }
 
 /// Advances `scene.decimation` rapier steps and reads the joint state.
-fn step_physics(task: Res<Task>, mut physics: ResMut<Physics>, mut joints: ResMut<Joints>, mut state: ResMut<TaskState>) {
+fn step_physics(
+    task: Res<Task>,
+    mut physics: ResMut<Physics>,
+    mut joints: ResMut<Joints>,
+    mut state: ResMut<TaskState>,
+) {
     let (p, j) = (&mut *physics, &mut *joints);
     for _ in 0..task.0.config.scene.decimation {
         p.robot.apply_efforts(&mut p.world);

@@ -32,9 +32,7 @@ pub fn reset_systems(spec: &SceneSpec, world: &mut World) -> Vec<EventSystem> {
         systems.push(boxed_system(reset_objects, world));
     }
     systems.push(boxed_system(reset_actuation, world));
-    systems.push(boxed_system(|task: Res<Task>, mut state: ResMut<TaskState>, mut rng: ResMut<EnvRng>| {
-        draw_commands(&task.0, &mut state, &mut rng.0)
-    }, world));
+    systems.push(boxed_system(reset_commands, world));
     if let Some(language) = &spec.language {
         if language.config.place.is_some() {
             systems.push(boxed_system(draw_place_target, world));
@@ -67,7 +65,12 @@ fn begin_episode(mut state: ResMut<TaskState>) {
 }
 
 /// Every collider's friction: the scene's, times a factor drawn from `events.friction_scale`.
-fn randomize_friction(task: Res<Task>, mut physics: ResMut<Physics>, mut state: ResMut<TaskState>, mut rng: ResMut<EnvRng>) {
+fn randomize_friction(
+    task: Res<Task>,
+    mut physics: ResMut<Physics>,
+    mut state: ResMut<TaskState>,
+    mut rng: ResMut<EnvRng>,
+) {
     let c = &task.0.config;
     state.friction_scale = uniform(&mut rng.0, c.events.friction_scale);
     let friction = c.scene.friction * state.friction_scale;
@@ -78,7 +81,12 @@ fn randomize_friction(task: Res<Task>, mut physics: ResMut<Physics>, mut state: 
 
 /// The root's mass: nominal plus a draw from `events.added_base_mass` (floating bases), never
 /// below a tenth of the nominal mass.
-fn randomize_base_mass(task: Res<Task>, mut physics: ResMut<Physics>, mut state: ResMut<TaskState>, mut rng: ResMut<EnvRng>) {
+fn randomize_base_mass(
+    task: Res<Task>,
+    mut physics: ResMut<Physics>,
+    mut state: ResMut<TaskState>,
+    mut rng: ResMut<EnvRng>,
+) {
     let c = &task.0.config;
     let added = uniform(&mut rng.0, c.events.added_base_mass);
     if !c.scene.fixed_base && c.events.added_base_mass != [0.0, 0.0] {
@@ -142,7 +150,12 @@ fn reset_objects(task: Res<Task>, mut physics: ResMut<Physics>, state: Res<TaskS
 }
 
 /// No action history; every command (and the delay line) holds the initial state.
-fn reset_actuation(task: Res<Task>, mut physics: ResMut<Physics>, joints: Res<Joints>, mut actuation: ResMut<Actuation>) {
+fn reset_actuation(
+    task: Res<Task>,
+    mut physics: ResMut<Physics>,
+    joints: Res<Joints>,
+    mut actuation: ResMut<Actuation>,
+) {
     let (a, p) = (&mut *actuation, &mut *physics);
     a.action.fill(0.0);
     a.prev_action.fill(0.0);
@@ -174,6 +187,11 @@ fn draw_commands(spec: &SceneSpec, state: &mut TaskState, rng: &mut ChaCha8Rng) 
             state.velocity_command[k] = uniform(rng, *range);
         }
     }
+}
+
+/// The commands of the new episode.
+fn reset_commands(task: Res<Task>, mut state: ResMut<TaskState>, mut rng: ResMut<EnvRng>) {
+    draw_commands(&task.0, &mut state, &mut rng.0);
 }
 
 /// Redraws the commands every `command.resample_s`.

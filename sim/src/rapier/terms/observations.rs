@@ -113,7 +113,9 @@ pub fn term_system(kind: ObsKind, world: &mut World) -> ObsSystem {
             |InMut(out): InMut<[f32]>, state: Res<TaskState>| out.copy_from_slice(&state.velocity_command),
             world,
         ),
-        ObsKind::EePos => boxed_system(|InMut(out): InMut<[f32]>, s: SceneRead| put3(out, s.get().ee_position()), world),
+        ObsKind::EePos => {
+            boxed_system(|InMut(out): InMut<[f32]>, s: SceneRead| put3(out, s.get().ee_position()), world)
+        }
         ObsKind::TargetPos => {
             boxed_system(|InMut(out): InMut<[f32]>, state: Res<TaskState>| put3(out, state.target), world)
         }

@@ -65,7 +65,9 @@ pub fn term_system(term: &RewardTerm, joints: Vec<usize>, world: &mut World) -> 
             move |j: Res<Joints>, task: Res<Task>| sum_sq(&joints, |k| j.q[k] - task.0.default_q[k]),
             world,
         ),
-        RewardKind::JointCos => boxed_system(move |j: Res<Joints>| joints.iter().map(|&k| j.q[k].cos()).sum::<f32>(), world),
+        RewardKind::JointCos => {
+            boxed_system(move |j: Res<Joints>| joints.iter().map(|&k| j.q[k].cos()).sum::<f32>(), world)
+        }
         RewardKind::JointVelL2 => boxed_system(move |j: Res<Joints>| sum_sq(&joints, |k| j.qd[k]), world),
         RewardKind::JointAccL2 => boxed_system(
             move |j: Res<Joints>, state: Res<TaskState>| sum_sq(&joints, |k| (j.qd[k] - j.prev_qd[k]) / state.dt),

@@ -15,7 +15,9 @@ pub type FlagSystem = BoxedSystem<(), bool>;
 pub fn success_system(term: SuccessTerm, world: &mut World) -> FlagSystem {
     match term {
         SuccessTerm::None => boxed_system(|| false, world),
-        SuccessTerm::EeNearTarget { distance } => boxed_system(move |s: SceneRead| s.get().ee_distance() < distance, world),
+        SuccessTerm::EeNearTarget { distance } => {
+            boxed_system(move |s: SceneRead| s.get().ee_distance() < distance, world)
+        }
         SuccessTerm::ForwardSpeed { speed } => boxed_system(
             move |s: SceneRead| {
                 let s = s.get();
@@ -32,7 +34,9 @@ pub fn success_system(term: SuccessTerm, world: &mut World) -> FlagSystem {
             },
             world,
         ),
-        SuccessTerm::TCoverage { threshold } => boxed_system(move |s: SceneRead| s.get().coverage() >= threshold, world),
+        SuccessTerm::TCoverage { threshold } => {
+            boxed_system(move |s: SceneRead| s.get().coverage() >= threshold, world)
+        }
         SuccessTerm::Instruction => boxed_system(|s: SceneRead| instruction_success(&s.get()), world),
     }
 }
@@ -74,7 +78,10 @@ pub fn termination_system(term: &TerminationTerm, joint: usize, world: &mut Worl
         }
         TerminationTerm::BaseTilt { max_angle } => {
             let min_up = max_angle.cos();
-            boxed_system(move |s: SceneRead| (s.get().base_pose().rotation * rapier3d::prelude::Vector::Z).z < min_up, world)
+            boxed_system(
+                move |s: SceneRead| (s.get().base_pose().rotation * rapier3d::prelude::Vector::Z).z < min_up,
+                world,
+            )
         }
         TerminationTerm::JointOut { min, max, .. } => {
             boxed_system(move |j: Res<Joints>| !(min..=max).contains(&j.q[joint]), world)
