@@ -3,12 +3,15 @@
 
 use std::path::Path;
 
-use embodia_algos::{DistillConfig, DppoConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig};
+use embodia_algos::{
+    AdvantageEstimator, DistillConfig, DppoConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig,
+    VlaSftConfig,
+};
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// Algorithms `embodia train` can run, with one-line descriptions.
-pub const ALGORITHMS: [(&str, &str); 7] = [
+pub const ALGORITHMS: [(&str, &str); 10] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
     ("sft", "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
@@ -16,7 +19,13 @@ pub const ALGORITHMS: [(&str, &str); 7] = [
     ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
     ("dppo", "DPPO: PPO over the last K′ denoising steps of a diffusion policy (--init runs/<diffusion-sft-run>)"),
     ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
+    ("vla-sft", "flow-matching behaviour cloning of the vision-language-action model from demonstrations with camera images and instructions (language tasks: lang-cubes)"),
+    ("vla-ppo-flow-sde", "πRL Flow-SDE with GRPO advantages on the VLA, every instruction at once (--init runs/<vla-sft-run>)"),
+    ("vla-ppo-flow-noise", "πRL Flow-Noise with GRPO advantages on the VLA (--init runs/<vla-sft-run>)"),
 ];
+
+/// Algorithms whose step budget counts gradient steps, not environment steps.
+pub const GRADIENT_STEP_ALGORITHMS: [&str; 3] = ["sft", "distill", "vla-sft"];
 
 /// Everything a training run needs; written to `runs/<name>/config.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +66,10 @@ pub enum AlgoConfig {
     Distill(DistillConfig),
     /// DPPO on a diffusion policy.
     Dppo(DppoConfig),
+    /// Behaviour cloning of the VLA.
+    VlaSft(VlaSftConfig),
+    /// PPO with GRPO advantages on the VLA (`vla-ppo-flow-sde`, `vla-ppo-flow-noise`).
+    VlaPpo(PpoFlowConfig),
 }
 
 impl AlgoConfig {
@@ -69,6 +82,17 @@ impl AlgoConfig {
             Self::PpoFlow(c) => c.num_envs,
             Self::Distill(c) => c.num_envs,
             Self::Dppo(c) => c.num_envs,
+            Self::VlaSft(c) => c.num_envs,
+            Self::VlaPpo(c) => c.num_envs,
+        }
+    }
+
+    /// The cameras the policy reads, by name, and their square resolution, pixels; `None` for
+    /// policies of the observation vector alone. RL from a VLA checkpoint reads them there.
+    pub fn vla_cameras(&self) -> Option<(Vec<String>, usize)> {
+        match self {
+            Self::VlaSft(c) => Some((c.cameras.clone(), c.model.vision.image_size)),
+            _ => None,
         }
     }
 }
@@ -77,7 +101,7 @@ impl AlgoConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Unknown algorithm name.
-    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill")]
+    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill, vla-sft, vla-ppo-flow-sde, vla-ppo-flow-noise")]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
     #[error("{path}: {message}")]
@@ -119,6 +143,10 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
         "ppo-flow-sde" | "ppo-flow-noise" => toml::Table::try_from(PpoFlowConfig::default()),
         "distill" => toml::Table::try_from(DistillConfig::default()),
         "dppo" => toml::Table::try_from(DppoConfig::default()),
+        "vla-sft" => toml::Table::try_from(VlaSftConfig::default()),
+        "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => {
+            toml::Table::try_from(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
+        }
         other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
     }
     .map_err(|e| ConfigError::Invalid(e.to_string()))?;
@@ -130,6 +158,7 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
     let total_steps = match algorithm {
         "sft" => SftConfig::default().decay_steps as i64,
         "distill" => DistillConfig::default().decay_steps as i64,
+        "vla-sft" => VlaSftConfig::default().decay_steps as i64,
         _ => 100_000,
     };
     t.insert("total_steps".into(), toml::Value::Integer(total_steps));
@@ -157,6 +186,10 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("pick-cube", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/pick-cube-ppo-flow.toml"),
         ("pick-cube-ee", "ppo-flow-sde" | "ppo-flow-noise") => {
             include_str!("../assets/configs/pick-cube-ee-ppo-flow.toml")
+        }
+        ("lang-cubes", "vla-sft") => include_str!("../assets/configs/lang-cubes-vla-sft.toml"),
+        ("lang-cubes", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
+            include_str!("../assets/configs/lang-cubes-vla-ppo.toml")
         }
         _ => return None,
     })
@@ -218,6 +251,8 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         "ppo-flow-sde" | "ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
         "distill" => toml::from_str::<File<DistillConfig>>(text).map(|_| ()),
         "dppo" => toml::from_str::<File<DppoConfig>>(text).map(|_| ()),
+        "vla-sft" => toml::from_str::<File<VlaSftConfig>>(text).map(|_| ()),
+        "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
         _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
     };
     result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
@@ -416,6 +451,11 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         "ppo-flow-noise" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
         "distill" => build(table, AlgoConfig::Distill),
         "dppo" => build(table, AlgoConfig::Dppo),
+        "vla-sft" => build(table, AlgoConfig::VlaSft),
+        "vla-ppo-flow-sde" => build(table, |c| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
+        "vla-ppo-flow-noise" => {
+            build(table, |c| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Noise, ..c }))
+        }
         other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
     }
 }
@@ -452,6 +492,8 @@ impl TrainConfig {
             }
             AlgoConfig::Distill(c) => c.validate(),
             AlgoConfig::Dppo(c) => c.validate(),
+            AlgoConfig::VlaSft(c) => c.validate_fields(),
+            AlgoConfig::VlaPpo(c) => c.validate(),
         }
         .map_err(|e| match e {
             embodia_algos::AlgoError::Config { field, value, allowed } => {

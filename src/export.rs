@@ -60,7 +60,11 @@ pub fn policy_of_run(dir: &Path) -> Result<PolicySpec, ExportRunError> {
 fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunError> {
     match &config.algo {
         AlgoConfig::Ppo(_) | AlgoConfig::Sac(_) | AlgoConfig::Distill(_) => Ok(()),
-        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) | AlgoConfig::Dppo(_) => Err(not_exportable(config, run)),
+        AlgoConfig::Sft(_)
+        | AlgoConfig::PpoFlow(_)
+        | AlgoConfig::Dppo(_)
+        | AlgoConfig::VlaSft(_)
+        | AlgoConfig::VlaPpo(_) => Err(not_exportable(config, run)),
     }
 }
 
@@ -75,6 +79,16 @@ fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
                  this run trained a one-step student alongside: export {}",
                 config.algorithm,
                 Path::new(run).join(crate::run::STUDENT_DIR).display()
+            ),
+        };
+    }
+    if matches!(config.algo, AlgoConfig::VlaSft(_) | AlgoConfig::VlaPpo(_)) {
+        return ExportRunError::NotExportable {
+            run: run.into(),
+            message: format!(
+                "a `{}` run has a vision-language-action model, which reads images and instructions; \
+                 exporting it as a one-step policy of the observation vector is not implemented",
+                config.algorithm
             ),
         };
     }
@@ -124,7 +138,11 @@ pub fn policy_of_checkpoint(
             spec.validate().map_err(|e| corrupt(e.to_string()))?;
             return Ok(spec);
         }
-        AlgoConfig::Sft(_) | AlgoConfig::PpoFlow(_) | AlgoConfig::Dppo(_) => return Err(not_exportable(config, source)),
+        AlgoConfig::Sft(_)
+        | AlgoConfig::PpoFlow(_)
+        | AlgoConfig::Dppo(_)
+        | AlgoConfig::VlaSft(_)
+        | AlgoConfig::VlaPpo(_) => return Err(not_exportable(config, source)),
     };
     let spec = PolicySpec {
         source: format!("{source} ({}, task {})", config.algorithm, config.task),

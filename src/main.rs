@@ -914,7 +914,7 @@ fn train(
         config.task,
         config.seed,
         config.total_steps,
-        if matches!(config.algorithm.as_str(), "sft" | "distill") { "gradient steps" } else { "env steps" },
+        if embodia::config::GRADIENT_STEP_ALGORITHMS.contains(&config.algorithm.as_str()) { "gradient steps" } else { "env steps" },
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);

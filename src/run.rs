@@ -23,7 +23,7 @@ use std::time::Instant;
 use burn::tensor::Device;
 use embodia_algos::{
     ChunkModel, Checkpoint, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult, Learner, MetricRow, MetricSink,
-    Ppo, PpoFlow, Sac, Sft, evaluate,
+    Ppo, PpoFlow, Sac, Sft, VLA_ACTOR_KEY, VlaActor, VlaPpo, VlaSft, evaluate,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
@@ -128,6 +128,71 @@ pub fn plain_device() -> Device {
     SELECTED_DEVICE.get().cloned().unwrap_or_else(Device::flex)
 }
 
+/// `num_envs` environments of the run's task (with its `[env]` table), with the cameras its VLA
+/// reads (`vla-*` algorithms) rendered after every reset and step.
+pub fn make_env(config: &TrainConfig, num_envs: usize) -> Result<Box<dyn VecEnv>, RunError> {
+    let env = embodia_sim::make_with(&config.task, num_envs, config.env.as_ref())?;
+    let cameras = match &config.algo {
+        AlgoConfig::VlaPpo(c) => {
+            let actor: VlaActor = vla_init_checkpoint(config, &c.init)?.get(VLA_ACTOR_KEY)?;
+            Some((actor.cameras, actor.model.vision.image_size))
+        }
+        other => other.vla_cameras(),
+    };
+    let Some((names, size)) = cameras else { return Ok(env) };
+    let task = config.env.clone().or_else(|| embodia_sim::task_config(&config.task));
+    let Some(task) = task else {
+        return Err(RunError::Io {
+            path: format!("--task {}", config.task),
+            message: "the VLA sees camera images; only rapier tasks have cameras".into(),
+        });
+    };
+    let mut render = embodia_sim::camera::RenderConfig::for_task(&task, size, size);
+    render.cameras.retain(|c| names.contains(&c.name));
+    Ok(Box::new(embodia_sim::camera::CameraEnv::new(env, render)?))
+}
+
+/// The checkpoint of the `vla-sft` run `init` a VLA RL run starts from.
+fn vla_init_checkpoint(config: &TrainConfig, init: &str) -> Result<Checkpoint, RunError> {
+    if init.is_empty() {
+        return Err(RunError::Io {
+            path: "algo.init".into(),
+            message: format!("{} starts from a vla-sft run: pass --init runs/<vla-sft-run>", config.algorithm),
+        });
+    }
+    let init = Path::new(init);
+    check_run_dir(init)?;
+    Ok(Checkpoint::load(&init.join(CHECKPOINT_DIR))?)
+}
+
+/// `c.demos` successful scripted-expert episodes of the run's task with the images of the
+/// cameras the VLA reads, recorded in memory from seed `seed + DEMO_SEED_OFFSET` (DART noise
+/// `c.demo_noise`).
+fn record_vla_demos(
+    config: &TrainConfig,
+    c: &embodia_algos::VlaSftConfig,
+) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
+    let size = c.model.vision.image_size;
+    let task = config.env.clone().or_else(|| embodia_sim::task_config(&config.task)).ok_or_else(|| RunError::Io {
+        path: format!("--task {}", config.task),
+        message: "vla-sft records demonstrations with cameras; only rapier tasks have them".into(),
+    })?;
+    let mut render = embodia_sim::camera::RenderConfig::for_task(&task, size, size);
+    render.cameras.retain(|cam| c.cameras.contains(&cam.name));
+    let record = |count: usize, seed: u64| {
+        embodia_sim::rapier::expert::record_task_expert_rendered(
+            &config.task,
+            Some(&task),
+            16,
+            count,
+            seed,
+            c.demo_noise,
+            Some(render.clone()),
+        )
+    };
+    successful_demos(&config.task, c.demos, config.seed, record)
+}
+
 /// Builds the learner `config` describes for `env`.
 pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
     Ok(match &config.algo {
@@ -170,6 +235,17 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
                 Some(d) => Box::new(DistillAlongside::new(rl, d, env, device.clone(), config.seed)?),
                 None => Box::new(rl),
             }
+        }
+        AlgoConfig::VlaSft(c) => {
+            let demos = match &c.dataset {
+                Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
+                None => record_vla_demos(config, c)?,
+            };
+            Box::new(VlaSft::new(c.clone(), env, demos, device.clone(), config.seed)?)
+        }
+        AlgoConfig::VlaPpo(c) => {
+            let ckpt = vla_init_checkpoint(config, &c.init)?;
+            Box::new(VlaPpo::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
         }
         AlgoConfig::Distill(c) => {
             if c.teacher.is_empty() {
@@ -233,16 +309,25 @@ pub fn record_demos(
     noise_std: f32,
 ) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
     use embodia_sim::rapier::expert::record_task_expert_perturbed;
-    let record_task_expert =
-        |task, env, envs, count, seed| record_task_expert_perturbed(task, env, envs, count, seed, noise_std);
+    successful_demos(task, count, seed, |n, seed| record_task_expert_perturbed(task, env, 16, n, seed, noise_std))
+}
+
+/// `count` successful episodes of `record(episodes, seed)` from seed `seed + DEMO_SEED_OFFSET`:
+/// rounds of `count` episodes until enough succeed, at most 10 rounds.
+fn successful_demos(
+    task: &str,
+    count: usize,
+    seed: u64,
+    record: impl Fn(usize, u64) -> Result<embodia_sim::demonstrations::Demonstrations, embodia_sim::SimError>,
+) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
     let seed = seed.wrapping_add(DEMO_SEED_OFFSET);
-    let mut demos = record_task_expert(task, env, 16, count, seed)?;
+    let mut demos = record(count, seed)?;
     demos.episodes.retain(|e| e.success);
     for round in 1..10 {
         if demos.episodes.len() >= count {
             break;
         }
-        let more = record_task_expert(task, env, 16, count, seed.wrapping_add(round))?;
+        let more = record(count, seed.wrapping_add(round))?;
         demos.episodes.extend(more.episodes.into_iter().filter(|e| e.success));
     }
     if demos.episodes.len() < count {
@@ -289,7 +374,7 @@ impl Run {
             });
         }
         // The learner first: a bad config, init run or dataset leaves no run directory behind.
-        let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
+        let mut env = make_env(&config, config.algo.num_envs())?;
         env.reset(config.seed);
         let learner = build_learner(&config, env.as_ref(), &default_device())?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -317,7 +402,7 @@ impl Run {
             config.total_steps = steps;
         }
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-        let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
+        let mut env = make_env(&config, config.algo.num_envs())?;
         let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
         let snapshot: EnvSnapshot = ckpt.get("env")?;
         env.restore(&snapshot)?;
@@ -445,7 +530,7 @@ pub fn evaluate_learner(
     episodes: usize,
     stochastic: bool,
 ) -> Result<EvalResult, RunError> {
-    let mut env = embodia_sim::make_with(&config.task, episodes, config.env.as_ref())?;
+    let mut env = make_env(config, episodes)?;
     Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic)?)
 }
 
@@ -454,7 +539,7 @@ pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunEr
     check_run_dir(dir)?;
     let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
     let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-    let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref())?;
+    let env = make_env(&config, 1)?;
     let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
     Ok((config, learner))
 }

@@ -376,7 +376,7 @@ mod imp {
         let mut step: i64 = 0;
         let mut queue = embodia_algos::ActionQueue::new(learner, episodes, ad);
         while finished.iter().any(|f| !f) {
-            queue.step(learner, &env.buffers().obs, &mut actions, None).map_err(crate::run::RunError::from)?;
+            queue.step(learner, env.as_ref(), &mut actions, None).map_err(crate::run::RunError::from)?;
             // The state acted on, the observation and the action, at `step`.
             rec.set_time_sequence("env_step", step);
             rec.set_duration_secs("sim_time", step as f64 * dt);

@@ -129,15 +129,22 @@ impl ChunkActor {
     /// widths.
     pub fn from_checkpoint(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Result<Self, AlgoError> {
         let actor: Self = ckpt.get(CHUNK_ACTOR_KEY)?;
-        let relative_ok = actor.relative.is_empty()
-            || (actor.relative.len() == action_dim && actor.relative.iter().flatten().all(|s| s.column < obs_dim));
-        if actor.policy.obs_dim != obs_dim || actor.policy.action_dim != action_dim || !relative_ok {
+        actor.check_widths(obs_dim, action_dim)?;
+        Ok(actor)
+    }
+
+    /// Fails unless the actor observes `obs_dim` features and acts in `action_dim` dimensions
+    /// (its relative actions included).
+    pub fn check_widths(&self, obs_dim: usize, action_dim: usize) -> Result<(), AlgoError> {
+        let relative_ok = self.relative.is_empty()
+            || (self.relative.len() == action_dim && self.relative.iter().flatten().all(|s| s.column < obs_dim));
+        if self.policy.obs_dim != obs_dim || self.policy.action_dim != action_dim || !relative_ok {
             return Err(AlgoError::Checkpoint(format!(
                 "the checkpoint's policy observes {} features and acts in {} dimensions, the task has {obs_dim} and {action_dim}",
-                actor.policy.obs_dim, actor.policy.action_dim
+                self.policy.obs_dim, self.policy.action_dim
             )));
         }
-        Ok(actor)
+        Ok(())
     }
 }
 

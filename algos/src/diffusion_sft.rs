@@ -132,7 +132,8 @@ impl DiffusionSft {
                 allowed: "diffusion for `DiffusionSft` (flow policies are cloned by `Sft`)".into(),
             });
         }
-        let (actor, sample_obs, sample_chunks) = fitted_actor(&config, env, demos)?;
+        let (actor, sample_obs, sample_chunks) =
+            fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
         let model = seeded_init(&device, seed, || DiffusionPolicy::new(&config.policy, &config.diffusion, &device));
         Ok(Self {
             ema: model.valid(),

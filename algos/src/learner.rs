@@ -32,6 +32,13 @@ pub trait Learner {
     /// [`Learner::chunk_len`] actions of each environment, to be executed in order), overwritten.
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError>;
 
+    /// [`Learner::act`] for what the environments of `env` observe now. Policies that read
+    /// camera images or instructions (VLAs) override it; the default reads the observation
+    /// vector.
+    fn act_env(&self, env: &dyn VecEnv, actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+        self.act(&env.buffers().obs, actions, sampling)
+    }
+
     /// Actions [`Learner::act`] returns per environment and query: the executed chunk length `C`
     /// of action-chunk policies, 1 for per-step policies. Use an [`ActionQueue`] to step them.
     fn chunk_len(&self) -> usize {
@@ -73,16 +80,16 @@ impl ActionQueue {
     }
 
     /// Writes the next action of every environment into `actions` (`[n, action_dim]`),
-    /// querying `learner` on `obs` (`[n, obs_dim]`) when the chunk is used up.
+    /// querying `learner` on what `env` observes now when the chunk is used up.
     pub fn step(
         &mut self,
         learner: &dyn Learner,
-        obs: &[f32],
+        env: &dyn VecEnv,
         actions: &mut [f32],
         sampling: Option<&mut ChaCha8Rng>,
     ) -> Result<(), AlgoError> {
         if self.next == self.chunk_len {
-            learner.act(obs, &mut self.chunk, sampling)?;
+            learner.act_env(env, &mut self.chunk, sampling)?;
             self.next = 0;
         }
         let (c, ad, k) = (self.chunk_len, self.action_dim, self.next);
@@ -150,7 +157,7 @@ pub fn evaluate(
     // Each environment runs one episode: the instruction it starts with is the episode's.
     let instructions: Vec<Option<String>> = (0..n).map(|i| env.instruction(i).map(str::to_string)).collect();
     while finished.iter().any(|f| !f) {
-        queue.step(learner, &env.buffers().obs, &mut actions, rng.as_mut())?;
+        queue.step(learner, &*env, &mut actions, rng.as_mut())?;
         env.step(&actions)?;
         let b = env.buffers();
         for i in 0..n {

@@ -1,5 +1,5 @@
 //! Reinforcement-learning algorithms for embodia: PPO, SAC, flow-policy behaviour cloning
-//! (SFT) and RL, and one-step distillation of flow policies, with their buffers, normalizer,
+//! (SFT) and RL, SFT and RL of the vision-language-action model, and one-step distillation of flow policies, with their buffers, normalizer,
 //! optimizer, checkpoints and metrics.
 //!
 //! Algorithms implement [`Learner`]; they take a [`VecEnv`](embodia_sim::VecEnv), report
@@ -23,6 +23,9 @@ pub mod ppo_flow;
 mod replay;
 pub mod sac;
 pub mod sft;
+mod vla_actor;
+pub mod vla_ppo;
+pub mod vla_sft;
 
 pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
 pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
@@ -44,6 +47,9 @@ pub use ppo_flow::{
 pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};
 pub use sft::{ChunkModel, Sft, SftConfig};
+pub use vla_actor::{VLA_ACTOR_KEY, VlaActor};
+pub use vla_ppo::VlaPpo;
+pub use vla_sft::{VlaSft, VlaSftConfig};
 
 /// Errors of the learners.
 #[derive(Debug, thiserror::Error)]

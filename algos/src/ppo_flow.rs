@@ -694,36 +694,17 @@ impl PpoFlow {
         let method = self.method();
         let cfg = &self.config;
         let b = indices.len();
-        // Flow-SDE samples of different chunk steps have different k*: evaluate per k*.
-        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); k];
-        for &idx in indices {
-            let group = match cfg.method {
-                FlowRlMethod::Sde => self.rollout.stochastic_step[idx / n],
-                FlowRlMethod::Noise => 0,
-            };
-            groups[group].push(idx);
-        }
+        let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.method);
         let r = &self.rollout;
-        let (groups_n, per) = match cfg.logprob_type {
-            LogProbType::ChunkLevel => (1, cd),
-            LogProbType::ActionLevel => (p.chunk, p.action_dim),
-            LogProbType::TokenLevel => (cd, 1),
-        };
         let mut total: Option<Tensor<1>> = None;
         let mut stats = [0.0f64; 4];
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
             let m = members.len();
             let mut obs = Vec::with_capacity(m * od);
-            let mut chains = vec![0.0f32; (k + 1) * m * hd];
+            let chains = gather_chains(&r.chains, members, n, k, hd);
             let (mut old_lp, mut adv, mut old_v, mut ret) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for (row, &idx) in members.iter().enumerate() {
-                let (step, env) = (idx / n, idx % n);
+            for &idx in members {
                 obs.extend_from_slice(&r.obs[idx * od..(idx + 1) * od]);
-                for s in 0..=k {
-                    let src = ((step * (k + 1) + s) * n + env) * hd;
-                    let dst = (s * m + row) * hd;
-                    chains[dst..dst + hd].copy_from_slice(&r.chains[src..src + hd]);
-                }
                 old_lp.extend_from_slice(&r.log_probs[idx * cd..(idx + 1) * cd]);
                 adv.push(r.advantages[idx]);
                 old_v.push(r.values[idx]);
@@ -740,39 +721,16 @@ impl PpoFlow {
                 Some(critic) => critic.forward(obs),
                 None => eval.value,
             };
-            // Reduction order: per element, already reduced over denoising steps; then summed
-            // according to `logprob_type`.
-            let lp = eval.log_prob.reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
-            let old = to_tensor(&old_lp, m, cd, &d).reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
-            let log_ratio = lp - old;
-            let ratio = log_ratio.clone().clamp(-20.0, 20.0).exp();
-            let adv = to_tensor(&adv, m, 1, &d);
-            let clip = cfg.clip_ratio;
-            let surrogate = (ratio.clone() * adv.clone())
-                .min_pair(ratio.clone().clamp(1.0 - clip, 1.0 + clip) * adv)
-                .neg()
-                .mean_dim(1);
-            let approx_kl = ((ratio - 1.0) - log_ratio).mean();
-            let (old_v, ret) = (to_tensor(&old_v, m, 1, &d), to_tensor(&ret, m, 1, &d));
-            let clipped = old_v.clone() + (value.clone() - old_v).clamp(-cfg.value_clip, cfg.value_clip);
-            let value_loss = match cfg.advantage {
-                AdvantageEstimator::Gae => {
-                    huber(ret.clone() - value, cfg.huber_delta).max_pair(huber(ret - clipped, cfg.huber_delta))
-                }
-                // No critic: the group baseline replaces it.
-                AdvantageEstimator::Grpo => Tensor::zeros([m, 1], &d),
-            };
-            let per_sample = surrogate.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef)
-                - eval.entropy.clone().mul_scalar(cfg.entropy_coef);
-            let loss = per_sample.sum().div_scalar(b as f64);
-            let host = to_host(Tensor::cat(
-                vec![surrogate.sum().inner(), value_loss.sum().inner(), eval.entropy.sum().inner(), approx_kl.inner()],
-                0,
-            ))?;
-            for (s, h) in stats.iter_mut().zip(host.iter().take(3)) {
-                *s += *h as f64 / b as f64;
+            let (loss, group_stats) = ppo_group_loss(
+                cfg,
+                GroupBatch { log_prob: eval.log_prob, entropy: eval.entropy, value, old_lp: &old_lp, adv: &adv, old_v: &old_v, ret: &ret },
+                (p.chunk, p.action_dim),
+                b,
+                &d,
+            )?;
+            for (s, g) in stats.iter_mut().zip(group_stats) {
+                *s += g;
             }
-            stats[3] += host[3] as f64 * m as f64 / b as f64;
             total = Some(match total {
                 Some(t) => t + loss,
                 None => loss,
@@ -832,7 +790,7 @@ impl PpoFlow {
 }
 
 /// Rewards `[n]` of the last step from `source`.
-fn step_rewards(b: &embodia_sim::StepBuffers, source: RewardSource) -> impl Iterator<Item = f32> + '_ {
+pub(crate) fn step_rewards(b: &embodia_sim::StepBuffers, source: RewardSource) -> impl Iterator<Item = f32> + '_ {
     let rewards = match source {
         RewardSource::Task => &b.reward,
         RewardSource::Success => &b.success,
@@ -841,7 +799,7 @@ fn step_rewards(b: &embodia_sim::StepBuffers, source: RewardSource) -> impl Iter
 }
 
 /// Copies chunk step `j` of `chunks` (`[n, C, D]`) into `out` (`[n, D]`).
-fn chunk_column(chunks: &[f32], j: usize, c: usize, d: usize, out: &mut [f32]) {
+pub(crate) fn chunk_column(chunks: &[f32], j: usize, c: usize, d: usize, out: &mut [f32]) {
     for (i, row) in out.chunks_mut(d).enumerate() {
         row.copy_from_slice(&chunks[(i * c + j) * d..(i * c + j + 1) * d]);
     }
@@ -900,6 +858,110 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
             group.iter().map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
         })
         .collect()
+}
+
+/// Mini-batch rows `indices` (into `[steps·n]`) grouped by the denoising step `k*` that was
+/// stochastic when their chunk step was sampled (`stochastic_step`, `[steps]`): Flow-SDE
+/// log-probs of different `k*` are evaluated separately. Flow-Noise: all in group 0. `[K]` groups.
+pub(crate) fn stochastic_step_groups(
+    indices: &[usize],
+    stochastic_step: &[usize],
+    n: usize,
+    k: usize,
+    method: FlowRlMethod,
+) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for &idx in indices {
+        let group = match method {
+            FlowRlMethod::Sde => stochastic_step[idx / n],
+            FlowRlMethod::Noise => 0,
+        };
+        groups[group].push(idx);
+    }
+    groups
+}
+
+/// The stored chains of rows `members` (into `[steps·n]`) of `chains` (`[steps, K + 1, n, H·D]`),
+/// as `[K + 1, members, H·D]`.
+pub(crate) fn gather_chains(chains: &[f32], members: &[usize], n: usize, k: usize, hd: usize) -> Vec<f32> {
+    let m = members.len();
+    let mut out = vec![0.0f32; (k + 1) * m * hd];
+    for (row, &idx) in members.iter().enumerate() {
+        let (step, env) = (idx / n, idx % n);
+        for s in 0..=k {
+            let src = ((step * (k + 1) + s) * n + env) * hd;
+            let dst = (s * m + row) * hd;
+            out[dst..dst + hd].copy_from_slice(&chains[src..src + hd]);
+        }
+    }
+    out
+}
+
+/// One group of a mini-batch as the PPO loss reads it: recomputed log-probs `[m, C·D]`,
+/// entropies `[m, 1]` and values `[m, 1]` (with gradients), and the rollout's old log-probs
+/// (`[m, C·D]`), advantages, old values and returns (`[m]` each).
+pub(crate) struct GroupBatch<'a> {
+    pub log_prob: Tensor<2>,
+    pub entropy: Tensor<2>,
+    pub value: Tensor<2>,
+    pub old_lp: &'a [f32],
+    pub adv: &'a [f32],
+    pub old_v: &'a [f32],
+    pub ret: &'a [f32],
+}
+
+/// The PPO loss of one group of `m` samples of a mini-batch of `b` (spec §1.7): clipped
+/// surrogate on the ratio shaped by `logprob_type` (chunk layout `(C, D)`), clipped Huber value
+/// loss (none with GRPO), entropy bonus. Returns the group's share of the mini-batch loss
+/// (its per-sample losses summed, divided by `b`) and its shares of the mini-batch means of
+/// (policy loss, value loss, entropy, approximate KL).
+pub(crate) fn ppo_group_loss(
+    cfg: &PpoFlowConfig,
+    g: GroupBatch<'_>,
+    (chunk, action_dim): (usize, usize),
+    b: usize,
+    d: &Device,
+) -> Result<(Tensor<1>, [f64; 4]), AlgoError> {
+    let m = g.adv.len();
+    let cd = chunk * action_dim;
+    let (groups_n, per) = match cfg.logprob_type {
+        LogProbType::ChunkLevel => (1, cd),
+        LogProbType::ActionLevel => (chunk, action_dim),
+        LogProbType::TokenLevel => (cd, 1),
+    };
+    // Reduction order: per element, already reduced over denoising steps; then summed
+    // according to `logprob_type`.
+    let lp = g.log_prob.reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
+    let old = to_tensor(g.old_lp, m, cd, d).reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
+    let log_ratio = lp - old;
+    let ratio = log_ratio.clone().clamp(-20.0, 20.0).exp();
+    let adv = to_tensor(g.adv, m, 1, d);
+    let clip = cfg.clip_ratio;
+    let surrogate =
+        (ratio.clone() * adv.clone()).min_pair(ratio.clone().clamp(1.0 - clip, 1.0 + clip) * adv).neg().mean_dim(1);
+    let approx_kl = ((ratio - 1.0) - log_ratio).mean();
+    let (old_v, ret) = (to_tensor(g.old_v, m, 1, d), to_tensor(g.ret, m, 1, d));
+    let clipped = old_v.clone() + (g.value.clone() - old_v).clamp(-cfg.value_clip, cfg.value_clip);
+    let value_loss = match cfg.advantage {
+        AdvantageEstimator::Gae => {
+            huber(ret.clone() - g.value, cfg.huber_delta).max_pair(huber(ret - clipped, cfg.huber_delta))
+        }
+        // No critic: the group baseline replaces it.
+        AdvantageEstimator::Grpo => Tensor::zeros([m, 1], d),
+    };
+    let per_sample = surrogate.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef)
+        - g.entropy.clone().mul_scalar(cfg.entropy_coef);
+    let loss = per_sample.sum().div_scalar(b as f64);
+    let host = to_host(Tensor::cat(
+        vec![surrogate.sum().inner(), value_loss.sum().inner(), g.entropy.sum().inner(), approx_kl.inner()],
+        0,
+    ))?;
+    let mut stats = [0.0f64; 4];
+    for (s, h) in stats.iter_mut().zip(host.iter().take(3)) {
+        *s = *h as f64 / b as f64;
+    }
+    stats[3] = host[3] as f64 * m as f64 / b as f64;
+    Ok((loss, stats))
 }
 
 /// Huber loss with threshold δ, elementwise.

@@ -236,7 +236,8 @@ impl Sft {
                 allowed: "flow for `Sft` (diffusion policies are cloned by `DiffusionSft`)".into(),
             });
         }
-        let (actor, sample_obs, sample_chunks) = fitted_actor(&config, env, demos)?;
+        let (actor, sample_obs, sample_chunks) =
+            fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
         let model = seeded_init(&device, seed, || config.policy.init(&device));
         Ok(Self {
             ema: model.valid(),
@@ -302,29 +303,32 @@ impl Sft {
     }
 }
 
-/// The actor of `config` for `env` with standardizations fitted to the (relative) training
-/// samples of `demos`, and those samples standardized: `(actor, [samples, obs_dim],
-/// [samples, H·D])`. `config.policy` must carry the task's widths.
+/// The actor of `policy` for `env` with standardizations (std at least `min_std`) fitted to
+/// the training samples of `demos`, actions relative to the state where `relative_actions`
+/// and the task allows, and those samples standardized: `(actor, [samples, obs_dim],
+/// [samples, H·D])`. `policy` must carry the task's widths.
 pub(crate) fn fitted_actor(
-    config: &SftConfig,
+    policy: &FlowPolicyConfig,
+    relative_actions: bool,
+    min_std: f32,
     env: &dyn VecEnv,
     demos: &Demonstrations,
 ) -> Result<(ChunkActor, Vec<f32>, Vec<f32>), AlgoError> {
-    let (od, ad) = (config.policy.obs_dim, config.policy.action_dim);
+    let (od, ad) = (policy.obs_dim, policy.action_dim);
     check_demonstrations(demos, od, ad)?;
     let bounds = &env.action_spec().bounds;
-    let relative = if config.relative_actions { env.action_states() } else { Vec::new() };
+    let relative = if relative_actions { env.action_states() } else { Vec::new() };
     let mut actor = ChunkActor {
-        obs_norm: Standardizer::fit(&[], od, config.min_std),
-        action_norm: Standardizer::fit(&[], ad, config.min_std),
-        policy: config.policy.clone(),
+        obs_norm: Standardizer::fit(&[], od, min_std),
+        action_norm: Standardizer::fit(&[], ad, min_std),
+        policy: policy.clone(),
         action_low: bounds.low.clone(),
         action_high: bounds.high.clone(),
         relative,
     };
     let (mut sample_obs, mut sample_chunks) = chunk_samples(demos, &actor);
-    actor.obs_norm = Standardizer::fit(&sample_obs, od, config.min_std);
-    actor.action_norm = Standardizer::fit(&sample_chunks, ad, config.min_std);
+    actor.obs_norm = Standardizer::fit(&sample_obs, od, min_std);
+    actor.action_norm = Standardizer::fit(&sample_chunks, ad, min_std);
     actor.obs_norm.normalize(&mut sample_obs);
     actor.action_norm.normalize(&mut sample_chunks);
     Ok((actor, sample_obs, sample_chunks))

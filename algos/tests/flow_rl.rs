@@ -56,7 +56,7 @@ fn frozen_sft_policy_succeeds_as_often_after_auto_resets_as_in_the_first_batch()
         let mut ended = vec![0usize; n];
         env.reset(seed);
         while ended.iter().any(|&e| e < episodes) {
-            queue.step(&sft, &env.buffers().obs, &mut actions, None).unwrap();
+            queue.step(&sft, env.as_ref(), &mut actions, None).unwrap();
             env.step(&actions).unwrap();
             let b = env.buffers();
             for (i, e) in ended.iter_mut().enumerate() {

@@ -345,7 +345,7 @@ pub enum VlaError {
 }
 
 /// One batch of observations for the VLA in host memory: the plain struct environments fill.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct VlaInput {
     /// Batch size `B` (≥ 1).
     pub batch: usize,

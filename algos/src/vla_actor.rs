@@ -1,0 +1,161 @@
+//! What a VLA needs around it to act in a task: the cameras it sees (by name, in view order),
+//! the instruction each environment follows, its proprioception (the task's policy observation
+//! vector, standardized), and the conversion of sampled chunks into executed actions, which it
+//! shares with flow policies through [`ChunkActor`].
+
+use burn::tensor::{Device, Tensor, TensorData};
+use embodia_policies::vla::{ByteTokenizer, VlaConfig, VlaInput, VlaModel};
+use embodia_policies::{NoiseMethod, StochasticSteps};
+use embodia_sim::VecEnv;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::learner::{fill_normal, to_host};
+use crate::{AlgoError, Checkpoint, ChunkActor};
+
+/// Metadata key of the [`VlaActor`] in checkpoints.
+pub const VLA_ACTOR_KEY: &str = "vla_actor";
+
+/// The model layout, its cameras and the normalization a VLA acts with; saved in checkpoints
+/// so that RL can start from an SFT run (`--init`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VlaActor {
+    /// Layout of the model (`proprio_dim` is the task's policy observation width).
+    pub model: VlaConfig,
+    /// Cameras the model sees, one view each, in view order (names of
+    /// [`ObsSpec::images`](embodia_sim::ObsSpec)).
+    pub cameras: Vec<String>,
+    /// Proprioception standardization (`obs_norm`), action standardization, bounds and relative
+    /// actions. Its `policy` mirrors the model's chunk layout: `obs_dim = proprio_dim`,
+    /// `action_dim`, `horizon`, `chunk`, `denoise_steps`; its network fields are unused.
+    pub chunk: ChunkActor,
+}
+
+impl VlaActor {
+    /// Indices into `env`'s cameras of [`Self::cameras`], checking that each exists with the
+    /// model's image size.
+    pub fn camera_indices(&self, env: &dyn VecEnv) -> Result<Vec<usize>, AlgoError> {
+        let images = &env.obs_spec().images;
+        let size = self.model.vision.image_size;
+        self.cameras
+            .iter()
+            .map(|name| {
+                let found = images.iter().position(|i| &i.name == name);
+                match found.map(|k| (k, &images[k])) {
+                    Some((k, spec)) if spec.width == size && spec.height == size && spec.channels == 3 => Ok(k),
+                    Some((_, spec)) => Err(AlgoError::Config {
+                        field: "algo.cameras".into(),
+                        value: format!("`{name}` renders {}x{}x{}", spec.width, spec.height, spec.channels),
+                        allowed: format!("{size}x{size}x3 RGB, the model's vision.image_size"),
+                    }),
+                    None => Err(AlgoError::Config {
+                        field: "algo.cameras".into(),
+                        value: format!("`{name}`"),
+                        allowed: format!(
+                            "a camera of task `{}`: {}",
+                            env.info().name,
+                            images.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// Fills `input` with what the environments of `env` observe now: the images of `cameras`
+    /// (indices from [`Self::camera_indices`]) as views, the instructions (an empty string for
+    /// environments without one), and the standardized observation vector as proprioception.
+    /// Reuses `input`'s buffers.
+    pub fn observe(
+        &self,
+        env: &dyn VecEnv,
+        cameras: &[usize],
+        tokenizer: &ByteTokenizer,
+        input: &mut VlaInput,
+    ) -> Result<(), AlgoError> {
+        let n = env.num_envs();
+        let size = self.model.vision.image_size;
+        let view = size * size * 3;
+        input.batch = n;
+        input.views = cameras.len();
+        input.height = size;
+        input.width = size;
+        input.images.resize(n * cameras.len() * view, 0);
+        for (v, &camera) in cameras.iter().enumerate() {
+            let images = env.image(camera).ok_or_else(|| {
+                AlgoError::Sim(embodia_sim::SimError::Unsupported(format!("camera {camera} has no images")))
+            })?;
+            for i in 0..n {
+                let dst = (i * cameras.len() + v) * view;
+                input.images[dst..dst + view].copy_from_slice(&images[i * view..(i + 1) * view]);
+            }
+        }
+        input.tokens.clear();
+        input.token_mask.clear();
+        for i in 0..n {
+            let (ids, mask) = tokenizer.encode(env.instruction(i).unwrap_or("")).map_err(|e| AlgoError::Config {
+                field: "instruction".into(),
+                value: format!("{:?} of environment {i}", env.instruction(i).unwrap_or("")),
+                allowed: e.to_string(),
+            })?;
+            input.tokens.extend(ids);
+            input.token_mask.extend(mask);
+        }
+        input.proprio.clear();
+        input.proprio.extend_from_slice(&env.buffers().obs);
+        self.chunk.obs_norm.normalize(&mut input.proprio);
+        Ok(())
+    }
+
+    /// ODE actions `[n, C, D]` of `model` (plain device) for what `env` observes now, into
+    /// `out`, from `x_1 ~ N(0, I)` drawn with `sampling`, or from one fixed draw
+    /// ([`ChunkActor::deterministic_noise`]) without it.
+    pub fn act(
+        &self,
+        model: &VlaModel,
+        env: &dyn VecEnv,
+        out: &mut [f32],
+        sampling: Option<&mut ChaCha8Rng>,
+        device: &Device,
+    ) -> Result<(), AlgoError> {
+        let cameras = self.camera_indices(env)?;
+        let mut input = VlaInput::default();
+        self.observe(env, &cameras, &model.tokenizer(), &mut input)?;
+        let (n, hd, k) = (env.num_envs(), self.chunk.policy.chunk_width(), self.model.denoise_steps);
+        let mut noise = vec![0.0f32; (k + 1) * n * hd];
+        match sampling {
+            Some(rng) => fill_normal(rng, &mut noise[..n * hd]),
+            None => {
+                let first = self.chunk.deterministic_noise();
+                for row in noise[..n * hd].chunks_exact_mut(hd) {
+                    row.copy_from_slice(&first);
+                }
+            }
+        }
+        let batch = model.prepare(&input, device).map_err(vla_error)?;
+        let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
+        let sample = model.sample(&model.encode(&batch), noise, NoiseMethod::Ode, StochasticSteps::None);
+        self.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, out);
+        Ok(())
+    }
+
+    /// Reads the actor of a checkpoint and checks it against the task's observation and action
+    /// widths.
+    pub fn from_checkpoint(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Result<Self, AlgoError> {
+        let actor: Self = ckpt.get(VLA_ACTOR_KEY)?;
+        actor.chunk.check_widths(obs_dim, action_dim)?;
+        Ok(actor)
+    }
+}
+
+/// A VLA error as a learner error: bad layouts are config errors of `algo.model`, the rest
+/// checkpoint or input errors.
+pub(crate) fn vla_error(e: embodia_policies::vla::VlaError) -> AlgoError {
+    use embodia_policies::vla::VlaError;
+    match e {
+        VlaError::Config(c) => {
+            AlgoError::Config { field: format!("algo.model.{}", c.field), value: c.value, allowed: c.allowed }
+        }
+        other => AlgoError::Checkpoint(other.to_string()),
+    }
+}

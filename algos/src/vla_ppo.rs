@@ -1,0 +1,397 @@
+//! πRL's PPO for the VLA (RLinf's recipe for π0 / π0.5): Flow-SDE or Flow-Noise sampling with
+//! GRPO advantages, from a `vla-sft` checkpoint, on every instruction of a language-conditioned
+//! task at once (multi-task RL in parallel environments). The second half of πRL's recipe.
+//!
+//! Per iteration, as [`PpoFlow`](crate::PpoFlow) with `advantage = grpo`:
+//! 1. reset the environments so that groups of `group_size` share an initial state (the same
+//!    instruction, the same objects: the group baseline compares like with like);
+//! 2. run every environment's episode to its end, one chunk step at a time: render, observe
+//!    (images, instruction, proprioception), encode the prefix once, sample a chunk with the
+//!    rollout policy (Flow-SDE: one stochastic denoising step `k*` shared by the batch;
+//!    Flow-Noise: all steps with the learned std), store the observation, the chain, `k*` and
+//!    the old log-probs `[C·D]`, execute the chunk;
+//! 3. give each episode's chunk steps the group-normalized return as advantage; groups whose
+//!    returns are all equal are left out (`filter_uniform_groups`);
+//! 4. `update_epochs` passes over shuffled mini-batches: recompute log-probs and entropies from
+//!    the stored chains (re-encoding the stored observations with the present weights), clipped
+//!    surrogate, entropy bonus, one backward pass, one AdamW step on the whole model.
+//!
+//! The hyperparameters are [`PpoFlowConfig`]'s. Not implemented for the VLA: GAE with the
+//! value head (`advantage = gae`), observation critics and one-step students alongside; each is
+//! refused with an error naming the field.
+
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Tensor, TensorData};
+use embodia_policies::vla::{VlaInput, VlaModel};
+use embodia_policies::{NoiseMethod, StochasticSteps, load_params, named_params};
+use embodia_sim::VecEnv;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
+use crate::ppo_flow::{
+    GroupBatch, TimeSplit, chunk_column, gather_chains, group_advantages, ppo_group_loss, share_initial_states,
+    step_rewards, stochastic_step_groups,
+};
+use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, vla_error};
+use crate::vla_sft::needs_images;
+use crate::{
+    Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, FlowRlMethod, Learner, MetricRow,
+    PpoFlowConfig, RewardSource, check_range,
+};
+
+/// What one iteration stores, row `step·n + env` for chunk step `step`.
+#[derive(Default)]
+struct VlaRollout {
+    /// The observations, `[rows]` of a [`VlaInput`] (images `[rows, V, H, W, 3]`, tokens and
+    /// mask `[rows, max_len]`, standardized proprioception `[rows, proprio_dim]`).
+    obs: VlaInput,
+    /// Denoising chains, `[steps, K + 1, n, H·D]`.
+    chains: Vec<f32>,
+    /// The stochastic denoising step of each chunk step, `[steps]`.
+    stochastic_step: Vec<usize>,
+    /// Old log-probs, `[rows, C·D]`.
+    log_probs: Vec<f32>,
+    /// Advantages, `[rows]`.
+    advantages: Vec<f32>,
+    /// Rows that enter the update.
+    used: Vec<usize>,
+}
+
+/// PPO with GRPO advantages for a VLA started from a `vla-sft` checkpoint.
+pub struct VlaPpo {
+    config: PpoFlowConfig,
+    device: Device,
+    actor: VlaActor,
+    model: VlaModel,
+    optim: Adam,
+    rng: ChaCha8Rng,
+    env_steps: u64,
+    iterations: u64,
+    episodes: EpisodeStats,
+    rollout: VlaRollout,
+    /// The present observation of every environment (reused buffers).
+    observation: VlaInput,
+    last_split: TimeSplit,
+}
+
+impl VlaPpo {
+    /// A learner whose model and normalization are those of the `vla-sft` checkpoint `init`
+    /// (its EMA weights); `device` must have autodiff enabled.
+    pub fn new(
+        config: PpoFlowConfig,
+        env: &dyn VecEnv,
+        init: &Checkpoint,
+        device: Device,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
+        config.validate()?;
+        let unsupported = "not implemented for the VLA (GRPO only: set advantage = \"grpo\")";
+        check_range("advantage", "gae", config.advantage == AdvantageEstimator::Grpo, unsupported)?;
+        check_range(
+            "critic",
+            "observation",
+            config.critic == CriticInput::ExpertFeatures || config.advantage == AdvantageEstimator::Grpo,
+            "unused with GRPO",
+        )?;
+        check_range("distill_during_rl", "set", config.distill_during_rl.is_none(), "absent: not implemented for the VLA")?;
+        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
+        check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
+        let algo: String = init.get("algo")?;
+        if algo != "vla-sft" {
+            return Err(AlgoError::Checkpoint(format!(
+                "`algo.init` must be a vla-sft run; {} is from `{algo}`",
+                config.init
+            )));
+        }
+        let actor = VlaActor::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
+        actor.camera_indices(env)?;
+        let model = load_params(actor.model.init(&device).map_err(vla_error)?, &init.params("ema"))?;
+        Ok(Self {
+            optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x71A_F10F),
+            env_steps: 0,
+            iterations: 0,
+            episodes: EpisodeStats::default(),
+            rollout: VlaRollout::default(),
+            observation: VlaInput::default(),
+            last_split: TimeSplit::default(),
+            actor,
+            model,
+            device,
+            config,
+        })
+    }
+
+    /// Time split of the last iteration (rendering counts as simulation).
+    pub fn last_time_split(&self) -> TimeSplit {
+        self.last_split
+    }
+
+    fn method(&self) -> NoiseMethod {
+        match self.config.method {
+            FlowRlMethod::Sde => NoiseMethod::Sde { level: self.config.noise_level_at(self.iterations) },
+            FlowRlMethod::Noise => NoiseMethod::Noise,
+        }
+    }
+
+    fn stochastic_steps(&self, k_star: usize) -> StochasticSteps {
+        match self.config.method {
+            FlowRlMethod::Sde => StochasticSteps::One(k_star),
+            FlowRlMethod::Noise => StochasticSteps::Joint,
+        }
+    }
+
+    /// Samples one chunk for every environment from what it observes now with the rollout
+    /// policy, appends the observation, chain, `k*` and log-probs to the rollout, and writes
+    /// the chunk in environment units to `env_actions` (`[n, C, D]`).
+    fn sample_chunk(
+        &mut self,
+        model: &VlaModel,
+        env: &dyn VecEnv,
+        cameras: &[usize],
+        env_actions: &mut [f32],
+    ) -> Result<(), AlgoError> {
+        let (n, k, hd) = (env.num_envs(), self.actor.model.denoise_steps, self.actor.chunk.policy.chunk_width());
+        self.actor.observe(env, cameras, &model.tokenizer(), &mut self.observation)?;
+        let k_star = match self.config.ignore_last {
+            true if k > 1 => self.rng.random_range(0..k - 1),
+            _ => self.rng.random_range(0..k),
+        };
+        let mut noise = vec![0.0f32; (k + 1) * n * hd];
+        fill_normal(&mut self.rng, &mut noise);
+        let plain = self.device.clone().inner();
+        let batch = model.prepare(&self.observation, &plain).map_err(vla_error)?;
+        let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), &plain);
+        let sample = model.sample(&model.encode(&batch), noise, self.method(), self.stochastic_steps(k_star));
+        self.actor.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, env_actions);
+        let (o, r) = (&self.observation, &mut self.rollout);
+        r.obs.images.extend_from_slice(&o.images);
+        r.obs.tokens.extend_from_slice(&o.tokens);
+        r.obs.token_mask.extend_from_slice(&o.token_mask);
+        r.obs.proprio.extend_from_slice(&o.proprio);
+        r.obs.batch += n;
+        (r.obs.views, r.obs.height, r.obs.width) = (o.views, o.height, o.width);
+        r.chains.extend(to_host(sample.chains)?);
+        r.stochastic_step.push(k_star);
+        r.log_probs.extend(to_host(sample.log_prob)?);
+        Ok(())
+    }
+
+    /// GRPO collection (module docs, steps 1–3).
+    fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        let n = env.num_envs();
+        let g = self.config.group_size;
+        let (ad, c) = (self.actor.model.action_dim, self.actor.model.chunk);
+        let cameras = self.actor.camera_indices(env)?;
+        let model = self.model.valid();
+        self.rollout = VlaRollout::default();
+        let mut split = TimeSplit::default();
+
+        let start = Instant::now();
+        env.reset(self.rng.random());
+        let mut snapshot = env.snapshot();
+        share_initial_states(&mut snapshot, g);
+        env.restore(&snapshot)?;
+        split.sim += start.elapsed().as_secs_f64();
+
+        let mut env_actions = vec![0.0f32; n * c * ad];
+        let mut step_actions = vec![0.0f32; n * ad];
+        let mut returns = vec![0.0f32; n];
+        let mut running = vec![true; n];
+        let mut step = 0;
+        while running.iter().any(|&r| r) {
+            let start = Instant::now();
+            self.sample_chunk(&model, env, &cameras, &mut env_actions)?;
+            self.rollout.used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
+            split.inference += start.elapsed().as_secs_f64();
+            for j in 0..c {
+                chunk_column(&env_actions, j, c, ad, &mut step_actions);
+                let start = Instant::now();
+                env.step(&step_actions)?;
+                split.sim += start.elapsed().as_secs_f64();
+                self.env_steps += n as u64;
+                let b = env.buffers();
+                let scale = self.config.reward_scale as f32;
+                for (i, reward) in step_rewards(b, self.config.reward).enumerate() {
+                    if !running[i] {
+                        continue;
+                    }
+                    returns[i] += reward * scale;
+                    if b.done(i) {
+                        running[i] = false;
+                        self.episodes.push(b.episode_return[i], b.episode_length[i], b.success[i] > 0.0);
+                    }
+                }
+            }
+            step += 1;
+        }
+        let r = &mut self.rollout;
+        let group_advantages = group_advantages(&returns, g, self.config.filter_uniform_groups);
+        for _ in 0..step {
+            r.advantages.extend(group_advantages.iter().map(|a| a.unwrap_or(0.0)));
+        }
+        r.used.retain(|&idx| group_advantages[idx % n].is_some());
+        self.last_split = split;
+        Ok(())
+    }
+
+    /// The stored observations of rows `rows`.
+    fn gather_obs(&self, rows: &[usize]) -> VlaInput {
+        let o = &self.rollout.obs;
+        let view = o.views * o.height * o.width * 3;
+        let (len, pd) = (o.tokens.len() / o.batch.max(1), self.actor.model.proprio_dim);
+        let mut input = VlaInput { batch: rows.len(), views: o.views, height: o.height, width: o.width, ..Default::default() };
+        for &i in rows {
+            input.images.extend_from_slice(&o.images[i * view..(i + 1) * view]);
+            input.tokens.extend_from_slice(&o.tokens[i * len..(i + 1) * len]);
+            input.token_mask.extend_from_slice(&o.token_mask[i * len..(i + 1) * len]);
+            input.proprio.extend_from_slice(&o.proprio[i * pd..(i + 1) * pd]);
+        }
+        input
+    }
+
+    /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer step.
+    /// Returns (policy loss, value loss (0), entropy, approx KL).
+    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<[f64; 4], AlgoError> {
+        let m = &self.actor.model;
+        let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
+        let layout = (m.chunk, m.action_dim);
+        let d = self.device.clone();
+        let method = self.method();
+        let b = indices.len();
+        let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.method);
+        let mut total: Option<Tensor<1>> = None;
+        let mut stats = [0.0f64; 4];
+        for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
+            let r = &self.rollout;
+            let rows = members.len();
+            let chains = gather_chains(&r.chains, members, n, k, hd);
+            let old_lp: Vec<f32> = members.iter().flat_map(|&i| r.log_probs[i * cd..(i + 1) * cd].iter().copied()).collect();
+            let adv: Vec<f32> = members.iter().map(|&i| r.advantages[i]).collect();
+            let zeros = vec![0.0f32; rows];
+            let batch = self.model.prepare(&self.gather_obs(members), &d).map_err(vla_error)?;
+            let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, rows, hd]), &d);
+            let eval = self.model.evaluate_chain(&self.model.encode(&batch), chains, method, self.stochastic_steps(g));
+            let group = GroupBatch {
+                log_prob: eval.log_prob,
+                entropy: eval.entropy,
+                value: eval.value,
+                old_lp: &old_lp,
+                adv: &adv,
+                old_v: &zeros,
+                ret: &zeros,
+            };
+            let (loss, group_stats) = ppo_group_loss(&self.config, group, layout, b, &d)?;
+            for (s, g) in stats.iter_mut().zip(group_stats) {
+                *s += g;
+            }
+            total = Some(match total {
+                Some(t) => t + loss,
+                None => loss,
+            });
+        }
+        let loss = total.expect("a non-empty mini-batch");
+        check_finite("VLA PPO loss", stats[0], self.env_steps)?;
+        let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        let clip = Some(self.config.max_grad_norm);
+        let (model, norm) = self.optim.step(self.config.policy_lr, self.model.clone(), &grads, clip);
+        check_finite("VLA PPO gradients", norm.unwrap_or(0.0), self.env_steps)?;
+        self.model = model;
+        Ok(stats)
+    }
+
+    fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
+        let mut order = self.rollout.used.clone();
+        let mut sums = [0.0f64; 4];
+        if order.is_empty() {
+            return Ok(sums);
+        }
+        let size = order.len().div_ceil(self.config.mini_batches);
+        let mut count = 0.0;
+        for _ in 0..self.config.update_epochs {
+            order.shuffle(&mut self.rng);
+            for batch in order.clone().chunks(size) {
+                let stats = self.update_minibatch(batch, n)?;
+                for (s, x) in sums.iter_mut().zip(stats) {
+                    *s += x;
+                }
+                count += 1.0;
+            }
+        }
+        Ok(sums.map(|s| s / count))
+    }
+}
+
+impl Learner for VlaPpo {
+    fn name(&self) -> &'static str {
+        match self.config.method {
+            FlowRlMethod::Sde => "vla-ppo-flow-sde",
+            FlowRlMethod::Noise => "vla-ppo-flow-noise",
+        }
+    }
+
+    fn env_steps(&self) -> u64 {
+        self.env_steps
+    }
+
+    fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
+        self.collect(env)?;
+        let start = Instant::now();
+        let [policy_loss, _, entropy, kl] = self.update(env.num_envs())?;
+        self.last_split.update += start.elapsed().as_secs_f64();
+        self.iterations += 1;
+        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        self.episodes.drain_into(&mut row, env.info().has_success);
+        row.policy_loss = Some(policy_loss);
+        row.entropy = Some(entropy);
+        row.kl = Some(kl);
+        row.learning_rate = Some(self.config.policy_lr);
+        Ok(row)
+    }
+
+    fn act(&self, _obs: &[f32], _actions: &mut [f32], _sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+        Err(needs_images())
+    }
+
+    fn act_env(&self, env: &dyn VecEnv, actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+        self.actor.act(&self.model.valid(), env, actions, sampling, &self.device.clone().inner())
+    }
+
+    fn chunk_len(&self) -> usize {
+        self.actor.model.chunk
+    }
+
+    fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
+        let mut ckpt = Checkpoint::default();
+        ckpt.insert_params("model", named_params(&self.model));
+        let (steps, state) = self.optim.state();
+        ckpt.insert_params("optim.model", state);
+        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put("algo", &self.name())?;
+        ckpt.put(VLA_ACTOR_KEY, &self.actor)?;
+        ckpt.put("env_steps", &self.env_steps)?;
+        ckpt.put("iterations", &self.iterations)?;
+        ckpt.put("rng", &rng_state(&self.rng))?;
+        Ok(ckpt)
+    }
+
+    fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
+        let algo: String = ckpt.get("algo")?;
+        if algo != self.name() {
+            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `{}`", self.name())));
+        }
+        self.actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
+        self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
+        let plain = self.device.clone().inner();
+        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        self.env_steps = ckpt.get("env_steps")?;
+        self.iterations = ckpt.get("iterations")?;
+        self.rng = rng_from_state(&ckpt.get("rng")?);
+        Ok(())
+    }
+}

@@ -1,0 +1,416 @@
+//! Supervised fine-tuning (behaviour cloning) of the VLA on demonstrations with camera images
+//! and language instructions, π0 style (spec `flow_rl.md` §4): the first half of πRL's recipe.
+//!
+//! Samples are as [`Sft`](crate::Sft)'s: every step `t` of every episode gives
+//! `(views_t, instruction, s_t, a_{t..t+H})`, the chunk padded past the episode's end with its
+//! last action and taken relative to the joint positions in `s_t` (openpi's `DeltaActions`),
+//! proprioception (the task's policy observation vector) and actions standardized with
+//! statistics of these samples; recorded demonstrations are perturbed (DART, `demo_noise`).
+//! The images are those the demonstrations were recorded with (the cameras of `cameras`,
+//! rendered at the model's `vision.image_size`); the instruction is the episode's.
+//!
+//! Per gradient step: draw a mini-batch, `ε ~ N(0, I)` and `t = 0.999·Beta(1.5, 1) + 0.001`,
+//! minimize `mean((v_θ(x_t, t | images, instruction, s) − (ε − a))²)` with AdamW (global grad
+//! clip) under a warmup-cosine learning rate, then update the EMA weights. Every iteration ends
+//! with a closed-loop evaluation of the EMA model (one deterministic episode per environment,
+//! every environment drawing its own instruction) whose success rate goes into the metrics.
+//!
+//! The runner's step counter counts gradient steps, as for `sft`.
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Tensor, TensorData};
+use embodia_policies::vla::{VlaConfig, VlaInput, VlaModel};
+use embodia_policies::{FlowPolicyConfig, load_params, named_params, polyak_update, sample_flow_time, seeded_init};
+use embodia_sim::VecEnv;
+use embodia_sim::demonstrations::Demonstrations;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
+use crate::sft::{fitted_actor, warmup_cosine};
+use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, vla_error};
+use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
+
+/// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
+/// decay 1e-10, grad clip 1.0, EMA 0.99); the learning rate suits a ~1M-parameter model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VlaSftConfig {
+    /// Environments of the periodic evaluation (one episode each). Default 32.
+    pub num_envs: usize,
+    /// Scripted-expert demonstrations to record when no dataset is given (successful episodes
+    /// only; each draws its instruction, so about `demos / variants` per variant). Default 230
+    /// (~10 per lang-cubes training variant).
+    pub demos: usize,
+    /// LeRobot dataset directory (recorded with `--camera` at the model's image size) to train
+    /// on instead of recorded demonstrations. Default none.
+    pub dataset: Option<String>,
+    /// Cameras the model sees, one view each. Default `["front"]`.
+    pub cameras: Vec<String>,
+    /// Mini-batch size. Default 64.
+    pub batch_size: usize,
+    /// Gradient steps per iteration; each iteration ends with an evaluation. Default 250.
+    pub updates_per_iteration: usize,
+    /// Peak learning rate. Default 5e-4.
+    pub learning_rate: f64,
+    /// Learning rate at the end of the cosine decay. Default 5e-5.
+    pub final_learning_rate: f64,
+    /// Linear warmup, gradient steps. Default 100.
+    pub warmup_steps: u64,
+    /// Gradient step at which the cosine decay reaches `final_learning_rate`. Default 3000.
+    pub decay_steps: u64,
+    /// AdamW β₁. Default 0.9.
+    pub beta1: f64,
+    /// AdamW β₂. Default 0.95.
+    pub beta2: f64,
+    /// AdamW decoupled weight decay. Default 1e-10.
+    pub weight_decay: f64,
+    /// Global gradient-norm limit. Default 1.0.
+    pub max_grad_norm: f64,
+    /// Decay of the exponential moving average of the weights (evaluated and saved). Default 0.99.
+    pub ema_decay: f64,
+    /// Floor of the standardization std of proprioception and actions. Default 0.01.
+    pub min_std: f32,
+    /// Predict joint-position actions relative to the present joint positions. Default true.
+    pub relative_actions: bool,
+    /// DART perturbation of the expert's executed actions while recording, a fraction of the
+    /// action clip. Default 0.05.
+    pub demo_noise: f32,
+    /// The model; `proprio_dim` and `action_dim` are set from the task. Default: 48×48 images
+    /// (patch 8, 36 tokens per view), ViT 64×2, text 64×1 over 48 byte tokens, backbone 96×2,
+    /// expert 64×2, `H = 8`, `C = 4`, `K = 4` (0.47M parameters for lang-cubes).
+    pub model: VlaConfig,
+}
+
+impl Default for VlaSftConfig {
+    fn default() -> Self {
+        use embodia_policies::vla::{TextConfig, VisionConfig};
+        Self {
+            num_envs: 32,
+            demos: 230,
+            dataset: None,
+            cameras: vec!["front".into()],
+            batch_size: 64,
+            updates_per_iteration: 250,
+            learning_rate: 5e-4,
+            final_learning_rate: 5e-5,
+            warmup_steps: 100,
+            decay_steps: 3000,
+            beta1: 0.9,
+            beta2: 0.95,
+            weight_decay: 1e-10,
+            max_grad_norm: 1.0,
+            ema_decay: 0.99,
+            min_std: 0.01,
+            relative_actions: true,
+            demo_noise: 0.05,
+            model: VlaConfig::new(0, 0)
+                .with_vision(VisionConfig::new().with_image_size(48).with_width(64).with_heads(4).with_max_views(2))
+                .with_text(TextConfig::new().with_max_len(48).with_width(64))
+                .with_backbone_width(96)
+                .with_expert_width(64)
+                .with_value_hidden(vec![128, 64]),
+        }
+    }
+}
+
+impl VlaSftConfig {
+    /// Checks every value's range except the model's task widths; errors name the field.
+    pub fn validate_fields(&self) -> Result<(), AlgoError> {
+        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_range("demos", self.demos, self.demos > 0, "≥ 1")?;
+        let views = self.cameras.len();
+        let max = self.model.vision.max_views;
+        check_range("cameras", format!("{:?}", self.cameras), (1..=max).contains(&views), &format!("1 to {max} names"))?;
+        check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
+        check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
+        check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
+        check_range(
+            "final_learning_rate",
+            self.final_learning_rate,
+            (0.0..=self.learning_rate).contains(&self.final_learning_rate),
+            "0 ≤ final_learning_rate ≤ learning_rate",
+        )?;
+        check_range("decay_steps", self.decay_steps, self.decay_steps > self.warmup_steps, "> warmup_steps")?;
+        check_range("beta1", self.beta1, (0.0..1.0).contains(&self.beta1), "0 ≤ beta1 < 1")?;
+        check_range("beta2", self.beta2, (0.0..1.0).contains(&self.beta2), "0 ≤ beta2 < 1")?;
+        check_range("weight_decay", self.weight_decay, self.weight_decay >= 0.0, "≥ 0")?;
+        check_range("max_grad_norm", self.max_grad_norm, self.max_grad_norm > 0.0, "> 0")?;
+        check_range("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay), "0 ≤ ema_decay < 1")?;
+        check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
+        check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
+        // The task widths are placeholders here; every other field of the layout is checked.
+        let model = VlaConfig { proprio_dim: 1, action_dim: 1, ..self.model.clone() };
+        model.validate().map_err(|e| vla_error(e.into()))
+    }
+}
+
+/// Where a training sample's images and instruction are: episode and step.
+#[derive(Debug, Clone, Copy)]
+struct SampleSource {
+    episode: u32,
+    step: u32,
+}
+
+/// Behaviour cloning of the VLA from demonstrations with images and instructions.
+pub struct VlaSft {
+    config: VlaSftConfig,
+    device: Device,
+    actor: VlaActor,
+    model: VlaModel,
+    /// EMA weights (plain device): what is evaluated, acts and seeds RL.
+    ema: VlaModel,
+    optim: Adam,
+    rng: ChaCha8Rng,
+    steps: u64,
+    eval_seed: u64,
+    demos: Demonstrations,
+    /// Demonstration camera of each view.
+    demo_cameras: Vec<usize>,
+    /// Token ids and mask of each episode's instruction, `[episodes, max_len]`.
+    episode_tokens: Vec<(Vec<u32>, Vec<bool>)>,
+    sources: Vec<SampleSource>,
+    /// Standardized proprioception, `[samples, proprio_dim]`.
+    sample_proprio: Vec<f32>,
+    /// Standardized action chunks, `[samples, H·D]`.
+    sample_chunks: Vec<f32>,
+}
+
+impl VlaSft {
+    /// A fresh learner for `env`'s spaces, fitted to `demos`, whose episodes carry the images
+    /// of `config.cameras` at the model's image size and their instructions; `device` must
+    /// have autodiff enabled.
+    pub fn new(
+        mut config: VlaSftConfig,
+        env: &dyn VecEnv,
+        demos: Demonstrations,
+        device: Device,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
+        let (od, ad) = (env.obs_spec().vector.dim(), env.action_spec().bounds.dim());
+        config.model.proprio_dim = od;
+        config.model.action_dim = ad;
+        config.validate_fields()?;
+        let m = &config.model;
+        let policy = FlowPolicyConfig {
+            obs_dim: od,
+            action_dim: ad,
+            horizon: m.horizon,
+            chunk: m.chunk,
+            denoise_steps: m.denoise_steps,
+            ..FlowPolicyConfig::default()
+        };
+        let (chunk, sample_proprio, sample_chunks) =
+            fitted_actor(&policy, config.relative_actions, config.min_std, env, &demos)?;
+        let actor = VlaActor { model: config.model.clone(), cameras: config.cameras.clone(), chunk };
+        actor.camera_indices(env)?;
+        let size = m.vision.image_size;
+        let demo_cameras = config
+            .cameras
+            .iter()
+            .map(|name| {
+                let found = demos.cameras.iter().position(|c| &c.name == name);
+                match found.map(|k| (k, &demos.cameras[k])) {
+                    Some((k, c)) if c.width == size && c.height == size && c.channels == 3 => Ok(k),
+                    _ => Err(AlgoError::Config {
+                        field: "demonstrations".into(),
+                        value: format!(
+                            "cameras [{}]",
+                            demos
+                                .cameras
+                                .iter()
+                                .map(|c| format!("{} {}x{}x{}", c.name, c.width, c.height, c.channels))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        allowed: format!("camera `{name}` at {size}x{size}x3 (record with --camera {size})"),
+                    }),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        config.model.validate().map_err(|e| vla_error(e.into()))?;
+        let model = seeded_init(&device, seed, || config.model.init(&device).expect("validated layout"));
+        let tokenizer = model.tokenizer();
+        let mut episode_tokens = Vec::with_capacity(demos.episodes.len());
+        let mut sources = Vec::new();
+        for (e, ep) in demos.episodes.iter().enumerate() {
+            let text = ep.instruction.as_deref().unwrap_or("");
+            let tokens = tokenizer.encode(text).map_err(|err| AlgoError::Config {
+                field: "demonstrations".into(),
+                value: format!("instruction {text:?} of episode {e}"),
+                allowed: err.to_string(),
+            })?;
+            episode_tokens.push(tokens);
+            // The samples of `fitted_actor` are every step of every non-empty episode, in order.
+            if !ep.is_empty() {
+                sources.extend((0..ep.len()).map(|t| SampleSource { episode: e as u32, step: t as u32 }));
+            }
+        }
+        Ok(Self {
+            ema: model.valid(),
+            model,
+            optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x71A_5F7),
+            steps: 0,
+            eval_seed: seed.wrapping_add(0x5EED),
+            demos,
+            demo_cameras,
+            episode_tokens,
+            sources,
+            sample_proprio,
+            sample_chunks,
+            actor,
+            device,
+            config,
+        })
+    }
+
+    /// Number of training samples.
+    pub fn num_samples(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// The learning rate of the next gradient step.
+    pub fn learning_rate(&self) -> f64 {
+        let c = &self.config;
+        warmup_cosine(self.steps, c.warmup_steps, c.decay_steps, c.learning_rate, c.final_learning_rate)
+    }
+
+    /// The model input of training samples `indices`.
+    fn input(&self, indices: &[usize]) -> VlaInput {
+        let (pd, size) = (self.actor.model.proprio_dim, self.actor.model.vision.image_size);
+        let view = size * size * 3;
+        let mut input = VlaInput::default();
+        (input.batch, input.views, input.height, input.width) = (indices.len(), self.demo_cameras.len(), size, size);
+        for &i in indices {
+            let SampleSource { episode, step } = self.sources[i];
+            let ep = &self.demos.episodes[episode as usize];
+            for &camera in &self.demo_cameras {
+                let at = step as usize * view;
+                input.images.extend_from_slice(&ep.images[camera][at..at + view]);
+            }
+            let (ids, mask) = &self.episode_tokens[episode as usize];
+            input.tokens.extend_from_slice(ids);
+            input.token_mask.extend_from_slice(mask);
+            input.proprio.extend_from_slice(&self.sample_proprio[i * pd..(i + 1) * pd]);
+        }
+        input
+    }
+
+    /// One gradient step; returns the flow-matching loss of the mini-batch.
+    pub fn update(&mut self) -> Result<f64, AlgoError> {
+        let m = &self.actor.model;
+        let (h, ad, bs) = (m.horizon, m.action_dim, self.config.batch_size);
+        let n = self.num_samples();
+        let indices: Vec<usize> = (0..bs).map(|_| self.rng.random_range(0..n)).collect();
+        let mut chunks = Vec::with_capacity(bs * h * ad);
+        for &i in &indices {
+            chunks.extend_from_slice(&self.sample_chunks[i * h * ad..(i + 1) * h * ad]);
+        }
+        let mut noise = vec![0.0f32; bs * h * ad];
+        fill_normal(&mut self.rng, &mut noise);
+        let t: Vec<f32> = (0..bs).map(|_| sample_flow_time(self.rng.random::<f32>())).collect();
+        let d = &self.device;
+        let batch = self.model.prepare(&self.input(&indices), d).map_err(vla_error)?;
+        let loss = self.model.flow_matching_loss(
+            &batch,
+            Tensor::from_data(TensorData::new(chunks, [bs, h, ad]), d),
+            Tensor::from_data(TensorData::new(noise, [bs, h, ad]), d),
+            Tensor::from_data(TensorData::new(t, [bs, 1]), d),
+        );
+        let value = check_finite("VLA SFT loss", to_host(loss.clone().inner())?[0] as f64, self.steps)?;
+        let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        let lr = self.learning_rate();
+        let (model, norm) = self.optim.step(lr, self.model.clone(), &grads, Some(self.config.max_grad_norm));
+        check_finite("VLA SFT gradients", norm.unwrap_or(0.0), self.steps)?;
+        self.model = model;
+        self.ema = polyak_update(self.ema.clone(), &self.model, 1.0 - self.config.ema_decay);
+        self.steps += 1;
+        Ok(value)
+    }
+
+    /// The EMA model (plain device) and the actor around it.
+    pub fn policy(&self) -> (&VlaModel, &VlaActor) {
+        (&self.ema, &self.actor)
+    }
+}
+
+impl Learner for VlaSft {
+    fn name(&self) -> &'static str {
+        "vla-sft"
+    }
+
+    /// Gradient steps taken.
+    fn env_steps(&self) -> u64 {
+        self.steps
+    }
+
+    fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
+        let mut loss = 0.0;
+        for _ in 0..self.config.updates_per_iteration {
+            loss += self.update()?;
+        }
+        let eval = evaluate(self, env, self.eval_seed, false)?;
+        let mean_loss = loss / self.config.updates_per_iteration as f64;
+        Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
+    }
+
+    fn act(&self, _obs: &[f32], _actions: &mut [f32], _sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+        Err(needs_images())
+    }
+
+    fn act_env(&self, env: &dyn VecEnv, actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+        self.actor.act(&self.ema, env, actions, sampling, &self.device.clone().inner())
+    }
+
+    fn chunk_len(&self) -> usize {
+        self.actor.model.chunk
+    }
+
+    fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
+        let mut ckpt = Checkpoint::default();
+        ckpt.insert_params("model", named_params(&self.model));
+        ckpt.insert_params("ema", named_params(&self.ema));
+        let (steps, state) = self.optim.state();
+        ckpt.insert_params("optim.model", state);
+        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put("algo", &"vla-sft")?;
+        ckpt.put(VLA_ACTOR_KEY, &self.actor)?;
+        ckpt.put("steps", &self.steps)?;
+        ckpt.put("rng", &rng_state(&self.rng))?;
+        Ok(ckpt)
+    }
+
+    fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
+        let algo: String = ckpt.get("algo")?;
+        if algo != "vla-sft" {
+            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `vla-sft`")));
+        }
+        let actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
+        // The samples were standardized with statistics of the same demonstrations.
+        if actor != self.actor {
+            return Err(AlgoError::Checkpoint(
+                "the checkpoint's model, cameras or normalization differ from this run's config and demonstrations"
+                    .into(),
+            ));
+        }
+        self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
+        self.ema = load_params(self.ema.clone(), &ckpt.params("ema"))?;
+        let plain = self.device.clone().inner();
+        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        self.steps = ckpt.get("steps")?;
+        self.rng = rng_from_state(&ckpt.get("rng")?);
+        Ok(())
+    }
+}
+
+/// The error of acting on the observation vector alone.
+pub(crate) fn needs_images() -> AlgoError {
+    AlgoError::Config {
+        field: "policy".into(),
+        value: "a VLA".into(),
+        allowed: "acting through `Learner::act_env`: a VLA reads camera images and the instruction, not only the observation vector".into(),
+    }
+}
