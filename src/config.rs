@@ -14,13 +14,28 @@ use serde::{Deserialize, Serialize};
 pub const ALGORITHMS: [(&str, &str); 10] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
-    ("sft", "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)"),
-    ("ppo-flow-sde", "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
-    ("ppo-flow-noise", "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)"),
+    (
+        "sft",
+        "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)",
+    ),
+    (
+        "ppo-flow-sde",
+        "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
+    ),
+    (
+        "ppo-flow-noise",
+        "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
+    ),
     ("dppo", "DPPO: PPO over the last K′ denoising steps of a diffusion policy (--init runs/<diffusion-sft-run>)"),
     ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
-    ("vla-sft", "flow-matching behaviour cloning of the vision-language-action model from demonstrations with camera images and instructions (language tasks: lang-cubes)"),
-    ("vla-ppo-flow-sde", "πRL Flow-SDE with GRPO advantages on the VLA, every instruction at once (--init runs/<vla-sft-run>)"),
+    (
+        "vla-sft",
+        "flow-matching behaviour cloning of the vision-language-action model from demonstrations with camera images and instructions (language tasks: lang-cubes)",
+    ),
+    (
+        "vla-ppo-flow-sde",
+        "πRL Flow-SDE with GRPO advantages on the VLA, every instruction at once (--init runs/<vla-sft-run>)",
+    ),
     ("vla-ppo-flow-noise", "πRL Flow-Noise with GRPO advantages on the VLA (--init runs/<vla-sft-run>)"),
 ];
 
@@ -101,7 +116,9 @@ impl AlgoConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Unknown algorithm name.
-    #[error("unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill, vla-sft, vla-ppo-flow-sde, vla-ppo-flow-noise")]
+    #[error(
+        "unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill, vla-sft, vla-ppo-flow-sde, vla-ppo-flow-noise"
+    )]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
     #[error("{path}: {message}")]

@@ -227,7 +227,11 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
         head: ActionHead::Clip,
         action_low: actor.action_low.clone(),
         action_high: actor.action_high.clone(),
-        state_offsets: actor.relative.iter().map(|r| r.map(|s| StateOffset { column: s.column, scale: s.scale })).collect(),
+        state_offsets: actor
+            .relative
+            .iter()
+            .map(|r| r.map(|s| StateOffset { column: s.column, scale: s.scale }))
+            .collect(),
     })
 }
 

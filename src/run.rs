@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use embodia_algos::{
-    ChunkModel, Checkpoint, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult, Learner, MetricRow, MetricSink,
+    Checkpoint, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult, Learner, MetricRow, MetricSink,
     Ppo, PpoFlow, Sac, Sft, VLA_ACTOR_KEY, VlaActor, VlaPpo, VlaSft, evaluate,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
@@ -205,7 +205,9 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
             };
             match c.model {
                 ChunkModel::Flow => Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?),
-                ChunkModel::Diffusion => Box::new(DiffusionSft::new(c.clone(), env, &demos, device.clone(), config.seed)?),
+                ChunkModel::Diffusion => {
+                    Box::new(DiffusionSft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
+                }
             }
         }
         AlgoConfig::Dppo(c) => {
@@ -264,7 +266,11 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
 
 /// The learner `config` describes, restored from its own checkpoint `ckpt`. A distill run's
 /// checkpoint holds its teacher, so the teacher's run directory is not needed again.
-pub fn restore_learner(config: &TrainConfig, env: &dyn VecEnv, ckpt: &Checkpoint) -> Result<Box<dyn Learner>, RunError> {
+pub fn restore_learner(
+    config: &TrainConfig,
+    env: &dyn VecEnv,
+    ckpt: &Checkpoint,
+) -> Result<Box<dyn Learner>, RunError> {
     let mut learner: Box<dyn Learner> = match &config.algo {
         AlgoConfig::Distill(c) => Box::new(Distill::new(c.clone(), env, ckpt, default_device(), config.seed)?),
         _ => build_learner(config, env, &default_device())?,
@@ -431,7 +437,10 @@ impl Run {
         let student_metrics_path = self.dir.join(STUDENT_DIR).join(METRICS_FILE);
         let mut student_csv = match self.learner.student() {
             Some(_) => Some(
-                fs::OpenOptions::new().append(true).open(&student_metrics_path).map_err(io_err(&student_metrics_path))?,
+                fs::OpenOptions::new()
+                    .append(true)
+                    .open(&student_metrics_path)
+                    .map_err(io_err(&student_metrics_path))?,
             ),
             None => None,
         };

@@ -35,7 +35,12 @@ pub trait Learner {
     /// [`Learner::act`] for what the environments of `env` observe now. Policies that read
     /// camera images or instructions (VLAs) override it; the default reads the observation
     /// vector.
-    fn act_env(&self, env: &dyn VecEnv, actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+    fn act_env(
+        &self,
+        env: &dyn VecEnv,
+        actions: &mut [f32],
+        sampling: Option<&mut ChaCha8Rng>,
+    ) -> Result<(), AlgoError> {
         self.act(&env.buffers().obs, actions, sampling)
     }
 

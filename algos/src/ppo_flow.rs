@@ -723,7 +723,15 @@ impl PpoFlow {
             };
             let (loss, group_stats) = ppo_group_loss(
                 cfg,
-                GroupBatch { log_prob: eval.log_prob, entropy: eval.entropy, value, old_lp: &old_lp, adv: &adv, old_v: &old_v, ret: &ret },
+                GroupBatch {
+                    log_prob: eval.log_prob,
+                    entropy: eval.entropy,
+                    value,
+                    old_lp: &old_lp,
+                    adv: &adv,
+                    old_v: &old_v,
+                    ret: &ret,
+                },
                 (p.chunk, p.action_dim),
                 b,
                 &d,
@@ -855,7 +863,9 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
             let mean = group.iter().map(|&r| r as f64).sum::<f64>() / len;
             let std = (group.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / len).sqrt();
             let uniform = group.iter().all(|&r| r == group[0]);
-            group.iter().map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
+            group
+                .iter()
+                .map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
         })
         .collect()
 }

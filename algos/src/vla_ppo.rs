@@ -98,7 +98,12 @@ impl VlaPpo {
             config.critic == CriticInput::ExpertFeatures || config.advantage == AdvantageEstimator::Grpo,
             "unused with GRPO",
         )?;
-        check_range("distill_during_rl", "set", config.distill_during_rl.is_none(), "absent: not implemented for the VLA")?;
+        check_range(
+            "distill_during_rl",
+            "set",
+            config.distill_during_rl.is_none(),
+            "absent: not implemented for the VLA",
+        )?;
         let allowed = format!("task (`{}` has no success criterion)", env.info().name);
         check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
         let algo: String = init.get("algo")?;
@@ -245,7 +250,8 @@ impl VlaPpo {
         let o = &self.rollout.obs;
         let view = o.views * o.height * o.width * 3;
         let (len, pd) = (o.tokens.len() / o.batch.max(1), self.actor.model.proprio_dim);
-        let mut input = VlaInput { batch: rows.len(), views: o.views, height: o.height, width: o.width, ..Default::default() };
+        let mut input =
+            VlaInput { batch: rows.len(), views: o.views, height: o.height, width: o.width, ..Default::default() };
         for &i in rows {
             input.images.extend_from_slice(&o.images[i * view..(i + 1) * view]);
             input.tokens.extend_from_slice(&o.tokens[i * len..(i + 1) * len]);
@@ -271,7 +277,8 @@ impl VlaPpo {
             let r = &self.rollout;
             let rows = members.len();
             let chains = gather_chains(&r.chains, members, n, k, hd);
-            let old_lp: Vec<f32> = members.iter().flat_map(|&i| r.log_probs[i * cd..(i + 1) * cd].iter().copied()).collect();
+            let old_lp: Vec<f32> =
+                members.iter().flat_map(|&i| r.log_probs[i * cd..(i + 1) * cd].iter().copied()).collect();
             let adv: Vec<f32> = members.iter().map(|&i| r.advantages[i]).collect();
             let zeros = vec![0.0f32; rows];
             let batch = self.model.prepare(&self.gather_obs(members), &d).map_err(vla_error)?;
@@ -358,7 +365,12 @@ impl Learner for VlaPpo {
         Err(needs_images())
     }
 
-    fn act_env(&self, env: &dyn VecEnv, actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+    fn act_env(
+        &self,
+        env: &dyn VecEnv,
+        actions: &mut [f32],
+        sampling: Option<&mut ChaCha8Rng>,
+    ) -> Result<(), AlgoError> {
         self.actor.act(&self.model.valid(), env, actions, sampling, &self.device.clone().inner())
     }
 

@@ -123,7 +123,12 @@ impl VlaSftConfig {
         check_range("demos", self.demos, self.demos > 0, "≥ 1")?;
         let views = self.cameras.len();
         let max = self.model.vision.max_views;
-        check_range("cameras", format!("{:?}", self.cameras), (1..=max).contains(&views), &format!("1 to {max} names"))?;
+        check_range(
+            "cameras",
+            format!("{:?}", self.cameras),
+            (1..=max).contains(&views),
+            &format!("1 to {max} names"),
+        )?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
         check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
@@ -361,7 +366,12 @@ impl Learner for VlaSft {
         Err(needs_images())
     }
 
-    fn act_env(&self, env: &dyn VecEnv, actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
+    fn act_env(
+        &self,
+        env: &dyn VecEnv,
+        actions: &mut [f32],
+        sampling: Option<&mut ChaCha8Rng>,
+    ) -> Result<(), AlgoError> {
         self.actor.act(&self.ema, env, actions, sampling, &self.device.clone().inner())
     }
 

@@ -1,0 +1,127 @@
+//! Learning checks of the VLA pipeline on one lang-cubes variant ("push the red cube to the left"):
+//! behaviour cloning from demonstrations with front-camera images and the instruction, then
+//! GRPO with Flow-SDE from that SFT checkpoint. (`embodia bench vla` reports the figures on
+//! every variant.)
+
+use burn::tensor::Device;
+use embodia_algos::{Learner, PpoFlowConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate};
+use embodia_policies::vla::{TextConfig, VisionConfig, VlaConfig};
+use embodia_sim::TaskConfig;
+use embodia_sim::VecEnv;
+use embodia_sim::camera::{CameraEnv, RenderConfig};
+use embodia_sim::rapier::expert::record_task_expert_rendered;
+use embodia_sim::rapier::language::Verb;
+use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+
+const SIZE: usize = 32;
+const VARIANT: &str = "push the red cube to the left";
+
+/// lang-cubes reduced to [`VARIANT`] (the other push variants held out, the other verbs off),
+/// observing the robot's own state only.
+fn one_variant() -> TaskConfig {
+    let mut task = embodia_sim::task_config("lang-cubes").unwrap();
+    let language = task.command.language.as_mut().unwrap();
+    language.verbs = vec![Verb::Push];
+    language.held_out = ["red", "green", "blue", "yellow"]
+        .iter()
+        .flat_map(|c| ["left", "right"].map(|side| format!("push the {c} cube to the {side}")))
+        .filter(|v| v != VARIANT)
+        .collect();
+    task.observations.policy = vec![
+        ObsTerm::of(ObsKind::JointPos),
+        ObsTerm::of(ObsKind::JointVel).scaled(0.1),
+        ObsTerm::of(ObsKind::GripperOpening),
+        ObsTerm::of(ObsKind::LastAction),
+    ];
+    task
+}
+
+fn front_camera(task: &TaskConfig) -> RenderConfig {
+    let mut render = RenderConfig::for_task(task, SIZE, SIZE);
+    render.cameras.retain(|c| c.name == "front");
+    render
+}
+
+fn env(task: &TaskConfig, n: usize) -> CameraEnv {
+    CameraEnv::new(embodia_sim::make_with("lang-cubes", n, Some(task)).unwrap(), front_camera(task)).unwrap()
+}
+
+fn small_model() -> VlaConfig {
+    VlaConfig::new(0, 0)
+        .with_vision(VisionConfig::new().with_image_size(SIZE).with_width(48).with_depth(1).with_heads(4))
+        .with_text(TextConfig::new().with_max_len(32).with_width(32).with_heads(2))
+        .with_backbone_width(64)
+        .with_backbone_depth(1)
+        .with_expert_width(48)
+        .with_expert_depth(1)
+        .with_value_hidden(vec![32])
+}
+
+fn sft(task: &TaskConfig, steps: usize) -> (VlaSft, f64, f64) {
+    let demos =
+        record_task_expert_rendered("lang-cubes", Some(task), 8, 24, 7, 0.05, Some(front_camera(task))).unwrap();
+    assert!(demos.episodes.iter().all(|e| e.instruction.as_deref() == Some(VARIANT)));
+    let config = VlaSftConfig {
+        model: small_model(),
+        batch_size: 32,
+        learning_rate: 1e-3,
+        final_learning_rate: 1e-4,
+        decay_steps: steps as u64,
+        ..Default::default()
+    };
+    let env = env(task, 1);
+    let mut sft = VlaSft::new(config, &env, demos, Device::flex().autodiff(), 1).unwrap();
+    let losses: Vec<f64> = (0..steps).map(|_| sft.update().unwrap()).collect();
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+    (sft, mean(&losses[..20]), mean(&losses[steps - 50..]))
+}
+
+/// Success rate over `episodes` episodes with chunks sampled from `x_1 ~ N(0, I)` (ODE).
+fn success(learner: &dyn Learner, task: &TaskConfig, episodes: usize, seed: u64) -> f64 {
+    let mut env = env(task, episodes);
+    evaluate(learner, &mut env, seed, true).unwrap().success_rate.unwrap()
+}
+
+#[test]
+fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_recomputes_its_log_probs() {
+    let task = one_variant();
+    let (sft, first, last) = sft(&task, 2000);
+    let s0 = success(&sft, &task, 64, 99);
+    eprintln!("VLA SFT loss {first:.3} -> {last:.3} ({} samples), success {s0:.3}", sft.num_samples());
+    // Measured: 1.95 -> 0.18, success 0.16-0.25 over 64 sampled episodes (the scripted expert
+    // succeeds in ~95%); a partly working clone is where RL starts.
+    assert!(last < 0.3 * first, "flow-matching loss {first} -> {last}");
+    assert!(s0 >= 0.05, "SFT success {s0} on 64 episodes");
+
+    // GRPO iterations with a zero learning rate: the log-probs recomputed from the stored
+    // observations and chains equal the rollout's (approximate KL 0, ratios 1), and the policy
+    // does not move.
+    let config = PpoFlowConfig {
+        num_envs: 8,
+        group_size: 4,
+        advantage: embodia_algos::AdvantageEstimator::Grpo,
+        reward: embodia_algos::RewardSource::Success,
+        filter_uniform_groups: false,
+        mini_batches: 4,
+        update_epochs: 1,
+        policy_lr: 0.0,
+        ..Default::default()
+    };
+    let mut train_env = env(&task, config.num_envs);
+    train_env.reset(3);
+    let init = sft.checkpoint().unwrap();
+    let mut rl = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+    let row = rl.iterate(&mut train_env).unwrap();
+    let kl = row.kl.unwrap();
+    eprintln!("VLA GRPO at lr 0: approx KL {kl:e}, {} env steps", row.env_steps);
+    assert!(kl.abs() < 1e-5, "approx KL {kl} with unchanged parameters");
+    assert_eq!(success(&rl, &task, 64, 99), s0, "a zero learning rate changed the policy");
+
+    // With a learning rate the policy moves, by a bounded amount.
+    let config = PpoFlowConfig { policy_lr: 3e-5, ..config };
+    let mut rl = VlaPpo::new(config, &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+    let row = rl.iterate(&mut train_env).unwrap();
+    let kl = row.kl.unwrap();
+    eprintln!("VLA GRPO at lr 3e-5: approx KL {kl:e}");
+    assert!(kl > 0.0 && kl < 0.5, "approx KL {kl}");
+}
