@@ -890,7 +890,10 @@ fn sft_then_flow_rl_from_the_command_line() {
     args.extend(["--set", "algo.updates_per_iteration=20", "--set", "algo.num_envs=2", "--run-dir", "ds"]);
     ok(d, &[&args[..], &small[..]].concat());
     assert_eq!(metrics(&d.join("ds")).1.len(), 1, "one row per 20 gradient steps");
-    let e = fail(d, &["train", "--task", "cartpole", "--algo", "sft", "--dataset", "data/reach-4", "--run-dir", "ds2", "--quiet"]);
+    let e = fail(
+        d,
+        &["train", "--task", "cartpole", "--algo", "sft", "--dataset", "data/reach-4", "--run-dir", "ds2", "--quiet"],
+    );
     assert_mentions(&e, &["obs_dim", "action_dim"]);
 }
 
@@ -906,7 +909,14 @@ fn diffusion_sft_then_dppo_from_the_command_line() {
     assert_eq!(metrics(&d.join("dsft")).1.len(), 2, "one row per 20 gradient steps");
     let dppo = |run: &str, init: &str| {
         let mut a = vec!["train", "--task", "reach", "--algo", "dppo", "--init", init, "--steps", "400"];
-        a.extend(["--set", "algo.num_envs=4", "--set", "algo.chunk_steps=25", "--set", "algo.critic_warmup_iterations=1"]);
+        a.extend([
+            "--set",
+            "algo.num_envs=4",
+            "--set",
+            "algo.chunk_steps=25",
+            "--set",
+            "algo.critic_warmup_iterations=1",
+        ]);
         a.extend(["--set", "algo.update_epochs=1", "--run-dir", run, "--quiet"]);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };
@@ -964,7 +974,8 @@ fn bench_sim_measures_quadrotor_cpu_and_tensor_environments() {
 fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     let dir = tmp();
     let d = dir.path();
-    let mut args = vec!["bench", "flow", "--tasks", "reach", "--demos", "2", "--sft-steps", "20", "--rl-seconds", "0.5"];
+    let mut args =
+        vec!["bench", "flow", "--tasks", "reach", "--demos", "2", "--sft-steps", "20", "--rl-seconds", "0.5"];
     args.extend(["--envs", "4", "--eval-episodes", "4", "--baseline", "--out", "bf", "--json"]);
     args.extend(["--set", "algo.chunk_steps=10", "--set", "algo.critic_hidden=[16]"]);
     let out = ok(d, &args);
@@ -992,7 +1003,10 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
 #[test]
 fn bench_solve_runs_the_seeds_from_seed_on() {
     let dir = tmp();
-    let args = ["bench", "solve", "--task", "pendulum", "--algo", "sac", "--steps", "1000", "--seed", "7", "--seeds", "2", "--json"];
+    let args = [
+        "bench", "solve", "--task", "pendulum", "--algo", "sac", "--steps", "1000", "--seed", "7", "--seeds", "2",
+        "--json",
+    ];
     let out = ok(dir.path(), &args);
     let json: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
     let seeds: Vec<u64> = json["seeds"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
@@ -1011,4 +1025,59 @@ fn bench_solve_judges_mountain_car_by_its_return_not_its_success_flag() {
     assert_eq!(seed["solved"], true, "{}", out.stdout);
     assert!(seed["last_eval_return"].as_f64().unwrap() >= 90.0, "{}", out.stdout);
     assert!(out.stdout.contains("threshold 90,"), "{}", out.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The VLA: vla-sft from demonstrations recorded with camera images, then vla-ppo-flow-sde.
+
+#[test]
+fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
+    let dir = tmp();
+    let d = dir.path();
+    // A reduced model: one block each, narrow.
+    let small = [
+        "--set",
+        "algo.model.vision.width=32",
+        "--set",
+        "algo.model.vision.depth=1",
+        "--set",
+        "algo.model.backbone_width=32",
+        "--set",
+        "algo.model.backbone_depth=1",
+        "--set",
+        "algo.model.expert_depth=1",
+        "--quiet",
+    ];
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--demos", "3", "--steps", "10"];
+    args.extend(["--set", "algo.updates_per_iteration=5", "--set", "algo.num_envs=2", "--set", "eval_episodes=2"]);
+    args.extend(["--run-dir", "sft"]);
+    ok(d, &[&args[..], &small[..]].concat());
+    let (header, rows) = metrics(&d.join("sft"));
+    let loss = header.iter().position(|h| h == "policy_loss").unwrap();
+    assert_eq!(rows.len(), 2, "one row per 5 gradient steps");
+    assert!(rows.iter().all(|r| r[loss].parse::<f64>().is_ok_and(|l| l.is_finite() && l > 0.0)), "{rows:?}");
+    let eval = read_json(&d.join("sft/eval.json"));
+    assert!(eval["per_instruction"].as_array().is_some_and(|a| !a.is_empty()), "{eval:?}");
+
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--init", "sft"];
+    args.extend(["--steps", "100", "--set", "algo.num_envs=4", "--set", "algo.group_size=2", "--set"]);
+    args.extend(["eval_episodes=2", "--run-dir", "rl", "--quiet"]);
+    ok(d, &args);
+    let (_, rows) = metrics(&d.join("rl"));
+    assert_eq!(rows.len(), 1, "one GRPO iteration runs every episode to its end");
+    let out = ok(d, &["eval", "--run", "rl", "--episodes", "2", "--split", "held_out", "--json"]);
+    let eval: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
+
+    let e = fail(d, &["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--run-dir", "x", "--quiet"]);
+    assert_mentions(&e, &["algo.init", "vla-sft"]);
+    let e = fail(d, &["export", "--run", "rl", "--format", "onnx", "--out", "rl.onnx"]);
+    assert_mentions(&e, &["vision-language-action", "not implemented"]);
+    // A dataset of the task's default observation (`record` writes it) does not fit the VLA
+    // preset's proprioception.
+    ok(d, &["record", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "1", "--out", "data/lc"]);
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--dataset", "data/lc", "--steps", "5"];
+    args.extend(["--run-dir", "ds", "--quiet"]);
+    let e = fail(d, &args);
+    assert_mentions(&e, &["demonstrations", "obs_dim 71", "obs_dim 25"]);
 }
