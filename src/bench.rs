@@ -381,7 +381,7 @@ fn ppo_baseline(spec: &FlowBenchSpec, seconds: f64) -> Result<(f64, u64), RunErr
 }
 
 /// Writes `rows` as `dir/metrics.csv` (the run directory format) and draws `dir/curves.png`.
-fn write_curves(dir: &Path, rows: &[embodia_algos::MetricRow]) -> Result<(), RunError> {
+pub(crate) fn write_curves(dir: &Path, rows: &[embodia_algos::MetricRow]) -> Result<(), RunError> {
     let io = |e: std::io::Error| RunError::Io { path: dir.display().to_string(), message: e.to_string() };
     std::fs::create_dir_all(dir).map_err(io)?;
     let mut text = format!("{}\n", embodia_algos::MetricRow::CSV_HEADER);

@@ -22,6 +22,7 @@ pub mod plot;
 pub mod render;
 pub mod run;
 pub mod viz;
+pub mod vla_bench;
 
 pub use embodia_algos as algos;
 pub use embodia_dataset as dataset;

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
-use embodia::sim::SolveMetric;
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
 use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
+use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -445,6 +445,41 @@ enum BenchCommand {
     },
     /// Images per second of the CPU camera renderer: every camera (colour and depth) of every
     /// environment of a batch of a rapier task, physics stepped (untimed) between renders.
+    /// πRL's recipe on a language-conditioned family: SFT of the VLA on scripted demonstrations
+    /// with camera images (success S0), then GRPO on every training variant for a wall-time
+    /// budget (S1); success on training and held-out variants, RL time split.
+    Vla {
+        /// The language-conditioned family.
+        #[arg(long, default_value = "lang-cubes")]
+        task: String,
+        /// RL algorithm: vla-ppo-flow-sde or vla-ppo-flow-noise.
+        #[arg(long, default_value = "vla-ppo-flow-sde")]
+        algo: String,
+        /// SFT gradient steps.
+        #[arg(long, default_value_t = 3000)]
+        sft_steps: u64,
+        /// Wall-time budget of RL, seconds.
+        #[arg(long, default_value_t = 1800.0)]
+        rl_seconds: f64,
+        /// Evaluation episodes per split (training and held-out variants), each policy.
+        #[arg(long, default_value_t = 64)]
+        eval_episodes: usize,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Override one SFT setting, e.g. --sft-set algo.demos=460 (repeatable).
+        #[arg(long = "sft-set", value_name = "KEY=VALUE")]
+        sft_overrides: Vec<String>,
+        /// Override one RL setting, e.g. --rl-set algo.policy_lr=1e-4 (repeatable).
+        #[arg(long = "rl-set", value_name = "KEY=VALUE")]
+        rl_overrides: Vec<String>,
+        /// Directory of the SFT run (<out>/sft, a run directory) and the RL curves (<out>/rl).
+        #[arg(long, default_value = "bench-vla")]
+        out: PathBuf,
+        /// Also print one JSON object with the result.
+        #[arg(long)]
+        json: bool,
+    },
     /// A language-conditioned family: the scripted expert's success per variant (episodes end
     /// on success), then env-steps/s under random actions without a camera, with the front
     /// camera, and with front + wrist cameras.
@@ -672,7 +707,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             train(&settings, run_dir, resume, quiet, target)
         }
         Command::Distill {
-            run, method, loss, out, seed, steps, set, eval_episodes, eval_seeds, latency_calls, json, quiet,
+            run,
+            method,
+            loss,
+            out,
+            seed,
+            steps,
+            set,
+            eval_episodes,
+            eval_seeds,
+            latency_calls,
+            json,
+            quiet,
         } => {
             let req = embodia::distill::DistillRequest {
                 teacher: run,
@@ -703,7 +749,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Eval {
-            run: Some(run), episodes, json, stochastic, record_episodes, render, render_frames, split, ..
+            run: Some(run),
+            episodes,
+            json,
+            stochastic,
+            record_episodes,
+            render,
+            render_frames,
+            split,
+            ..
         } => {
             eval(&run, episodes, json, stochastic, split.as_deref())?;
             if let Some(out) = render {
@@ -781,15 +835,53 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("drew cameras {} of {envs} environments of {task} into {}", names.join(", "), out.display());
             Ok(())
         }
+        Command::Bench {
+            bench:
+                BenchCommand::Vla {
+                    task,
+                    algo,
+                    sft_steps,
+                    rl_seconds,
+                    eval_episodes,
+                    seed,
+                    sft_overrides,
+                    rl_overrides,
+                    out,
+                    json,
+                },
+        } => {
+            let spec = embodia::vla_bench::VlaBenchSpec {
+                task,
+                algorithm: algo,
+                sft_steps,
+                rl_seconds,
+                eval_episodes,
+                seed,
+                sft_overrides,
+                rl_overrides,
+                out,
+            };
+            bench_vla(&spec, json)
+        }
         Command::Bench { bench: BenchCommand::Lang { task, episodes, envs, res, steps, json } } => {
             bench_lang(&task, episodes, envs, res, steps, json)
         }
-        Command::Bench { bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json } } => {
-            bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json)
-        }
+        Command::Bench {
+            bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json },
+        } => bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json),
         Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise, camera } => {
-            let req =
-                embodia::demos::RecordRequest { task, expert, episodes, seed, envs, only_success, out, force, noise, camera };
+            let req = embodia::demos::RecordRequest {
+                task,
+                expert,
+                episodes,
+                seed,
+                envs,
+                only_success,
+                out,
+                force,
+                noise,
+                camera,
+            };
             let s = embodia::demos::record(&req)?;
             println!(
                 "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
@@ -854,7 +946,11 @@ fn distill(
     progress.bar.finish_and_clear();
     result?;
     run.final_eval(config.eval_episodes)?;
-    eprintln!("student saved in {} after {:.0} s; evaluating teacher and student", dir.display(), start.elapsed().as_secs_f64());
+    eprintln!(
+        "student saved in {} after {:.0} s; evaluating teacher and student",
+        dir.display(),
+        start.elapsed().as_secs_f64()
+    );
     let report = embodia::distill::report(&dir, episodes, seeds, calls)?;
     print!("{}", embodia::distill::describe(&report));
     if json {
@@ -914,7 +1010,11 @@ fn train(
         config.task,
         config.seed,
         config.total_steps,
-        if embodia::config::GRADIENT_STEP_ALGORITHMS.contains(&config.algorithm.as_str()) { "gradient steps" } else { "env steps" },
+        if embodia::config::GRADIENT_STEP_ALGORITHMS.contains(&config.algorithm.as_str()) {
+            "gradient steps"
+        } else {
+            "env steps"
+        },
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);
@@ -1158,7 +1258,8 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
         let mut results = Vec::new();
         for seed in 1..=seeds {
             let out = root.join(format!("{task}-seed{seed}"));
-            let spec = embodia::bench::FlowBenchSpec { task: task.clone(), seed, out: Some(out.clone()), ..spec.clone() };
+            let spec =
+                embodia::bench::FlowBenchSpec { task: task.clone(), seed, out: Some(out.clone()), ..spec.clone() };
             let r = embodia::bench::flow_bench(&spec)?;
             let baseline = match (r.baseline_success, r.baseline_env_steps) {
                 (Some(s), Some(n)) => format!(" ppo-from-scratch={s:.2} after {n} env steps;"),
@@ -1191,8 +1292,53 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
             "task={task} median over {seeds} seed(s): S0={} S1={}{}",
             median(&|r| Some(r.sft_success)),
             median(&|r| Some(r.rl_success)),
-            if spec.baseline { format!(" ppo-from-scratch={}", median(&|r| r.baseline_success)) } else { String::new() }
+            if spec.baseline {
+                format!(" ppo-from-scratch={}", median(&|r| r.baseline_success))
+            } else {
+                String::new()
+            }
         );
+    }
+    Ok(())
+}
+
+fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(spec.eval_episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
+    println!(
+        "bench vla: {} SFT steps, then {} for {} s on every training variant; {} episodes per split and policy",
+        spec.sft_steps, spec.algorithm, spec.rl_seconds, spec.eval_episodes
+    );
+    let r = embodia::vla_bench::vla_bench(spec)?;
+    let show = |s: &embodia::vla_bench::SplitSuccess| {
+        format!(
+            "train {:.3} held-out {:.3} (sampled: train {:.3} held-out {:.3})",
+            s.train, s.held_out, s.train_sampled, s.held_out_sampled
+        )
+    };
+    println!(
+        "task={} seed={} params={} demos={} sft: {} steps in {:.0} s; S0 {}",
+        r.task,
+        r.seed,
+        r.parameters,
+        r.demos,
+        r.sft_steps,
+        r.sft_seconds,
+        show(&r.s0)
+    );
+    println!(
+        "{}: {} env steps in {:.0} s ({:.0} env-steps/s); time sim+render/inference/update = {:.0}/{:.0}/{:.0} s; S1 {}",
+        r.algorithm,
+        r.rl_env_steps,
+        r.rl_seconds,
+        r.rl_env_steps as f64 / r.rl_seconds.max(1e-9),
+        r.sim_seconds,
+        r.inference_seconds,
+        r.update_seconds,
+        show(&r.s1)
+    );
+    println!("runs: {} (SFT), {} (RL curves)", spec.out.join("sft").display(), spec.out.join("rl").display());
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
     }
     Ok(())
 }
@@ -1317,7 +1463,8 @@ fn bench_sim(settings: &Settings, envs: &[usize], threads: &[usize], steps: u64,
 
 fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
     let DeployArgs { run, robot, port, calibration, hz, sim, episodes, seed, json, .. } = args;
-    let (robot, port, hz, sim, episodes, seed, json) = (robot.as_str(), port.as_deref(), *hz, *sim, *episodes, *seed, *json);
+    let (robot, port, hz, sim, episodes, seed, json) =
+        (robot.as_str(), port.as_deref(), *hz, *sim, *episodes, *seed, *json);
     use embodia::deployment::{self, DeploySettings, SimIo, Target};
     anyhow::ensure!(hz > 0.0 && hz <= 1000.0, "invalid value for `--hz`: {hz} (allowed: 0 < hz ≤ 1000)");
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
@@ -1354,7 +1501,13 @@ fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
     }
     embodia::deploy::signal::install_stop_handler()?;
     let stop = embodia::deploy::signal::stop_requested;
-    let target = if sim { "the rapier simulation" } else if port.is_some() { "the servo bus" } else { "the servo emulator" };
+    let target = if sim {
+        "the rapier simulation"
+    } else if port.is_some() {
+        "the servo bus"
+    } else {
+        "the servo emulator"
+    };
     eprintln!(
         "deploying {} on {robot} via {target} at {hz} Hz, {episodes} episodes (in-process policy: deterministic mean action; Ctrl-C stops safely)",
         run.display()
@@ -1372,7 +1525,8 @@ fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
                 emulator.path().to_string()
             }
         };
-        let port = embodia::deploy::SerialBusPort::open(&path, 1_000_000).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        let port =
+            embodia::deploy::SerialBusPort::open(&path, 1_000_000).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
         let bus_config = embodia::deploy::BusConfig { timeout: deployment::bus_timeout(hz), retries: 0 };
         let mut io = embodia::deploy::ServoRobot::new(embodia::deploy::Bus::new(port, bus_config), map.clone());
         io.configure(embodia::deploy::ServoGains::default())?;
@@ -1418,17 +1572,19 @@ fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: Option<f64>
     }
     let start = std::time::Instant::now();
     let mut last_print = start;
-    let cal = embodia::deploy::calibrate::record_ranges(&mut bus, &map, std::time::Duration::from_millis(20), &mut |p| {
-        if last_print.elapsed().as_secs_f64() > 0.5 {
-            last_print = std::time::Instant::now();
-            let ranges: Vec<_> = names.iter().zip(p.min.iter().zip(&p.max)).map(|(n, (lo, hi))| format!("{n} {lo}..{hi}")).collect();
-            eprint!("\r{}", ranges.join("  "));
-        }
-        match seconds {
-            Some(s) => start.elapsed().as_secs_f64() >= s,
-            None => enter.load(Ordering::SeqCst),
-        }
-    })?;
+    let cal =
+        embodia::deploy::calibrate::record_ranges(&mut bus, &map, std::time::Duration::from_millis(20), &mut |p| {
+            if last_print.elapsed().as_secs_f64() > 0.5 {
+                last_print = std::time::Instant::now();
+                let ranges: Vec<_> =
+                    names.iter().zip(p.min.iter().zip(&p.max)).map(|(n, (lo, hi))| format!("{n} {lo}..{hi}")).collect();
+                eprint!("\r{}", ranges.join("  "));
+            }
+            match seconds {
+                Some(s) => start.elapsed().as_secs_f64() >= s,
+                None => enter.load(Ordering::SeqCst),
+            }
+        })?;
     eprintln!();
     // Refuse a range that was not moved through before writing anything.
     map.calibrated(&cal, &out.display().to_string())?;
@@ -1456,7 +1612,9 @@ fn servo_emulator(robot: &str) -> anyhow::Result<()> {
 /// The observation text of `--obs FILE` or stdin, and its name for errors.
 fn read_observations(file: Option<&Path>) -> anyhow::Result<(String, String)> {
     Ok(match file {
-        Some(f) => (std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?, f.display().to_string()),
+        Some(f) => {
+            (std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?, f.display().to_string())
+        }
         None => (std::io::read_to_string(std::io::stdin())?, "stdin".into()),
     })
 }
@@ -1478,7 +1636,13 @@ fn bench_export_latency(
     let [obs_dim, hidden @ .., action_dim] = layers else {
         anyhow::bail!("--layers needs at least an observation and an action width, got {layers:?}");
     };
-    let config = LatencyConfig { obs_dim: *obs_dim, hidden: hidden.to_vec(), action_dim: *action_dim, calls, ..LatencyConfig::default() };
+    let config = LatencyConfig {
+        obs_dim: *obs_dim,
+        hidden: hidden.to_vec(),
+        action_dim: *action_dim,
+        calls,
+        ..LatencyConfig::default()
+    };
     let mut runtimes = vec![Runtime::Tract];
     let mut skipped = Vec::new();
     match ort_lib {
@@ -1486,7 +1650,8 @@ fn bench_export_latency(
         None => skipped.push("ort: no onnxruntime library (set ORT_DYLIB_PATH or --ort-lib)".to_string()),
     }
     let temporary = out.is_none();
-    let dir = out.unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-export-latency-{}", std::process::id())));
+    let dir =
+        out.unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-export-latency-{}", std::process::id())));
     let result = export_latency(&config, &dir, &runtimes);
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
@@ -1539,7 +1704,8 @@ fn bench_mcu(runs: &[PathBuf], rust: bool, keep: Option<PathBuf>, json: bool) ->
     for r in runs {
         cases.push(run_case(r)?);
     }
-    let work = keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-bench-mcu-{}", std::process::id())));
+    let work =
+        keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-bench-mcu-{}", std::process::id())));
     let implementations: &[Implementation] =
         if rust { &[Implementation::C, Implementation::Rust] } else { &[Implementation::C] };
     let figures: Result<Vec<_>, _> = cases

@@ -1,0 +1,176 @@
+//! `embodia bench vla`: πRL's recipe at small scale on a language-conditioned family: SFT of the
+//! VLA on scripted demonstrations with camera images (success S0), then GRPO with Flow-SDE or
+//! Flow-Noise from that checkpoint on every training variant at once for a wall-time budget
+//! (success S1); both measured on the training and the held-out variants, with the RL time
+//! split between simulation and rendering, inference and update.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaPpo};
+use serde::Serialize;
+
+use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
+use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner, make_env};
+
+/// What `embodia bench vla` runs.
+#[derive(Debug, Clone)]
+pub struct VlaBenchSpec {
+    /// Language-conditioned task.
+    pub task: String,
+    /// RL algorithm: `vla-ppo-flow-sde` or `vla-ppo-flow-noise`.
+    pub algorithm: String,
+    /// SFT gradient steps.
+    pub sft_steps: u64,
+    /// Wall-time budget of RL, seconds.
+    pub rl_seconds: f64,
+    /// Evaluation episodes per split (train, held out), each drawing its variant.
+    pub eval_episodes: usize,
+    /// Seed.
+    pub seed: u64,
+    /// `--set` overrides of the SFT run.
+    pub sft_overrides: Vec<String>,
+    /// `--set` overrides of the RL run.
+    pub rl_overrides: Vec<String>,
+    /// Directory of the SFT run (`<out>/sft`) and the RL curves (`<out>/rl`).
+    pub out: PathBuf,
+}
+
+/// Success rates of one policy, deterministic and sampled, on both splits.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SplitSuccess {
+    /// Training variants, deterministic chunks.
+    pub train: f64,
+    /// Held-out variants, deterministic chunks.
+    pub held_out: f64,
+    /// Training variants, chunks from `x_1 ~ N(0, I)` (ODE).
+    pub train_sampled: f64,
+    /// Held-out variants, sampled.
+    pub held_out_sampled: f64,
+}
+
+/// Figures of `embodia bench vla`.
+#[derive(Debug, Clone, Serialize)]
+pub struct VlaBenchResult {
+    /// Task.
+    pub task: String,
+    /// RL algorithm.
+    pub algorithm: String,
+    /// Seed.
+    pub seed: u64,
+    /// Parameters of the VLA.
+    pub parameters: usize,
+    /// Demonstrations.
+    pub demos: usize,
+    /// SFT gradient steps.
+    pub sft_steps: u64,
+    /// Wall seconds of SFT (recording and its periodic evaluations included).
+    pub sft_seconds: f64,
+    /// Success of the SFT policy.
+    pub s0: SplitSuccess,
+    /// Success after RL.
+    pub s1: SplitSuccess,
+    /// Environment steps of RL.
+    pub rl_env_steps: u64,
+    /// Wall seconds of RL (without the evaluations).
+    pub rl_seconds: f64,
+    /// Seconds of RL spent stepping and rendering environments.
+    pub sim_seconds: f64,
+    /// Seconds of RL spent observing and sampling chunks.
+    pub inference_seconds: f64,
+    /// Seconds of RL spent in advantages and updates.
+    pub update_seconds: f64,
+}
+
+/// `config` with the language family drawing from `split` (`train`, `held_out`).
+fn with_split(config: &TrainConfig, split: embodia_sim::rapier::language::Split) -> Result<TrainConfig, RunError> {
+    let mut config = config.clone();
+    let language = config.env.as_mut().and_then(|e| e.command.language.as_mut()).ok_or_else(|| RunError::Io {
+        path: format!("--task {}", config.task),
+        message: "bench vla needs a language-conditioned task (lang-cubes)".into(),
+    })?;
+    language.split = split;
+    Ok(config)
+}
+
+/// Success on both splits, deterministic and sampled.
+fn split_success(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -> Result<SplitSuccess, RunError> {
+    use embodia_sim::rapier::language::Split;
+    let rate = |split, stochastic| -> Result<f64, RunError> {
+        let eval = evaluate_learner(learner, &with_split(config, split)?, episodes, stochastic)?;
+        Ok(eval.success_rate.unwrap_or(0.0))
+    };
+    Ok(SplitSuccess {
+        train: rate(Split::Train, false)?,
+        held_out: rate(Split::HeldOut, false)?,
+        train_sampled: rate(Split::Train, true)?,
+        held_out_sampled: rate(Split::HeldOut, true)?,
+    })
+}
+
+/// SFT (a run directory in `<out>/sft`), S0, RL for the budget, S1.
+pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
+    let sft_config = resolve(&ConfigSources {
+        task: Some(&spec.task),
+        algorithm: Some("vla-sft"),
+        seed: Some(spec.seed),
+        total_steps: Some(spec.sft_steps),
+        overrides: &spec.sft_overrides,
+        ..Default::default()
+    })?;
+    let AlgoConfig::VlaSft(sft_algo) = &sft_config.algo else { unreachable!("resolved as vla-sft") };
+    let demos = sft_algo.demos;
+    let start = Instant::now();
+    let sft_dir = spec.out.join("sft");
+    let mut sft = Run::create(&sft_dir, sft_config.clone())?;
+    sft.train(&mut [])?;
+    let sft_seconds = start.elapsed().as_secs_f64();
+    let s0 = split_success(sft.learner(), &sft_config, spec.eval_episodes)?;
+
+    let mut rl_overrides = vec![format!("algo.init={}", toml::Value::String(sft_dir.display().to_string()))];
+    rl_overrides.extend(spec.rl_overrides.iter().cloned());
+    let rl_config = resolve(&ConfigSources {
+        task: Some(&spec.task),
+        algorithm: Some(&spec.algorithm),
+        seed: Some(spec.seed),
+        overrides: &rl_overrides,
+        ..Default::default()
+    })?;
+    let AlgoConfig::VlaPpo(c) = &rl_config.algo else {
+        return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into());
+    };
+    let mut env = make_env(&rl_config, c.num_envs)?;
+    env.reset(spec.seed);
+    let init = Checkpoint::load(&sft_dir.join(CHECKPOINT_DIR))?;
+    let parameters = init.get::<VlaActor>(VLA_ACTOR_KEY)?.model.param_count();
+    let mut rl = VlaPpo::new(c.clone(), env.as_ref(), &init, default_device(), spec.seed)?;
+    let (mut sim, mut inference, mut update, mut rl_seconds) = (0.0, 0.0, 0.0, 0.0);
+    let mut rows = Vec::new();
+    while rl_seconds < spec.rl_seconds {
+        let t = Instant::now();
+        let mut row = rl.iterate(env.as_mut())?;
+        rl_seconds += t.elapsed().as_secs_f64();
+        row.wall_seconds = rl_seconds;
+        rows.push(row);
+        let split = rl.last_time_split();
+        (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
+    }
+    crate::bench::write_curves(&spec.out.join("rl"), &rows)?;
+    let s1 = split_success(&rl, &rl_config, spec.eval_episodes)?;
+    Ok(VlaBenchResult {
+        task: spec.task.clone(),
+        algorithm: spec.algorithm.clone(),
+        seed: spec.seed,
+        parameters,
+        demos,
+        sft_steps: spec.sft_steps,
+        sft_seconds,
+        s0,
+        s1,
+        rl_env_steps: rl.env_steps(),
+        rl_seconds,
+        sim_seconds: sim,
+        inference_seconds: inference,
+        update_seconds: update,
+    })
+}
