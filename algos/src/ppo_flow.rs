@@ -192,6 +192,12 @@ pub struct PpoFlowConfig {
     /// GRPO: drop groups whose returns are all equal (no learning signal; RLinf's reward
     /// filter). Default true.
     pub filter_uniform_groups: bool,
+    /// GRPO: weight each episode's chunk steps by `L̄ / L` (`L` its chunk steps, `L̄` their mean
+    /// over the episodes in the update) so that every episode counts equally in the loss
+    /// (RLinf's `seq-mean-token-mean` aggregation) instead of every chunk step. Without it,
+    /// failed episodes, which run to the time limit, outweigh the successful ones, which end
+    /// early. Default false.
+    pub equal_episode_weights: bool,
     /// A one-step student trained alongside (`--distill-during-rl`; the table's presence turns
     /// it on). Read by the runner, which wraps this learner in a [`crate::DistillAlongside`].
     /// Default absent.
@@ -236,6 +242,7 @@ impl Default for PpoFlowConfig {
             advantage: AdvantageEstimator::Gae,
             group_size: 8,
             filter_uniform_groups: true,
+            equal_episode_weights: false,
             distill_during_rl: None,
         }
     }
@@ -672,9 +679,10 @@ impl PpoFlow {
         let start = Instant::now();
         let r = &mut self.rollout;
         let group_advantages = group_advantages(&returns, g, self.config.filter_uniform_groups);
+        let env_advantages = episode_advantages(&group_advantages, &r.used, n, self.config.equal_episode_weights);
         r.advantages.clear();
         for _ in 0..step {
-            r.advantages.extend(group_advantages.iter().map(|a| a.unwrap_or(0.0)));
+            r.advantages.extend_from_slice(&env_advantages);
         }
         r.used.retain(|&idx| group_advantages[idx % n].is_some());
         // Read by the (zero-weighted) value loss only.
@@ -868,6 +876,32 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
                 .map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
         })
         .collect()
+}
+
+/// The advantage of every chunk step of each environment's episode, `[n]`: its group advantage
+/// (0 when filtered), scaled by `L̄ / L` with `equal_weights` (`L`: the episode's chunk steps
+/// among `used` rows, `L̄`: their mean over the episodes kept). Scaling the advantage scales the
+/// clipped surrogate of the row by the same positive factor.
+pub(crate) fn episode_advantages(
+    group_advantages: &[Option<f32>],
+    used: &[usize],
+    n: usize,
+    equal_weights: bool,
+) -> Vec<f32> {
+    let mut advantages: Vec<f32> = group_advantages.iter().map(|a| a.unwrap_or(0.0)).collect();
+    if !equal_weights {
+        return advantages;
+    }
+    let mut lengths = vec![0usize; n];
+    for &idx in used {
+        lengths[idx % n] += 1;
+    }
+    let kept: Vec<usize> = (0..n).filter(|&i| group_advantages[i].is_some() && lengths[i] > 0).collect();
+    let mean = kept.iter().map(|&i| lengths[i] as f64).sum::<f64>() / kept.len().max(1) as f64;
+    for &i in &kept {
+        advantages[i] *= (mean / lengths[i] as f64) as f32;
+    }
+    advantages
 }
 
 /// Mini-batch rows `indices` (into `[steps·n]`) grouped by the denoising step `k*` that was
@@ -1129,6 +1163,19 @@ mod tests {
         assert!(adv[4..].iter().all(Option::is_none), "{adv:?}");
         let kept = group_advantages(&returns, 4, false);
         assert!(kept[4..].iter().all(|a| *a == Some(0.0)), "{kept:?}");
+    }
+
+    #[test]
+    fn equal_episode_weights_make_each_kept_episode_count_the_same() {
+        // 2 environments of one group kept, 1 filtered; env 0 ran 1 chunk step, env 1 ran 3.
+        let group = [Some(1.0), Some(-1.0), None];
+        let used = [0, 1, 2, 4, 5, 7, 8];
+        assert_eq!(episode_advantages(&group, &used, 3, false), vec![1.0, -1.0, 0.0]);
+        let weighted = episode_advantages(&group, &used, 3, true);
+        // Mean length 2: env 0's single step weighs 2, env 1's three steps 2/3 each.
+        assert_eq!(weighted, vec![2.0, -2.0 / 3.0, 0.0]);
+        let per_episode = [weighted[0] * 1.0, weighted[1] * 3.0];
+        assert!((per_episode[0] + per_episode[1]).abs() < 1e-6, "{per_episode:?}");
     }
 
     #[test]

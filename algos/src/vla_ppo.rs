@@ -10,8 +10,9 @@
 //!    rollout policy (Flow-SDE: one stochastic denoising step `k*` shared by the batch;
 //!    Flow-Noise: all steps with the learned std), store the observation, the chain, `k*` and
 //!    the old log-probs `[C·D]`, execute the chunk;
-//! 3. give each episode's chunk steps the group-normalized return as advantage; groups whose
-//!    returns are all equal are left out (`filter_uniform_groups`);
+//! 3. give each episode's chunk steps the group-normalized return as advantage (weighted so
+//!    that every episode counts equally with `equal_episode_weights`); groups whose returns
+//!    are all equal are left out (`filter_uniform_groups`);
 //! 4. `update_epochs` passes over shuffled mini-batches: recompute log-probs and entropies from
 //!    the stored chains (re-encoding the stored observations with the present weights), clipped
 //!    surrogate, entropy bonus, one backward pass, one AdamW step on the whole model.
@@ -34,8 +35,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::ppo_flow::{
-    GroupBatch, TimeSplit, chunk_column, gather_chains, group_advantages, ppo_group_loss, share_initial_states,
-    step_rewards, stochastic_step_groups,
+    GroupBatch, TimeSplit, chunk_column, episode_advantages, gather_chains, group_advantages, ppo_group_loss,
+    share_initial_states, step_rewards, stochastic_step_groups,
 };
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, vla_error};
 use crate::vla_sft::needs_images;
@@ -237,8 +238,9 @@ impl VlaPpo {
         }
         let r = &mut self.rollout;
         let group_advantages = group_advantages(&returns, g, self.config.filter_uniform_groups);
+        let env_advantages = episode_advantages(&group_advantages, &r.used, n, self.config.equal_episode_weights);
         for _ in 0..step {
-            r.advantages.extend(group_advantages.iter().map(|a| a.unwrap_or(0.0)));
+            r.advantages.extend_from_slice(&env_advantages);
         }
         r.used.retain(|&idx| group_advantages[idx % n].is_some());
         self.last_split = split;

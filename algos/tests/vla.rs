@@ -83,7 +83,7 @@ fn success(learner: &dyn Learner, task: &TaskConfig, episodes: usize, seed: u64)
 }
 
 #[test]
-fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_recomputes_its_log_probs() {
+fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     let task = one_variant();
     let (sft, first, last) = sft(&task, 2000);
     let s0 = success(&sft, &task, 64, 99);
@@ -117,11 +117,35 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_recomputes_its_log
     assert!(kl.abs() < 1e-5, "approx KL {kl} with unchanged parameters");
     assert_eq!(success(&rl, &task, 64, 99), s0, "a zero learning rate changed the policy");
 
-    // With a learning rate the policy moves, by a bounded amount.
-    let config = PpoFlowConfig { policy_lr: 3e-5, ..config };
-    let mut rl = VlaPpo::new(config, &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+    // At a learning rate, with groups of mixed outcomes, the policy moves by a bounded amount,
+    // and a restored learner acts as the saved one. (That a short run raises success is not
+    // asserted: 10 iterations of 32 environments from this checkpoint measured 0.250 -> 0.266
+    // and 0.250 -> 0.219 over 64 sampled episodes, training success 9% -> 28-50% -> 6-31%.)
+    let config = PpoFlowConfig {
+        num_envs: 32,
+        policy_lr: 2e-5,
+        filter_uniform_groups: true,
+        equal_episode_weights: true,
+        update_epochs: 2,
+        ..config
+    };
+    let mut train_env = env(&task, config.num_envs);
+    train_env.reset(3);
+    let mut rl = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
     let row = rl.iterate(&mut train_env).unwrap();
     let kl = row.kl.unwrap();
-    eprintln!("VLA GRPO at lr 3e-5: approx KL {kl:e}");
-    assert!(kl > 0.0 && kl < 0.5, "approx KL {kl}");
+    eprintln!("VLA GRPO at lr 2e-5: training success {:?}, approx KL {kl:e}", row.success_rate);
+    assert!(kl > 1e-6 && kl < 0.5, "approx KL {kl}");
+    let mut probe = env(&task, 4);
+    probe.reset(11);
+    let act = |learner: &dyn Learner| {
+        let mut actions = vec![0.0f32; 4 * 4 * 8];
+        learner.act_env(&probe, &mut actions, None).unwrap();
+        actions
+    };
+    let moved = act(&rl);
+    assert_ne!(moved, act(&sft), "the policy must move");
+    let mut restored = VlaPpo::new(config, &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+    restored.restore(&rl.checkpoint().unwrap()).unwrap();
+    assert_eq!(act(&restored), moved, "a restored learner acts as the saved one");
 }
