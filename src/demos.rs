@@ -35,6 +35,11 @@ pub struct RecordRequest {
     /// this square resolution, pixels, as `observation.images.<camera>` columns; `None`: no
     /// images.
     pub camera: Option<usize>,
+    /// Record in the environment the embedded preset of this training algorithm on the task
+    /// configures (its `[env]` table: e.g. `vla-sft` on lang-cubes observes the robot's own
+    /// state only), so that the dataset's `observation.state` is what that training reads;
+    /// `None`: the task's defaults.
+    pub for_algo: Option<String>,
 }
 
 /// What `embodia record` did.
@@ -72,13 +77,21 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
     if !req.force && std::fs::read_dir(&req.out).is_ok_and(|mut d| d.next().is_some()) {
         return Err(crate::dataset::DatasetError::NotEmpty { path: req.out.clone() }.into());
     }
-    let config = crate::sim::task_config(&req.task);
+    let config = match &req.for_algo {
+        Some(algo) => {
+            let sources =
+                crate::config::ConfigSources { task: Some(&req.task), algorithm: Some(algo), ..Default::default() };
+            crate::config::resolve(&sources)?.env
+        }
+        None => crate::sim::task_config(&req.task),
+    };
     let robot_type = config.as_ref().map(|c| c.scene.robot.clone());
     if let Some(size) = req.camera {
         anyhow::ensure!((8..=512).contains(&size), "invalid value for `--camera`: {size} (allowed: 8 ≤ pixels ≤ 512)");
         anyhow::ensure!(config.is_some(), "`--camera` needs a rapier task; `{}` has no scene", req.task);
     }
-    let render = req.camera.zip(config.as_ref()).map(|(size, c)| crate::sim::camera::RenderConfig::for_task(c, size, size));
+    let render =
+        req.camera.zip(config.as_ref()).map(|(size, c)| crate::sim::camera::RenderConfig::for_task(c, size, size));
     let rec = |episodes: usize, seed: u64| {
         crate::sim::rapier::expert::record_task_expert_rendered(
             &req.task,
@@ -147,7 +160,8 @@ pub fn info(dir: &Path) -> anyhow::Result<String> {
         writeln!(s, "  success   not recorded (no next.success column)")?;
     }
     if ds.info.features.contains_key(crate::dataset::info::column::REWARD) {
-        let mean_return = d.episodes.iter().map(|e| e.rewards.iter().map(|&r| f64::from(r)).sum::<f64>()).sum::<f64>() / n;
+        let mean_return =
+            d.episodes.iter().map(|e| e.rewards.iter().map(|&r| f64::from(r)).sum::<f64>()).sum::<f64>() / n;
         writeln!(s, "  return    {mean_return:.2} (mean per episode)")?;
     } else {
         writeln!(s, "  return    not recorded (no next.reward column)")?;

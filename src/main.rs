@@ -259,6 +259,11 @@ enum Command {
         /// as PNG image columns `observation.images.<camera>`.
         #[arg(long)]
         camera: Option<usize>,
+        /// Record in the environment this training algorithm's preset configures for the task
+        /// (e.g. vla-sft: the observation is the robot's own state), so `train --algo ALGO
+        /// --dataset` can read the dataset.
+        #[arg(long, value_name = "ALGO")]
+        for_algo: Option<String>,
     },
     /// Demonstration datasets (LeRobot v3 layout).
     Dataset {
@@ -869,7 +874,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json },
         } => bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json),
-        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise, camera } => {
+        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise, camera, for_algo } => {
             let req = embodia::demos::RecordRequest {
                 task,
                 expert,
@@ -881,6 +886,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 force,
                 noise,
                 camera,
+                for_algo,
             };
             let s = embodia::demos::record(&req)?;
             println!(

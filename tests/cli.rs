@@ -1073,11 +1073,18 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     assert_mentions(&e, &["algo.init", "vla-sft"]);
     let e = fail(d, &["export", "--run", "rl", "--format", "onnx", "--out", "rl.onnx"]);
     assert_mentions(&e, &["vision-language-action", "not implemented"]);
-    // A dataset of the task's default observation (`record` writes it) does not fit the VLA
-    // preset's proprioception.
+    // A dataset of the task's default observation does not fit the VLA preset's
+    // proprioception; one recorded in the preset's environment, with the camera, trains.
     ok(d, &["record", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "1", "--out", "data/lc"]);
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--dataset", "data/lc", "--steps", "5"];
     args.extend(["--run-dir", "ds", "--quiet"]);
     let e = fail(d, &args);
     assert_mentions(&e, &["demonstrations", "obs_dim 71", "obs_dim 25"]);
+    let mut args = vec!["record", "--task", "lang-cubes", "--episodes", "2", "--camera", "48", "--for-algo", "vla-sft"];
+    args.extend(["--out", "data/vla"]);
+    ok(d, &args);
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--dataset", "data/vla", "--steps", "5"];
+    args.extend(["--set", "algo.updates_per_iteration=5", "--set", "algo.num_envs=1", "--set", "eval_episodes=1"]);
+    args.extend(["--run-dir", "ds"]);
+    ok(d, &[&args[..], &small[..]].concat());
 }
