@@ -318,21 +318,26 @@ mod imp {
         markers: Vec<String>,
         obs: Vec<String>,
         action: Vec<String>,
+        /// One per camera of the environment (VLA runs render the cameras their model reads).
+        cameras: Vec<String>,
+        instruction: String,
+        action_chunk: String,
         reward: String,
         ret: String,
         success: String,
     }
 
     /// Runs `episodes` deterministic evaluation episodes of `learner` (the episodes
-    /// `embodia eval` runs first, same seed) and records them into `out`.
+    /// `embodia eval` runs first, same seed) and records them into `out`: the scene, the
+    /// observation, the action, rewards and success, and where there are any the camera views,
+    /// the instruction and each action chunk as the policy produced it (a `[C, D]` tensor).
     pub fn record_episodes(
         learner: &dyn Learner,
         config: &crate::config::TrainConfig,
         episodes: usize,
         out: &Path,
     ) -> Result<EpisodeRecording, VizError> {
-        let mut env =
-            embodia_sim::make_with(&config.task, episodes, config.env.as_ref()).map_err(crate::run::RunError::from)?;
+        let mut env = crate::run::make_env(config, episodes)?;
         let name = out.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let rec = open(&VizTarget::File(out.to_path_buf()), &format!("{name} episodes"))?;
         rec.log_static("/", &rerun::ViewCoordinates::RIGHT_HAND_Z_UP()).map_err(rr_err)?;
@@ -353,6 +358,9 @@ mod imp {
                     markers: markers.iter().map(|m| format!("{e}/world/{}", m.path)).collect(),
                     obs: (0..od).map(|i| format!("{e}/observation/{i}")).collect(),
                     action: (0..ad).map(|i| format!("{e}/action/{i}")).collect(),
+                    cameras: env.obs_spec().images.iter().map(|c| format!("{e}/camera/{}", c.name)).collect(),
+                    instruction: format!("{e}/instruction"),
+                    action_chunk: format!("{e}/action_chunk"),
                     reward: format!("{e}/reward"),
                     ret: format!("{e}/return"),
                     success: format!("{e}/success"),
@@ -411,6 +419,26 @@ mod imp {
                 }
                 for (path, &v) in p.action.iter().zip(&actions[k * ad..(k + 1) * ad]) {
                     rec.log(path.as_str(), &rerun::Scalars::single(v as f64)).map_err(rr_err)?;
+                }
+                for (camera, (path, spec)) in p.cameras.iter().zip(&env.obs_spec().images).enumerate() {
+                    let Some(images) = env.image(camera) else { continue };
+                    let pixels = images[k * spec.len()..(k + 1) * spec.len()].to_vec();
+                    let image = rerun::Image::from_rgb24(pixels, [spec.width as u32, spec.height as u32]);
+                    rec.log(path.as_str(), &image).map_err(rr_err)?;
+                }
+                if step == 0
+                    && let Some(text) = env.instruction(k)
+                {
+                    rec.log(p.instruction.as_str(), &rerun::TextDocument::new(text)).map_err(rr_err)?;
+                }
+                if queue.started_chunk() && queue.chunk_len() > 1 {
+                    let chunk = queue.chunk_of(k).to_vec();
+                    let data = rerun::datatypes::TensorData::new(
+                        vec![queue.chunk_len() as u64, ad as u64],
+                        rerun::datatypes::TensorBuffer::F32(chunk.into()),
+                    );
+                    let tensor = rerun::Tensor::new(data).with_dim_names(["chunk_step", "action"]);
+                    rec.log(p.action_chunk.as_str(), &tensor).map_err(rr_err)?;
                 }
             }
             env.step(&actions).map_err(crate::run::RunError::from)?;

@@ -220,3 +220,38 @@ fn recorded_episodes_read_back_with_the_rerun_tools() {
         );
     }
 }
+
+/// A VLA run's recorded episodes carry what the model saw and did: the camera view it reads,
+/// the instruction, and its action chunks.
+#[cfg(feature = "rerun")]
+#[test]
+fn recorded_vla_episodes_show_camera_instruction_and_action_chunks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let venv = Command::new("bash").arg(root.join("bench/rerun_venv.sh")).output().expect("bash runs");
+    assert!(venv.status.success(), "bench/rerun_venv.sh: {}", String::from_utf8_lossy(&venv.stderr));
+    let bin = PathBuf::from(String::from_utf8(venv.stdout).unwrap().trim());
+    let t = tmp("record-vla");
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--demos", "2", "--steps", "2"];
+    args.extend(["--set", "algo.updates_per_iteration=2", "--set", "algo.num_envs=1", "--set", "eval_episodes=1"]);
+    args.extend(["--set", "algo.model.backbone_depth=1", "--set", "algo.model.expert_depth=1"]);
+    args.extend(["--run-dir", "r", "--quiet"]);
+    ok(&t.0, &args);
+    ok(&t.0, &["eval", "--run", "r", "--episodes", "1", "--record-episodes", "1"]);
+    let rrd = t.0.join("r/episodes.rrd");
+    let dump = Command::new(bin.join("python"))
+        .arg(root.join("tests/rerun/rrd_dump.py"))
+        .arg(&rrd)
+        .arg("/episode_0/reward")
+        .arg("1")
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "rrd_dump.py: {}", String::from_utf8_lossy(&dump.stderr));
+    let d: serde_json::Value = serde_json::from_slice(&dump.stdout).unwrap();
+    let entities = d["entities"].as_object().unwrap();
+    let steps = |path: &str| entities.get(path).and_then(|e| e["num_steps"].as_u64());
+    let frames = steps("/episode_0/reward").expect("rewards recorded");
+    // One image per step acted on, one instruction, one chunk per C = 4 steps.
+    assert_eq!(steps("/episode_0/camera/front"), Some(frames), "{:?}", entities.keys());
+    assert_eq!(steps("/episode_0/instruction"), Some(1), "{:?}", entities.keys());
+    assert_eq!(steps("/episode_0/action_chunk"), Some(frames.div_ceil(4)), "{:?}", entities.keys());
+}

@@ -104,6 +104,22 @@ impl ActionQueue {
         self.next += 1;
         Ok(())
     }
+
+    /// Actions per chunk.
+    pub fn chunk_len(&self) -> usize {
+        self.chunk_len
+    }
+
+    /// Whether the last [`ActionQueue::step`] queried the learner for a new chunk.
+    pub fn started_chunk(&self) -> bool {
+        self.next == 1
+    }
+
+    /// The chunk of environment `env` being executed, `[chunk_len, action_dim]`.
+    pub fn chunk_of(&self, env: usize) -> &[f32] {
+        let len = self.chunk_len * self.action_dim;
+        &self.chunk[env * len..(env + 1) * len]
+    }
 }
 
 /// Result of a deterministic evaluation.
