@@ -351,7 +351,7 @@ pub fn render_learner_episode(
     count: usize,
     out: &Path,
 ) -> Result<(f32, bool), crate::run::RunError> {
-    let mut env = embodia_sim::make_with(&config.task, 1, config.env.as_ref())?;
+    let mut env = crate::run::make_env(config, 1)?;
     let seed = config.seed + crate::run::EVAL_SEED_OFFSET;
     let mut queue = embodia_algos::ActionQueue::new(learner, 1, env.action_spec().bounds.dim());
     let (bodies, frames, ret, success) = capture_episode(env.as_mut(), seed, count, |env, actions| {

@@ -1069,6 +1069,8 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     let eval: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
 
+    ok(d, &["eval", "--run", "rl", "--episodes", "1", "--render", "vla.png", "--render-frames", "2"]);
+    assert!(d.join("vla.png").exists(), "eval --render draws a VLA run's episode");
     let e = fail(d, &["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--run-dir", "x", "--quiet"]);
     assert_mentions(&e, &["algo.init", "vla-sft"]);
     let e = fail(d, &["export", "--run", "rl", "--format", "onnx", "--out", "rl.onnx"]);

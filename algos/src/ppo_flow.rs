@@ -627,69 +627,30 @@ impl PpoFlow {
     /// an episode's end (the environment auto-reset and runs on) and, with
     /// `filter_uniform_groups`, groups whose returns are all equal, are left out of the update.
     fn collect_grpo(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
-        use std::time::Instant;
         let n = env.num_envs();
-        let g = self.config.group_size;
         let p = self.actor.policy.clone();
-        let (ad, c) = (p.action_dim, p.chunk);
         let model = self.model.valid();
         self.clear_rollout();
-        let mut split = TimeSplit::default();
-
-        let start = Instant::now();
-        env.reset(self.rng.random());
-        let mut snapshot = env.snapshot();
-        share_initial_states(&mut snapshot, g);
-        env.restore(&snapshot)?;
-        split.sim += start.elapsed().as_secs_f64();
-
-        let mut env_actions = vec![0.0f32; n * c * ad];
-        let mut step_actions = vec![0.0f32; n * ad];
-        let mut returns = vec![0.0f32; n];
-        let mut running = vec![true; n];
-        let mut step = 0;
-        while running.iter().any(|&r| r) {
-            let start = Instant::now();
+        let seed = self.rng.random();
+        let config = self.config.clone();
+        let episodes = grpo_episodes(env, &config, seed, (p.chunk, p.action_dim), |env, actions| {
             let obs = env.buffers().obs.clone();
-            self.sample_chunk(&model, None, &obs, &mut env_actions)?;
-            self.rollout.used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
-            split.inference += start.elapsed().as_secs_f64();
-            for j in 0..c {
-                chunk_column(&env_actions, j, c, ad, &mut step_actions);
-                let start = Instant::now();
-                env.step(&step_actions)?;
-                split.sim += start.elapsed().as_secs_f64();
-                self.env_steps += n as u64;
-                let b = env.buffers();
-                let scale = self.config.reward_scale as f32;
-                for (i, reward) in step_rewards(b, self.config.reward).enumerate() {
-                    if !running[i] {
-                        continue;
-                    }
-                    returns[i] += reward * scale;
-                    if b.done(i) {
-                        running[i] = false;
-                        self.episodes.push(b.episode_return[i], b.episode_length[i], b.success[i] > 0.0);
-                    }
-                }
-            }
-            step += 1;
+            self.sample_chunk(&model, None, &obs, actions)
+        })?;
+        for &(ret, len, success) in &episodes.ended {
+            self.episodes.push(ret, len, success);
         }
-
-        let start = Instant::now();
+        self.env_steps += episodes.env_steps;
         let r = &mut self.rollout;
-        let group_advantages = group_advantages(&returns, g, self.config.filter_uniform_groups);
-        let env_advantages = episode_advantages(&group_advantages, &r.used, n, self.config.equal_episode_weights);
         r.advantages.clear();
-        for _ in 0..step {
-            r.advantages.extend_from_slice(&env_advantages);
+        for _ in 0..episodes.steps {
+            r.advantages.extend_from_slice(&episodes.advantages);
         }
-        r.used.retain(|&idx| group_advantages[idx % n].is_some());
+        r.used = episodes.used;
         // Read by the (zero-weighted) value loss only.
         r.returns.clear();
-        r.returns.resize(step * n, 0.0);
-        split.update += start.elapsed().as_secs_f64();
-        self.last_split = split;
+        r.returns.resize(episodes.steps * n, 0.0);
+        self.last_split = episodes.split;
         Ok(())
     }
 
@@ -876,6 +837,87 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
                 .map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
         })
         .collect()
+}
+
+/// What one GRPO collection ([`grpo_episodes`]) gathered besides the learner's own storage.
+pub(crate) struct GrpoEpisodes {
+    /// Chunk steps taken: the longest episode's.
+    pub steps: usize,
+    /// Rows (`step·n + env`) that enter the update: those sampled while the environment's
+    /// episode ran, in groups not filtered out.
+    pub used: Vec<usize>,
+    /// The advantage of every chunk step of each environment's episode, `[n]`.
+    pub advantages: Vec<f32>,
+    /// (return, length, success) of each episode, in the order they ended.
+    pub ended: Vec<(f32, u32, bool)>,
+    /// Environment steps taken.
+    pub env_steps: u64,
+    /// Time spent: stepping, sampling (`sample`), computing advantages.
+    pub split: TimeSplit,
+}
+
+/// GRPO collection (module docs): resets `env` from `seed` so that each group of
+/// `config.group_size` environments shares an initial state, then runs chunk steps until every
+/// environment's episode has ended. `sample` samples one chunk for every environment from what
+/// `env` observes now, stores what its learner needs (the rows of chunk step `s` are
+/// `s·n + env`), and writes the chunk in environment units (`[n, C, D]`, layout `(C, D)`).
+/// Each episode's chunk steps get its group-normalized return as advantage
+/// ([`episode_advantages`]); chunk steps after an episode's end (the environment auto-resets and
+/// runs on) and, with `filter_uniform_groups`, groups whose returns are all equal are left out.
+pub(crate) fn grpo_episodes(
+    env: &mut dyn VecEnv,
+    config: &PpoFlowConfig,
+    seed: u64,
+    (c, ad): (usize, usize),
+    mut sample: impl FnMut(&dyn VecEnv, &mut [f32]) -> Result<(), AlgoError>,
+) -> Result<GrpoEpisodes, AlgoError> {
+    use std::time::Instant;
+    let n = env.num_envs();
+    let mut split = TimeSplit::default();
+    let start = Instant::now();
+    env.reset(seed);
+    let mut snapshot = env.snapshot();
+    share_initial_states(&mut snapshot, config.group_size);
+    env.restore(&snapshot)?;
+    split.sim += start.elapsed().as_secs_f64();
+
+    let mut env_actions = vec![0.0f32; n * c * ad];
+    let mut step_actions = vec![0.0f32; n * ad];
+    let mut returns = vec![0.0f32; n];
+    let mut running = vec![true; n];
+    let (mut used, mut ended, mut env_steps, mut step) = (Vec::new(), Vec::new(), 0u64, 0);
+    while running.iter().any(|&r| r) {
+        let start = Instant::now();
+        sample(&*env, &mut env_actions)?;
+        used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
+        split.inference += start.elapsed().as_secs_f64();
+        for j in 0..c {
+            chunk_column(&env_actions, j, c, ad, &mut step_actions);
+            let start = Instant::now();
+            env.step(&step_actions)?;
+            split.sim += start.elapsed().as_secs_f64();
+            env_steps += n as u64;
+            let b = env.buffers();
+            let scale = config.reward_scale as f32;
+            for (i, reward) in step_rewards(b, config.reward).enumerate() {
+                if !running[i] {
+                    continue;
+                }
+                returns[i] += reward * scale;
+                if b.done(i) {
+                    running[i] = false;
+                    ended.push((b.episode_return[i], b.episode_length[i], b.success[i] > 0.0));
+                }
+            }
+        }
+        step += 1;
+    }
+    let start = Instant::now();
+    let group_advantages = group_advantages(&returns, config.group_size, config.filter_uniform_groups);
+    let advantages = episode_advantages(&group_advantages, &used, n, config.equal_episode_weights);
+    used.retain(|&idx| group_advantages[idx % n].is_some());
+    split.update += start.elapsed().as_secs_f64();
+    Ok(GrpoEpisodes { steps: step, used, advantages, ended, env_steps, split })
 }
 
 /// The advantage of every chunk step of each environment's episode, `[n]`: its group advantage

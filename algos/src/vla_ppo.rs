@@ -34,10 +34,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
-use crate::ppo_flow::{
-    GroupBatch, TimeSplit, chunk_column, episode_advantages, gather_chains, group_advantages, ppo_group_loss,
-    share_initial_states, step_rewards, stochastic_step_groups,
-};
+use crate::ppo_flow::{GroupBatch, TimeSplit, gather_chains, grpo_episodes, ppo_group_loss, stochastic_step_groups};
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, vla_error};
 use crate::vla_sft::needs_images;
 use crate::{
@@ -191,59 +188,26 @@ impl VlaPpo {
     /// GRPO collection (module docs, steps 1–3).
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
         let n = env.num_envs();
-        let g = self.config.group_size;
-        let (ad, c) = (self.actor.model.action_dim, self.actor.model.chunk);
+        let layout = (self.actor.model.chunk, self.actor.model.action_dim);
         let cameras = self.actor.camera_indices(env)?;
         let model = self.model.valid();
         self.rollout = VlaRollout::default();
-        let mut split = TimeSplit::default();
-
-        let start = Instant::now();
-        env.reset(self.rng.random());
-        let mut snapshot = env.snapshot();
-        share_initial_states(&mut snapshot, g);
-        env.restore(&snapshot)?;
-        split.sim += start.elapsed().as_secs_f64();
-
-        let mut env_actions = vec![0.0f32; n * c * ad];
-        let mut step_actions = vec![0.0f32; n * ad];
-        let mut returns = vec![0.0f32; n];
-        let mut running = vec![true; n];
-        let mut step = 0;
-        while running.iter().any(|&r| r) {
-            let start = Instant::now();
-            self.sample_chunk(&model, env, &cameras, &mut env_actions)?;
-            self.rollout.used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
-            split.inference += start.elapsed().as_secs_f64();
-            for j in 0..c {
-                chunk_column(&env_actions, j, c, ad, &mut step_actions);
-                let start = Instant::now();
-                env.step(&step_actions)?;
-                split.sim += start.elapsed().as_secs_f64();
-                self.env_steps += n as u64;
-                let b = env.buffers();
-                let scale = self.config.reward_scale as f32;
-                for (i, reward) in step_rewards(b, self.config.reward).enumerate() {
-                    if !running[i] {
-                        continue;
-                    }
-                    returns[i] += reward * scale;
-                    if b.done(i) {
-                        running[i] = false;
-                        self.episodes.push(b.episode_return[i], b.episode_length[i], b.success[i] > 0.0);
-                    }
-                }
-            }
-            step += 1;
+        let seed = self.rng.random();
+        let config = self.config.clone();
+        let episodes = grpo_episodes(env, &config, seed, layout, |env, actions| {
+            self.sample_chunk(&model, env, &cameras, actions)
+        })?;
+        for &(ret, len, success) in &episodes.ended {
+            self.episodes.push(ret, len, success);
         }
+        self.env_steps += episodes.env_steps;
         let r = &mut self.rollout;
-        let group_advantages = group_advantages(&returns, g, self.config.filter_uniform_groups);
-        let env_advantages = episode_advantages(&group_advantages, &r.used, n, self.config.equal_episode_weights);
-        for _ in 0..step {
-            r.advantages.extend_from_slice(&env_advantages);
+        for _ in 0..episodes.steps {
+            r.advantages.extend_from_slice(&episodes.advantages);
         }
-        r.used.retain(|&idx| group_advantages[idx % n].is_some());
-        self.last_split = split;
+        r.used = episodes.used;
+        self.last_split = episodes.split;
+        debug_assert_eq!(r.advantages.len(), episodes.steps * n);
         Ok(())
     }
 
