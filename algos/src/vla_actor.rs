@@ -159,3 +159,12 @@ pub(crate) fn vla_error(e: embodia_policies::vla::VlaError) -> AlgoError {
         other => AlgoError::Checkpoint(other.to_string()),
     }
 }
+
+/// The error of acting on the observation vector alone.
+pub(crate) fn needs_images() -> AlgoError {
+    AlgoError::Config {
+        field: "policy".into(),
+        value: "a VLA".into(),
+        allowed: "acting through `Learner::act_env`: a VLA reads camera images and the instruction, not only the observation vector".into(),
+    }
+}

@@ -17,9 +17,9 @@
 //!    the stored chains (re-encoding the stored observations with the present weights), clipped
 //!    surrogate, entropy bonus, one backward pass, one AdamW step on the whole model.
 //!
-//! The hyperparameters are [`PpoFlowConfig`]'s. Not implemented for the VLA: GAE with the
-//! value head (`advantage = gae`), observation critics and one-step students alongside; each is
-//! refused with an error naming the field.
+//! The hyperparameters are [`PpoFlowConfig`]'s (the critic's are unused: GRPO has none). Not
+//! implemented for the VLA: GAE with the value head (`advantage = gae`) and one-step students
+//! alongside (`distill_during_rl`); each is refused with an error naming the field.
 
 use std::time::Instant;
 
@@ -35,11 +35,10 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::ppo_flow::{GroupBatch, TimeSplit, gather_chains, grpo_episodes, ppo_group_loss, stochastic_step_groups};
-use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, vla_error};
-use crate::vla_sft::needs_images;
+use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
-    Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, FlowRlMethod, Learner, MetricRow,
-    PpoFlowConfig, RewardSource, check_range,
+    Adam, AdvantageEstimator, AlgoError, Checkpoint, EpisodeStats, FlowRlMethod, Learner, MetricRow, PpoFlowConfig,
+    RewardSource, check_range,
 };
 
 /// What one iteration stores, row `step·n + env` for chunk step `step`.
@@ -90,12 +89,6 @@ impl VlaPpo {
         config.validate()?;
         let unsupported = "not implemented for the VLA (GRPO only: set advantage = \"grpo\")";
         check_range("advantage", "gae", config.advantage == AdvantageEstimator::Grpo, unsupported)?;
-        check_range(
-            "critic",
-            "observation",
-            config.critic == CriticInput::ExpertFeatures || config.advantage == AdvantageEstimator::Grpo,
-            "unused with GRPO",
-        )?;
         check_range(
             "distill_during_rl",
             "set",

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::sft::{fitted_actor, warmup_cosine};
-use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, vla_error};
+use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
 
 /// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
@@ -413,14 +413,5 @@ impl Learner for VlaSft {
         self.steps = ckpt.get("steps")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
-    }
-}
-
-/// The error of acting on the observation vector alone.
-pub(crate) fn needs_images() -> AlgoError {
-    AlgoError::Config {
-        field: "policy".into(),
-        value: "a VLA".into(),
-        allowed: "acting through `Learner::act_env`: a VLA reads camera images and the instruction, not only the observation vector".into(),
     }
 }
