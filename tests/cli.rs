@@ -1069,6 +1069,14 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     let eval: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
 
+    // Flow-Noise: the learned noise head's joint log-probs, and its entropy in the metrics.
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-noise", "--init", "sft"];
+    args.extend(["--steps", "100", "--set", "algo.num_envs=4", "--set", "algo.group_size=2", "--set"]);
+    args.extend(["algo.filter_uniform_groups=false", "--set", "eval_episodes=1", "--run-dir", "noise", "--quiet"]);
+    ok(d, &args);
+    let (header, rows) = metrics(&d.join("noise"));
+    let entropy = header.iter().position(|h| h == "entropy").unwrap();
+    assert!(rows[0][entropy].parse::<f64>().is_ok_and(|e| e.is_finite() && e != 0.0), "{rows:?}");
     ok(d, &["eval", "--run", "rl", "--episodes", "1", "--render", "vla.png", "--render-frames", "2"]);
     assert!(d.join("vla.png").exists(), "eval --render draws a VLA run's episode");
     let e = fail(d, &["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--run-dir", "x", "--quiet"]);
