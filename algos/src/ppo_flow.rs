@@ -745,24 +745,16 @@ impl PpoFlow {
     }
 
     fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
-        let mut order = self.rollout.used.clone();
+        let c = &self.config;
+        let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
         let mut sums = [0.0f64; 4];
-        if order.is_empty() {
-            return Ok(sums);
-        }
-        let size = order.len().div_ceil(self.config.mini_batches);
-        let mut count = 0.0;
-        for _ in 0..self.config.update_epochs {
-            order.shuffle(&mut self.rng);
-            for batch in order.clone().chunks(size) {
-                let stats = self.update_minibatch(batch, n)?;
-                for (s, x) in sums.iter_mut().zip(stats) {
-                    *s += x;
-                }
-                count += 1.0;
+        for batch in &batches {
+            let stats = self.update_minibatch(batch, n)?;
+            for (s, x) in sums.iter_mut().zip(stats) {
+                *s += x;
             }
         }
-        Ok(sums.map(|s| s / count))
+        Ok(sums.map(|s| if batches.is_empty() { s } else { s / batches.len() as f64 }))
     }
 }
 
@@ -837,6 +829,28 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
                 .map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
         })
         .collect()
+}
+
+/// The mini-batches of `update_epochs` passes over rollout rows `rows`: each pass shuffles the
+/// previous pass's order with `rng` and cuts it into `mini_batches` slices of equal size (the
+/// last shorter). Empty without rows.
+pub(crate) fn epoch_minibatches(
+    rows: &[usize],
+    update_epochs: usize,
+    mini_batches: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Vec<usize>> {
+    let mut order = rows.to_vec();
+    if order.is_empty() {
+        return Vec::new();
+    }
+    let size = order.len().div_ceil(mini_batches);
+    let mut batches = Vec::new();
+    for _ in 0..update_epochs {
+        order.shuffle(rng);
+        batches.extend(order.chunks(size).map(<[usize]>::to_vec));
+    }
+    batches
 }
 
 /// What one GRPO collection ([`grpo_episodes`]) gathered besides the learner's own storage.

@@ -29,12 +29,13 @@ use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaInput, VlaModel};
 use embodia_policies::{NoiseMethod, StochasticSteps, load_params, named_params};
 use embodia_sim::VecEnv;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
-use crate::ppo_flow::{GroupBatch, TimeSplit, gather_chains, grpo_episodes, ppo_group_loss, stochastic_step_groups};
+use crate::ppo_flow::{
+    GroupBatch, TimeSplit, epoch_minibatches, gather_chains, grpo_episodes, ppo_group_loss, stochastic_step_groups,
+};
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
     Adam, AdvantageEstimator, AlgoError, Checkpoint, EpisodeStats, FlowRlMethod, Learner, MetricRow, PpoFlowConfig,
@@ -272,24 +273,16 @@ impl VlaPpo {
     }
 
     fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
-        let mut order = self.rollout.used.clone();
+        let c = &self.config;
+        let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
         let mut sums = [0.0f64; 4];
-        if order.is_empty() {
-            return Ok(sums);
-        }
-        let size = order.len().div_ceil(self.config.mini_batches);
-        let mut count = 0.0;
-        for _ in 0..self.config.update_epochs {
-            order.shuffle(&mut self.rng);
-            for batch in order.clone().chunks(size) {
-                let stats = self.update_minibatch(batch, n)?;
-                for (s, x) in sums.iter_mut().zip(stats) {
-                    *s += x;
-                }
-                count += 1.0;
+        for batch in &batches {
+            let stats = self.update_minibatch(batch, n)?;
+            for (s, x) in sums.iter_mut().zip(stats) {
+                *s += x;
             }
         }
-        Ok(sums.map(|s| s / count))
+        Ok(sums.map(|s| if batches.is_empty() { s } else { s / batches.len() as f64 }))
     }
 }
 
