@@ -59,6 +59,17 @@ pub enum FlowRlMethod {
     Noise,
 }
 
+impl FlowRlMethod {
+    /// Which denoising steps are stochastic when `k_star` is the drawn one: that one
+    /// (Flow-SDE), or all of them (Flow-Noise).
+    pub(crate) fn stochastic_steps(self, k_star: usize) -> StochasticSteps {
+        match self {
+            FlowRlMethod::Sde => StochasticSteps::One(k_star),
+            FlowRlMethod::Noise => StochasticSteps::Joint,
+        }
+    }
+}
+
 /// What the value function reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -297,6 +308,24 @@ impl PpoFlowConfig {
         check_range("noise_anneal_iterations", self.noise_anneal_iterations, self.noise_anneal_iterations > 0, "≥ 1")
     }
 
+    /// The rollout sampler at training iteration `iteration`: Flow-SDE at the (annealed) noise
+    /// level, or Flow-Noise.
+    pub(crate) fn noise_method(&self, iteration: u64) -> NoiseMethod {
+        match self.method {
+            FlowRlMethod::Sde => NoiseMethod::Sde { level: self.noise_level_at(iteration) },
+            FlowRlMethod::Noise => NoiseMethod::Noise,
+        }
+    }
+
+    /// Flow-SDE's stochastic denoising step `k*` of one chunk step, uniform over the `k` steps
+    /// (the last one excluded with `ignore_last`).
+    pub(crate) fn draw_stochastic_step(&self, k: usize, rng: &mut ChaCha8Rng) -> usize {
+        match self.ignore_last {
+            true if k > 1 => rng.random_range(0..k - 1),
+            _ => rng.random_range(0..k),
+        }
+    }
+
     /// The SDE noise level `a` at training iteration `step` (RLinf `_get_noise_level`).
     pub fn noise_level_at(&self, step: u64) -> f64 {
         if !self.noise_anneal {
@@ -456,20 +485,6 @@ impl PpoFlow {
         self.last_split
     }
 
-    fn method(&self) -> NoiseMethod {
-        match self.config.method {
-            FlowRlMethod::Sde => NoiseMethod::Sde { level: self.config.noise_level_at(self.iterations) },
-            FlowRlMethod::Noise => NoiseMethod::Noise,
-        }
-    }
-
-    fn stochastic_steps(&self, k_star: usize) -> StochasticSteps {
-        match self.config.method {
-            FlowRlMethod::Sde => StochasticSteps::One(k_star),
-            FlowRlMethod::Noise => StochasticSteps::Joint,
-        }
-    }
-
     /// Noise tensor `[K + 1, n, H·D]` from the learner's generator.
     fn noise(&mut self, n: usize) -> Tensor<3> {
         let (k, hd) = (self.actor.policy.denoise_steps, self.actor.policy.chunk_width());
@@ -514,13 +529,15 @@ impl PpoFlow {
         let (od, k) = (self.actor.policy.obs_dim, self.actor.policy.denoise_steps);
         let n = raw_obs.len() / od;
         let obs = self.actor.normalized_obs(raw_obs);
-        let k_star = match self.config.ignore_last {
-            true if k > 1 => self.rng.random_range(0..k - 1),
-            _ => self.rng.random_range(0..k),
-        };
+        let k_star = self.config.draw_stochastic_step(k, &mut self.rng);
         let noise = self.noise(n);
         let obs_tensor = to_tensor(&obs, n, od, &self.device.clone().inner());
-        let sample = model.sample(obs_tensor.clone(), noise, self.method(), self.stochastic_steps(k_star));
+        let sample = model.sample(
+            obs_tensor.clone(),
+            noise,
+            self.config.noise_method(self.iterations),
+            self.config.method.stochastic_steps(k_star),
+        );
         let value = match critic {
             Some(critic) => critic.forward(obs_tensor),
             None => sample.value,
@@ -660,7 +677,7 @@ impl PpoFlow {
         let p = &self.actor.policy;
         let (od, hd, cd, k) = (p.obs_dim, p.chunk_width(), p.chunk * p.action_dim, p.denoise_steps);
         let d = self.device.clone();
-        let method = self.method();
+        let method = self.config.noise_method(self.iterations);
         let cfg = &self.config;
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.method);
@@ -679,10 +696,7 @@ impl PpoFlow {
                 old_v.push(r.values[idx]);
                 ret.push(r.returns[idx]);
             }
-            let steps = match cfg.method {
-                FlowRlMethod::Sde => StochasticSteps::One(g),
-                FlowRlMethod::Noise => StochasticSteps::Joint,
-            };
+            let steps = cfg.method.stochastic_steps(g);
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, m, hd]), &d);
             let obs = to_tensor(&obs, m, od, &d);
             let eval = self.model.evaluate_chain(obs.clone(), chains, method, steps);

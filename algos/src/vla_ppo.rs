@@ -27,7 +27,7 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaInput, VlaModel};
-use embodia_policies::{NoiseMethod, StochasticSteps, load_params, named_params};
+use embodia_policies::{load_params, named_params};
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -129,20 +129,6 @@ impl VlaPpo {
         self.last_split
     }
 
-    fn method(&self) -> NoiseMethod {
-        match self.config.method {
-            FlowRlMethod::Sde => NoiseMethod::Sde { level: self.config.noise_level_at(self.iterations) },
-            FlowRlMethod::Noise => NoiseMethod::Noise,
-        }
-    }
-
-    fn stochastic_steps(&self, k_star: usize) -> StochasticSteps {
-        match self.config.method {
-            FlowRlMethod::Sde => StochasticSteps::One(k_star),
-            FlowRlMethod::Noise => StochasticSteps::Joint,
-        }
-    }
-
     /// Samples one chunk for every environment from what it observes now with the rollout
     /// policy, appends the observation, chain, `k*` and log-probs to the rollout, and writes
     /// the chunk in environment units to `env_actions` (`[n, C, D]`).
@@ -155,16 +141,18 @@ impl VlaPpo {
     ) -> Result<(), AlgoError> {
         let (n, k, hd) = (env.num_envs(), self.actor.model.denoise_steps, self.actor.chunk.policy.chunk_width());
         self.actor.observe(env, cameras, &model.tokenizer(), &mut self.observation)?;
-        let k_star = match self.config.ignore_last {
-            true if k > 1 => self.rng.random_range(0..k - 1),
-            _ => self.rng.random_range(0..k),
-        };
+        let k_star = self.config.draw_stochastic_step(k, &mut self.rng);
         let mut noise = vec![0.0f32; (k + 1) * n * hd];
         fill_normal(&mut self.rng, &mut noise);
         let plain = self.device.clone().inner();
         let batch = model.prepare(&self.observation, &plain).map_err(vla_error)?;
         let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), &plain);
-        let sample = model.sample(&model.encode(&batch), noise, self.method(), self.stochastic_steps(k_star));
+        let sample = model.sample(
+            &model.encode(&batch),
+            noise,
+            self.config.noise_method(self.iterations),
+            self.config.method.stochastic_steps(k_star),
+        );
         self.actor.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, env_actions);
         let (o, r) = (&self.observation, &mut self.rollout);
         r.obs.images.extend_from_slice(&o.images);
@@ -228,7 +216,7 @@ impl VlaPpo {
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
         let layout = (m.chunk, m.action_dim);
         let d = self.device.clone();
-        let method = self.method();
+        let method = self.config.noise_method(self.iterations);
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.method);
         let mut total: Option<Tensor<1>> = None;
@@ -243,7 +231,12 @@ impl VlaPpo {
             let zeros = vec![0.0f32; rows];
             let batch = self.model.prepare(&self.gather_obs(members), &d).map_err(vla_error)?;
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, rows, hd]), &d);
-            let eval = self.model.evaluate_chain(&self.model.encode(&batch), chains, method, self.stochastic_steps(g));
+            let eval = self.model.evaluate_chain(
+                &self.model.encode(&batch),
+                chains,
+                method,
+                self.config.method.stochastic_steps(g),
+            );
             let group = GroupBatch {
                 log_prob: eval.log_prob,
                 entropy: eval.entropy,
