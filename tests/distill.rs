@@ -116,6 +116,12 @@ fn distill_trains_a_student_run_and_reports_both_policies() {
     fs::rename(&teacher, dir.join("moved")).unwrap();
     let o = embodia(&["eval", "--run", student.to_str().unwrap(), "--episodes", "1"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // `train --resume` distills further from the saved student and the teacher it holds.
+    let saved = checkpoint_bytes(&student);
+    let o = embodia(&["train", "--resume", student.to_str().unwrap(), "--steps", "30", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(metric_steps(&student), vec![10, 20, 30], "one more iteration of 10 gradient steps");
+    assert_ne!(checkpoint_bytes(&student), saved, "the resumed run trained the student further");
 
     // Bad teachers: not a run, and a run without a flow policy (the student itself).
     let o = embodia(&["distill", "--run", dir.join("nothing").to_str().unwrap(), "--quiet"]);
@@ -153,6 +159,13 @@ fn distill_steps_stretch_the_learning_rate_schedule() {
     assert_eq!(decay(Some(20), &[]), (20, DistillConfig::default().warmup_steps + 1));
     assert_eq!(decay(Some(20), &["algo.warmup_steps=5"]), (20, 20));
     fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The files of a run's checkpoint directory, in name order.
+fn checkpoint_bytes(run: &Path) -> Vec<Vec<u8>> {
+    let mut files: Vec<PathBuf> = fs::read_dir(run.join("checkpoint")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files.iter().map(|f| fs::read(f).unwrap()).collect()
 }
 
 /// Rows of a run's metrics.csv after the header, as their first field (steps).
@@ -211,9 +224,11 @@ fn distill_during_rl_writes_a_student_run_that_eval_export_and_resume_accept() {
     let o = embodia(&["eval", "--run", student.to_str().unwrap(), "--episodes", "2", "--json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = dir.join("export");
-    let o = embodia(&["export", "--run", student.to_str().unwrap(), "--format", "rust", "--out", out.to_str().unwrap()]);
+    let o =
+        embodia(&["export", "--run", student.to_str().unwrap(), "--format", "rust", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = embodia(&["export", "--run", rl.to_str().unwrap(), "--format", "c", "--out", dir.join("x").to_str().unwrap()]);
+    let o =
+        embodia(&["export", "--run", rl.to_str().unwrap(), "--format", "c", "--out", dir.join("x").to_str().unwrap()]);
     assert!(!o.status.success() && text(&o.stderr).contains("student"), "{}", text(&o.stderr));
 
     // Resume continues both: one more RL iteration, one more block of student steps.
@@ -228,7 +243,16 @@ fn distill_during_rl_writes_a_student_run_that_eval_export_and_resume_accept() {
 fn distill_during_rl_is_refused_for_non_flow_algorithms_and_bad_settings() {
     let dir = scratch_dir("alongside-bad");
     let run = dir.join("ppo");
-    let o = embodia(&["train", "--task", "reach", "--algo", "ppo", "--distill-during-rl", "--run-dir", run.to_str().unwrap()]);
+    let o = embodia(&[
+        "train",
+        "--task",
+        "reach",
+        "--algo",
+        "ppo",
+        "--distill-during-rl",
+        "--run-dir",
+        run.to_str().unwrap(),
+    ]);
     let stderr = text(&o.stderr);
     assert!(!o.status.success() && stderr.contains("--distill-during-rl") && stderr.contains("`ppo`"), "{stderr}");
     assert!(!run.exists(), "nothing is created");

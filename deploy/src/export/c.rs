@@ -2,7 +2,7 @@
 //! arrays, the forward pass uses two stack buffers of the widest layer and no allocation, and
 //! the only libm calls are `expf` and `tanhf`.
 
-use super::{ActionHead, Activation, PolicySpec, float_list};
+use super::{ActionHead, Activation, EXPORT_OUTPUT_BLOCK, PolicySpec, float_list};
 
 /// Header file name.
 pub const HEADER: &str = "embodia_policy.h";
@@ -44,19 +44,25 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
     if !spec.state_offsets.is_empty() {
         // Relative action dimensions: the present state obs[STATE_COLUMN]·STATE_SCALE is added
         // back (column −1: absolute).
-        let columns: Vec<String> = spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
+        let columns: Vec<String> =
+            spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
         let scales: Vec<f32> = spec.state_offsets.iter().map(|s| s.map_or(0.0, |s| s.scale)).collect();
-        src.push_str(&format!("static const int STATE_COLUMN[{}] = {{ {} }};
-", columns.len(), columns.join(", ")));
+        src.push_str(&format!(
+            "static const int STATE_COLUMN[{}] = {{ {} }};
+",
+            columns.len(),
+            columns.join(", ")
+        ));
         src.push_str(&array("STATE_SCALE", &scales));
     }
     for (i, l) in spec.layers.iter().enumerate() {
-        // Transposed to [out, in]: each output's dot product reads both operands contiguously,
-        // which a Cortex-M4 does with post-incrementing loads (15% fewer instructions at -O2).
-        let transposed: Vec<f32> =
-            (0..l.output).flat_map(|o| (0..l.input).map(move |k| l.weight[k * l.output + o])).collect();
-        src.push_str(&format!("/* layer {i}: [{}, {}] transposed to [out, in], row-major */\n", l.input, l.output));
-        src.push_str(&array(&format!("W{i}"), &transposed));
+        src.push_str(&format!(
+            "/* layer {i}: [{}, {}] as blocks of {EXPORT_OUTPUT_BLOCK} outputs, [in, {EXPORT_OUTPUT_BLOCK}] each, then the last {} outputs as [out, in] rows */\n",
+            l.input,
+            l.output,
+            l.output % EXPORT_OUTPUT_BLOCK
+        ));
+        src.push_str(&array(&format!("W{i}"), &l.blocked_weights()));
         src.push_str(&array(&format!("B{i}"), &l.bias));
     }
     let activation = match spec.activation {
@@ -64,16 +70,8 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
         Activation::Relu => "(s > 0.0f ? s : 0.0f)",
         Activation::Elu => "(s > 0.0f ? s : expf(s) - 1.0f)",
     };
-    src.push_str(&format!(
-        "/* y = act(x·W + b), W stored [out, in] row-major. */\n\
-         static void dense(const float *w, const float *b, int in, int out, const float *x, float *y, int activate) {{\n\
-         \x20   int o, k;\n\
-         \x20   for (o = 0; o < out; ++o) {{\n\
-         \x20       float s = b[o];\n\
-         \x20       for (k = 0; k < in; ++k) s += x[k] * w[o * in + k];\n\
-         \x20       y[o] = activate ? {activation} : s;\n\
-         \x20   }}\n}}\n\n"
-    ));
+    src.push_str(&format!("static float activate(float s) {{ return {activation}; }}\n\n"));
+    src.push_str(&dense_function());
     src.push_str(
         "void embodia_policy_forward(const float obs[EMBODIA_POLICY_OBS_DIM], float action[EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM]) {\n\
          \x20   float a[MAX_WIDTH], b[MAX_WIDTH];\n    int j;\n",
@@ -116,4 +114,31 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
 
 fn array(name: &str, values: &[f32]) -> String {
     format!("static const float {name}[{}] = {{\n{}\n}};\n\n", values.len(), float_list(values, "f", "    "))
+}
+
+/// The C dense layer over [`Dense::blocked_weights`].
+fn dense_function() -> String {
+    let b = EXPORT_OUTPUT_BLOCK;
+    let list = |f: &dyn Fn(usize) -> String, sep: &str| (0..b).map(f).collect::<Vec<_>>().join(sep);
+    format!(
+        "/* y = act(x·W + b), W in blocks of {b} outputs (see the layer comments). */\n\
+         static void dense(const float *w, const float *b, int in, int out, const float *x, float *y, int act) {{\n\
+         \x20   int o = 0, k;\n\
+         \x20   for (; o + {b} <= out; o += {b}) {{\n\
+         \x20       float {init};\n\
+         \x20       for (k = 0; k < in; ++k, w += {b}) {{\n\
+         \x20           const float xk = x[k];\n\
+         \x20           {accumulate}\n\
+         \x20       }}\n\
+         \x20       {store}\n\
+         \x20   }}\n\
+         \x20   for (; o < out; ++o) {{\n\
+         \x20       float s = b[o];\n\
+         \x20       for (k = 0; k < in; ++k) s += x[k] * *w++;\n\
+         \x20       y[o] = act ? activate(s) : s;\n\
+         \x20   }}\n}}\n\n",
+        init = list(&|j| format!("s{j} = b[o + {j}]"), ", "),
+        accumulate = list(&|j| format!("s{j} += xk * w[{j}];"), " "),
+        store = list(&|j| format!("y[o + {j}] = act ? activate(s{j}) : s{j};"), " "),
+    )
 }

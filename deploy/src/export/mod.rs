@@ -127,7 +127,27 @@ impl Dense {
             y[o] = s;
         }
     }
+
+    /// `weight` as the generated C and Rust forward passes read it: for each block of
+    /// [`EXPORT_OUTPUT_BLOCK`] outputs, `[input, EXPORT_OUTPUT_BLOCK]` (one input's weights
+    /// together, so the block's accumulators share each load of the input and the weights
+    /// stream in order), then the remaining `output % EXPORT_OUTPUT_BLOCK` outputs as
+    /// `[output, input]` rows.
+    pub fn blocked_weights(&self) -> Vec<f32> {
+        let (b, n) = (EXPORT_OUTPUT_BLOCK, self.output);
+        let blocked = n - n % b;
+        let blocks =
+            (0..blocked).step_by(b).flat_map(|o0| (0..self.input).flat_map(move |k| (o0..o0 + b).map(move |o| (k, o))));
+        let rows = (blocked..n).flat_map(|o| (0..self.input).map(move |k| (k, o)));
+        blocks.chain(rows).map(|(k, o)| self.weight[k * n + o]).collect()
+    }
 }
+
+/// Outputs per block of the generated C and Rust forward passes: 8 accumulators, the input
+/// and the weight being multiplied fit the Cortex-M4F's 32 single-precision registers. On it
+/// blocks of 4 / 8 / 16 take 3.96 / 3.64 / 3.63 instructions per multiply-add (one output at a
+/// time: 5.1), because each input is loaded once per block instead of once per output.
+pub const EXPORT_OUTPUT_BLOCK: usize = 8;
 
 /// Outputs per register block of [`Dense::apply`]: 32 floats are 8 SSE or 4 AVX registers.
 pub const OUTPUT_BLOCK: usize = 32;
@@ -193,7 +213,12 @@ impl PolicySpec {
         }
         if let Some(n) = &self.normalizer {
             if n.mean.len() != self.obs_dim || n.std.len() != self.obs_dim {
-                return bad(format!("normalizer has {}/{} features, obs_dim is {}", n.mean.len(), n.std.len(), self.obs_dim));
+                return bad(format!(
+                    "normalizer has {}/{} features, obs_dim is {}",
+                    n.mean.len(),
+                    n.std.len(),
+                    self.obs_dim
+                ));
             }
             if n.std.iter().any(|&s| !(s > 0.0 && s.is_finite())) || n.mean.iter().any(|m| !m.is_finite()) {
                 return bad("normalizer has a non-finite mean or a non-positive std".into());
@@ -255,8 +280,11 @@ impl PolicySpec {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut uniform = |n: usize, r: f32| -> Vec<f32> { (0..n).map(|_| rng.random_range(-r..r)).collect() };
         let obs_dim = widths[0];
-        let normalizer =
-            ObsNormalizer { mean: uniform(obs_dim, 1.0), std: uniform(obs_dim, 1.0).iter().map(|u| 1.5 + u).collect(), clip: 5.0 };
+        let normalizer = ObsNormalizer {
+            mean: uniform(obs_dim, 1.0),
+            std: uniform(obs_dim, 1.0).iter().map(|u| 1.5 + u).collect(),
+            clip: 5.0,
+        };
         let layers = widths
             .windows(2)
             .map(|w| {

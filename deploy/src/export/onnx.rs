@@ -46,15 +46,26 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
             x = match spec.activation {
                 Activation::Tanh => g.node("Tanh", &[&x], &out),
                 Activation::Relu => g.node("Relu", &[&x], &out),
-                Activation::Elu => g.node_with("Elu", &[&x], &out, Message::default().string(1, "alpha").float(2, 1.0).int(20, ATTRIBUTE_FLOAT)),
+                Activation::Elu => g.node_with(
+                    "Elu",
+                    &[&x],
+                    &out,
+                    Message::default().string(1, "alpha").float(2, 1.0).int(20, ATTRIBUTE_FLOAT),
+                ),
             };
         }
     }
     let out = spec.output_dim();
     if spec.layers[last].output > out {
         // The squashed head's network also outputs log standard deviations: keep the means.
-        let int64 = |g: &mut Graph, name: &str, v: i64| g.initializer(name, tensor(name, &[1], INT64).bytes(9, &v.to_le_bytes()));
-        let (starts, ends, axes) = (int64(&mut g, "mean_start", 0), int64(&mut g, "mean_end", spec.action_dim as i64), int64(&mut g, "mean_axis", 1));
+        let int64 = |g: &mut Graph, name: &str, v: i64| {
+            g.initializer(name, tensor(name, &[1], INT64).bytes(9, &v.to_le_bytes()))
+        };
+        let (starts, ends, axes) = (
+            int64(&mut g, "mean_start", 0),
+            int64(&mut g, "mean_end", spec.action_dim as i64),
+            int64(&mut g, "mean_axis", 1),
+        );
         x = g.node("Slice", &[&x, &starts, &ends, &axes], "action_mean");
     }
     if !spec.state_offsets.is_empty() {
@@ -80,7 +91,8 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, Vec<u8>)> {
         }
         ActionHead::SquashedAffine => {
             // low + 0.5·(tanh(u) + 1)·(high − low), in the order PolicySpec::forward rounds.
-            let range: Vec<f32> = tiled(&spec.action_low).iter().zip(tiled(&spec.action_high)).map(|(l, h)| h - l).collect();
+            let range: Vec<f32> =
+                tiled(&spec.action_low).iter().zip(tiled(&spec.action_high)).map(|(l, h)| h - l).collect();
             let range = g.constant("action_range", &[out], &range);
             let (one, half) = (g.constant("one", &[], &[1.0]), g.constant("half", &[], &[0.5]));
             x = g.node("Tanh", &[&x], "action_squashed");
@@ -153,7 +165,12 @@ impl Graph {
     }
 
     fn node_with_attributes(&mut self, op: &str, inputs: &[&str], output: &str, attribute: Option<Message>) -> String {
-        let mut n = inputs.iter().fold(Message::default(), |m, i| m.string(1, i)).string(2, output).string(3, output).string(4, op);
+        let mut n = inputs
+            .iter()
+            .fold(Message::default(), |m, i| m.string(1, i))
+            .string(2, output)
+            .string(3, output)
+            .string(4, op);
         if let Some(a) = attribute {
             n = n.message(5, a);
         }

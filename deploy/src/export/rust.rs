@@ -2,7 +2,7 @@
 //! libm): weights in `static` arrays, scratch on the stack, and `exp`/`tanh` implemented in
 //! the module (f32, Cody–Waite range reduction and a degree-7 polynomial, ≈1e-7 relative).
 
-use super::{ActionHead, Activation, PolicySpec, float_list};
+use super::{ActionHead, Activation, EXPORT_OUTPUT_BLOCK, PolicySpec, float_list};
 
 /// Module file name.
 pub const MODULE: &str = "embodia_policy.rs";
@@ -56,14 +56,20 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
     if !spec.state_offsets.is_empty() {
         // Relative action dimensions: the present state obs[STATE_COLUMN]·STATE_SCALE is added
         // back (column −1: absolute).
-        let columns: Vec<String> = spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
+        let columns: Vec<String> =
+            spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
         let scales: Vec<f32> = spec.state_offsets.iter().map(|s| s.map_or(0.0, |s| s.scale)).collect();
         s.push_str(&format!("static STATE_COLUMN: [i32; {}] = [{}];\n", columns.len(), columns.join(", ")));
         s.push_str(&array("STATE_SCALE", &scales));
     }
     for (i, l) in spec.layers.iter().enumerate() {
-        s.push_str(&format!("// layer {i}: [{}, {}], row-major\n", l.input, l.output));
-        s.push_str(&array(&format!("W{i}"), &l.weight));
+        s.push_str(&format!(
+            "// layer {i}: [{}, {}] as blocks of BLOCK outputs, [in, BLOCK] each, then the last {} outputs as [out, in] rows\n",
+            l.input,
+            l.output,
+            l.output % EXPORT_OUTPUT_BLOCK
+        ));
+        s.push_str(&array(&format!("W{i}"), &l.blocked_weights()));
         s.push_str(&array(&format!("B{i}"), &l.bias));
     }
     let activation = match spec.activation {
@@ -73,16 +79,38 @@ pub fn render(spec: &PolicySpec) -> Vec<(String, String)> {
     };
     s.push_str(&format!(
         "
-/// y = act(x·W + b), W [in, out] row-major.
+/// Outputs that share each load of an input (see the layer comments).
+const BLOCK: usize = {block};
+
 #[inline]
-fn dense(w: &[f32], b: &[f32], x: &[f32], y: &mut [f32], activate: bool) {{
+fn activate(s: f32) -> f32 {{
+    {activation}
+}}
+
+/// y = act(x·W + b), W in blocks of BLOCK outputs.
+#[inline]
+fn dense(w: &[f32], b: &[f32], x: &[f32], y: &mut [f32], act: bool) {{
     let out = b.len();
-    for (o, yo) in y[..out].iter_mut().enumerate() {{
-        let mut s = b[o];
-        for (k, xk) in x.iter().enumerate() {{
-            s += xk * w[k * out + o];
+    let blocked = out - out % BLOCK;
+    let (blocks, rows) = w.split_at(blocked * x.len());
+    for ((wb, bb), yb) in blocks.chunks_exact(BLOCK * x.len()).zip(b.chunks_exact(BLOCK)).zip(y.chunks_exact_mut(BLOCK)) {{
+        let mut s = [0.0f32; BLOCK];
+        s.copy_from_slice(bb);
+        for (wk, xk) in wb.chunks_exact(BLOCK).zip(x) {{
+            for j in 0..BLOCK {{
+                s[j] += xk * wk[j];
+            }}
         }}
-        *yo = if activate {{ {activation} }} else {{ s }};
+        for j in 0..BLOCK {{
+            yb[j] = if act {{ activate(s[j]) }} else {{ s[j] }};
+        }}
+    }}
+    for ((wr, bo), yo) in rows.chunks_exact(x.len()).zip(&b[blocked..]).zip(&mut y[blocked..out]) {{
+        let mut s = *bo;
+        for (wk, xk) in wr.iter().zip(x) {{
+            s += xk * wk;
+        }}
+        *yo = if act {{ activate(s) }} else {{ s }};
     }}
 }}
 
@@ -93,7 +121,8 @@ pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; CHUNK * ACTION_DIM]) {{
     let mut b = [0.0f32; MAX_WIDTH];
     for j in 0..OBS_DIM {{
 ",
-        2 * spec.max_width()
+        2 * spec.max_width(),
+        block = EXPORT_OUTPUT_BLOCK,
     ));
     if spec.normalizer.is_some() {
         s.push_str(
@@ -119,7 +148,9 @@ pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; CHUNK * ACTION_DIM]) {{
                  let ({mutable}u, lo, hi) = ({out}[j], ACTION_LOW[d], ACTION_HIGH[d]);\n"
             ));
             if !spec.state_offsets.is_empty() {
-                s.push_str("        if STATE_COLUMN[d] >= 0 { u = u + obs[STATE_COLUMN[d] as usize] * STATE_SCALE[d]; }\n");
+                s.push_str(
+                    "        if STATE_COLUMN[d] >= 0 { u = u + obs[STATE_COLUMN[d] as usize] * STATE_SCALE[d]; }\n",
+                );
             }
             s.push_str("        action[j] = if u < lo { lo } else if u > hi { hi } else { u };\n");
         }
