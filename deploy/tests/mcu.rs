@@ -250,3 +250,52 @@ fn rltools_dense_layers_reproduce_the_reference_forward_on_the_same_firmware() {
         );
     }
 }
+
+/// The issue-7 comparison table: C, Rust `no_std` and RLtools on the two [64, 64] ReLU policies
+/// (instructions per pass, median of 9 inputs; per multiply-add; what the policy adds to flash and
+/// static RAM; its stack). Run with `RLTOOLS_INCLUDE=… cargo test --release -p embodia-deploy
+/// --test mcu -- --ignored --nocapture comparison_table`.
+#[test]
+#[ignore = "measurement: prints the comparison table"]
+fn comparison_table() {
+    let Some(tc) = toolchain("comparison_table") else { return };
+    let cases = [
+        ("26-64-64-8 ReLU squashed", quadrotor_sac()),
+        ("3-64-64-1 ReLU clip, normalized", policy(3, &[64, 64], 1, Activation::Relu, ActionHead::Clip, true)),
+    ];
+    eprintln!("| policy | implementation | instr/pass | instr/MAC | flash B | RAM B | stack B | vs C |");
+    eprintln!("|---|---|---|---|---|---|---|---|");
+    for (name, spec) in cases {
+        let macs: usize = spec.layers.iter().map(|l| l.input * l.output).sum();
+        let obs = observations(&spec, 4.0);
+        let mut c_median = None;
+        for (label, implementation) in
+            [("C", Implementation::C), ("Rust no_std", Implementation::Rust), ("RLtools", Implementation::RlTools)]
+        {
+            let dir = scratch(&format!("table-{label}").replace(' ', "-"));
+            let measured = mcu::build(&spec, &obs[..9 * spec.obs_dim], implementation, &dir).and_then(|fw| {
+                let counts = mcu::count_instructions(&tc, &fw)?;
+                let out = mcu::run(&fw)?;
+                Ok((fw, out, median(&counts)))
+            });
+            let _ = std::fs::remove_dir_all(&dir);
+            let (fw, out, m) = match measured {
+                Ok(r) => r,
+                Err(e @ McuError::ToolMissing { .. }) => {
+                    eprintln!("| {name} | {label} | SKIPPED: {e} |");
+                    continue;
+                }
+                Err(e) => panic!("{name} {label}: {e}"),
+            };
+            let base = *c_median.get_or_insert(m);
+            eprintln!(
+                "| {name} | {label} | {m} | {:.2} | {} | {} | {} | {:.2} |",
+                m as f64 / macs as f64,
+                fw.policy.flash(),
+                fw.policy.ram(),
+                out.policy_stack_bytes,
+                m as f64 / base as f64
+            );
+        }
+    }
+}
