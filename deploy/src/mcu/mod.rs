@@ -9,7 +9,9 @@
 //! float bits; [`count_instructions`] counts the instructions of each forward pass from QEMU's
 //! one-instruction-per-block execution trace (QEMU models no cycle timing, and its DWT cycle
 //! counter does not count). [`Implementation::Rust`] links the `no_std` Rust export, built for
-//! `thumbv7em-none-eabihf`, into the same firmware instead of the C one.
+//! `thumbv7em-none-eabihf`, into the same firmware instead of the C one;
+//! [`Implementation::RlTools`] links a C++ policy whose dense layers are RLtools' ARM code
+//! ([`rltools`]), to compare the two libraries' inference on the same chip, weights and inputs.
 //!
 //! Equivalent shell build of the C firmware, from a directory holding the files [`build`]
 //! writes:
@@ -27,12 +29,14 @@ use std::time::{Duration, Instant};
 
 use crate::export::{self, ExportError, Format, PolicySpec, float_list};
 
+pub mod rltools;
+
 /// The firmware sources, as (file name, contents).
 const FIRMWARE: [(&str, &str); 4] = [
-    ("startup.c", include_str!("../firmware/cortex-m4f/startup.c")),
-    ("semihosting.h", include_str!("../firmware/cortex-m4f/semihosting.h")),
-    ("main.c", include_str!("../firmware/cortex-m4f/main.c")),
-    ("mps2_an386.ld", include_str!("../firmware/cortex-m4f/mps2_an386.ld")),
+    ("startup.c", include_str!("../../firmware/cortex-m4f/startup.c")),
+    ("semihosting.h", include_str!("../../firmware/cortex-m4f/semihosting.h")),
+    ("main.c", include_str!("../../firmware/cortex-m4f/main.c")),
+    ("mps2_an386.ld", include_str!("../../firmware/cortex-m4f/mps2_an386.ld")),
 ];
 
 /// Code generation for a Cortex-M4 with the FPv4-SP FPU, floats passed in FPU registers.
@@ -70,6 +74,9 @@ pub enum McuError {
     /// The firmware printed something other than the expected actions.
     #[error("firmware output: {0}")]
     Output(String),
+    /// The implementation cannot run this policy.
+    #[error("{0}")]
+    Unsupported(String),
     /// Exporting the policy failed.
     #[error(transparent)]
     Export(#[from] ExportError),
@@ -128,6 +135,10 @@ pub enum Implementation {
     /// `embodia_policy.rs` (`no_std`), compiled with `rustc --target thumbv7em-none-eabihf` as
     /// a static library behind the C header's function.
     Rust,
+    /// `embodia_policy_rltools.cpp`: the C export's normalization and action head around
+    /// RLtools' ARM OPT dense layers, compiled with `arm-none-eabi-g++ -std=c++17` against the
+    /// headers in `RLTOOLS_INCLUDE` ([`rltools`]). ReLU and tanh policies only.
+    RlTools,
 }
 
 /// Sizes from `arm-none-eabi-size`, bytes.
@@ -188,7 +199,9 @@ pub struct RunOutput {
 }
 
 /// Writes the firmware for `spec` into `dir` (created; must be empty or absent) with the fixed
-/// raw observations `inputs` (`[n, obs_dim]`), and builds it with `implementation`.
+/// raw observations `inputs` (`[n, obs_dim]`), and builds it with `implementation`. The checks
+/// that need no tool (the policy, the inputs, [`Implementation::RlTools`]'s activation and
+/// include directory) come before anything is written.
 pub fn build(
     spec: &PolicySpec,
     inputs: &[f32],
@@ -207,6 +220,13 @@ pub fn build(
     if let Some(i) = inputs.iter().position(|x| !x.is_finite()) {
         return Err(ExportError::Invalid(format!("input value {i} is {}, not a finite number", inputs[i])).into());
     }
+    let rltools_include = match implementation {
+        Implementation::RlTools => {
+            rltools::check(spec)?;
+            Some(rltools::include_dir()?)
+        }
+        _ => None,
+    };
     export::write_export(spec, Format::C, dir)?;
     for (name, text) in FIRMWARE {
         write(&dir.join(name), text)?;
@@ -235,6 +255,10 @@ pub fn build(
     let policy_src = match implementation {
         Implementation::C => "embodia_policy.c".to_string(),
         Implementation::Rust => build_rust_policy(spec, dir)?,
+        Implementation::RlTools => match &rltools_include {
+            Some(include) => rltools::build_policy(spec, include, dir)?,
+            None => return Err(McuError::Unsupported("RLtools' include directory was not found".into())),
+        },
     };
     let link = |out: &str, policy: &str| -> Result<PathBuf, McuError> {
         let mut cmd = Command::new("arm-none-eabi-gcc");
