@@ -409,8 +409,9 @@ enum BenchCommand {
         json: bool,
     },
     /// Exported policies on an emulated Cortex-M4F (QEMU mps2-an386, arm-none-eabi-gcc):
-    /// actions vs embodia's, instructions per forward pass, flash / RAM / stack. Default cases:
-    /// a [64, 64] MLP (pendulum PPO) and the quadrotor-hover SAC policy, freshly initialized.
+    /// actions vs embodia's, instructions and estimated cycles per forward pass, flash / RAM /
+    /// stack. Default cases: a [64, 64] MLP (pendulum PPO, ELU and ReLU) and the quadrotor-hover
+    /// SAC policy, freshly initialized.
     Mcu {
         /// Trained runs to measure as well (repeatable).
         #[arg(long)]
@@ -418,6 +419,11 @@ enum BenchCommand {
         /// Also measure the no_std Rust export (needs `rustup target add thumbv7em-none-eabihf`).
         #[arg(long)]
         rust: bool,
+        /// Also run the same policies with RLtools' ARM dense layers (its headers in
+        /// RLTOOLS_INCLUDE: `export RLTOOLS_INCLUDE="$(bash bench/rltools_include.sh)"`); ELU
+        /// policies are skipped, RLtools has no ELU.
+        #[arg(long)]
+        rltools: bool,
         /// Keep the firmware build directories here instead of a temporary directory.
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
@@ -829,7 +835,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Deploy { run, hz, seconds, faults, seed, json } } => {
             bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
         }
-        Command::Bench { bench: BenchCommand::Mcu { run, rust, keep, json } } => bench_mcu(&run, rust, keep, json),
+        Command::Bench { bench: BenchCommand::Mcu { run, rust, rltools, keep, json } } => {
+            bench_mcu(&run, rust, rltools, keep, json)
+        }
         Command::Deploy(args) => deploy(&args),
         Command::Calibrate { port, robot, out, seconds } => calibrate(&port, &robot, out, seconds),
         Command::ServoEmulator { robot } => servo_emulator(&robot),
@@ -1692,19 +1700,21 @@ fn bench_deploy(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: 
     Ok(())
 }
 
-fn bench_mcu(runs: &[PathBuf], rust: bool, keep: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+fn bench_mcu(runs: &[PathBuf], rust: bool, rltools: bool, keep: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
     use embodia::deploy::mcu::{Implementation, OPT_FLAGS, Toolchain};
-    use embodia::mcu_bench::{CHECKED_INPUTS, COUNTED_INPUTS, default_cases, describe, measure, run_case};
+    use embodia::mcu_bench::{CHECKED_INPUTS, COUNTED_INPUTS, McuCase, default_cases, describe, measure, run_case};
     let toolchain = Toolchain::find()?;
     println!(
         "bench mcu: Cortex-M4F on QEMU {}.{} mps2-an386, {} ({}, hard float); instructions counted from \
          QEMU's one-instruction-per-block execution trace over {COUNTED_INPUTS} observations (QEMU models no \
-         cycle timing; its DWT cycle counter does not count); actions checked on {CHECKED_INPUTS} observations; \
-         µs@168MHz = median instructions at 1 per cycle, a lower bound",
+         cycle timing; its DWT cycle counter does not count); cycles estimated from the Cortex-M4 manual's \
+         instruction timings without memory wait states (taken branches 1 + {}); actions checked on \
+         {CHECKED_INPUTS} observations; µs@168MHz = estimated cycles at the Crazyflie's clock",
         toolchain.qemu_version.0,
         toolchain.qemu_version.1,
         toolchain.gcc_version,
-        OPT_FLAGS.join(" ")
+        OPT_FLAGS.join(" "),
+        embodia::deploy::mcu::cycles::BRANCH_REFILL
     );
     let mut cases = default_cases()?;
     for r in runs {
@@ -1712,11 +1722,16 @@ fn bench_mcu(runs: &[PathBuf], rust: bool, keep: Option<PathBuf>, json: bool) ->
     }
     let work =
         keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("embodia-bench-mcu-{}", std::process::id())));
-    let implementations: &[Implementation] =
-        if rust { &[Implementation::C, Implementation::Rust] } else { &[Implementation::C] };
+    let mut implementations = vec![Implementation::C];
+    implementations.extend(rust.then_some(Implementation::Rust));
+    implementations.extend(rltools.then_some(Implementation::RlTools));
+    let runs_on = |case: &McuCase, implementation: Implementation| {
+        implementation != Implementation::RlTools || embodia::deploy::mcu::rltools::check(&case.spec).is_ok()
+    };
     let figures: Result<Vec<_>, _> = cases
         .iter()
         .flat_map(|case| implementations.iter().map(move |&implementation| (case, implementation)))
+        .filter(|&(case, implementation)| runs_on(case, implementation))
         .map(|(case, implementation)| measure(&toolchain, case, implementation, &work))
         .collect();
     if keep.is_none() {

@@ -55,7 +55,7 @@ pub struct McuCase {
 pub struct McuFigures {
     /// Case name.
     pub name: String,
-    /// `C` or `Rust`.
+    /// `C`, `Rust` or `RlTools`.
     pub implementation: String,
     /// Layer widths, e.g. `26-64-64-8 relu`.
     pub shape: String,
@@ -65,9 +65,14 @@ pub struct McuFigures {
     pub instructions: [u64; 3],
     /// Median instructions per multiply-add.
     pub instructions_per_mac: f64,
-    /// Median instructions / 168 MHz, µs: the time at one instruction per cycle, a lower bound
-    /// for a Cortex-M4 (FPU loads take 2 cycles, taken branches 2–4; flash wait states aside).
-    pub us_at_168mhz_one_ipc: f64,
+    /// Median estimated cycles per forward pass (Cortex-M4 timings, memory without wait states:
+    /// [`embodia_deploy::mcu::cycles`]).
+    pub cycles: u64,
+    /// Median estimated cycles per multiply-add.
+    pub cycles_per_mac: f64,
+    /// Median estimated cycles / 168 MHz, µs: the Crazyflie's clock; flash wait states would
+    /// add to it.
+    pub us_at_168mhz: f64,
     /// Worst |firmware − reference| / max(1, |reference|) over [`CHECKED_INPUTS`] actions.
     pub max_relative_error: f32,
     /// Flash the policy adds (code, weights, its libm functions), bytes.
@@ -98,7 +103,8 @@ pub fn run_case(dir: &Path) -> Result<McuCase, McuBenchError> {
 }
 
 /// The default cases: a [64, 64] MLP (PPO's default network on pendulum: ELU, observation
-/// normalization, clipped action) and the quadrotor-hover SAC policy of its preset.
+/// normalization, clipped action), the same with ReLU (which RLtools can run too), and the
+/// quadrotor-hover SAC policy of its preset.
 pub fn default_cases() -> Result<Vec<McuCase>, McuBenchError> {
     // A small replay buffer: only the actor is exported; the preset's 1M transitions take ~250 MB.
     let overrides = ["algo.buffer_size=1000".to_string()];
@@ -107,6 +113,7 @@ pub fn default_cases() -> Result<Vec<McuCase>, McuBenchError> {
     };
     Ok(vec![
         preset_case("mlp-64x64 (pendulum ppo)", &preset("pendulum", "ppo", &[])?)?,
+        preset_case("mlp-64x64 relu (pendulum ppo)", &preset("pendulum", "ppo", &["algo.activation=relu".into()])?)?,
         preset_case("quadrotor-hover-sac", &preset("quadrotor-hover", "sac", &overrides)?)?,
     ])
 }
@@ -140,9 +147,15 @@ pub fn measure(
     }
     let counted_obs = &case.observations[..COUNTED_INPUTS * spec.obs_dim];
     let counted = mcu::build(spec, counted_obs, implementation, &work.join(format!("{tag}-count")))?;
-    let mut counts = mcu::count_instructions(toolchain, &counted)?;
-    counts.sort_unstable();
+    let costs = mcu::pass_costs(toolchain, &counted)?;
+    let median_of = |f: fn(&mcu::PassCost) -> u64| {
+        let mut v: Vec<u64> = costs.iter().map(f).collect();
+        v.sort_unstable();
+        v
+    };
+    let counts = median_of(|c| c.instructions);
     let median = counts[counts.len() / 2];
+    let cycles = median_of(|c| c.cycles)[costs.len() / 2];
     let macs: usize = spec.layers.iter().map(|l| l.input * l.output).sum();
     let widths: Vec<String> =
         [spec.obs_dim].into_iter().chain(spec.layers.iter().map(|l| l.output)).map(|w| w.to_string()).collect();
@@ -158,7 +171,9 @@ pub fn measure(
         macs,
         instructions: [counts[0], median, counts[counts.len() - 1]],
         instructions_per_mac: median as f64 / macs as f64,
-        us_at_168mhz_one_ipc: median as f64 / CRAZYFLIE_MHZ,
+        cycles,
+        cycles_per_mac: cycles as f64 / macs as f64,
+        us_at_168mhz: cycles as f64 / CRAZYFLIE_MHZ,
         max_relative_error,
         policy_flash: checked.policy.flash(),
         policy_ram: checked.policy.ram(),
@@ -171,17 +186,21 @@ fn sanitize(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
-/// The figures as a table, one line per case.
+/// The figures as a table, one line per case and implementation; `×C` is the estimated cycles
+/// relative to the C export of the same case.
 pub fn describe(figures: &[McuFigures]) -> String {
     let mut s = format!(
-        "{:<30} {:<4} {:<16} {:>6} {:>23} {:>9} {:>9} {:>8} {:>8} {:>7} {:>9}\n",
+        "{:<30} {:<7} {:<16} {:>6} {:>19} {:>9} {:>8} {:>9} {:>9} {:>5} {:>8} {:>6} {:>7} {:>8}\n",
         "policy",
         "impl",
         "shape",
         "MACs",
-        "instr/pass min/med/max",
+        "instr min/med/max",
         "instr/MAC",
+        "cycles",
+        "cyc/MAC",
         "µs@168MHz",
+        "×C",
         "flash B",
         "RAM B",
         "stack B",
@@ -189,15 +208,20 @@ pub fn describe(figures: &[McuFigures]) -> String {
     );
     for f in figures {
         let [lo, med, hi] = f.instructions;
+        let c = figures.iter().find(|c| c.name == f.name && c.implementation == "C");
+        let ratio = c.map_or("-".to_string(), |c| format!("{:.2}", f.cycles as f64 / c.cycles as f64));
         s.push_str(&format!(
-            "{:<30} {:<4} {:<16} {:>6} {:>23} {:>9.2} {:>9.0} {:>8} {:>8} {:>7} {:>9.1e}\n",
+            "{:<30} {:<7} {:<16} {:>6} {:>19} {:>9.2} {:>8} {:>9.2} {:>9.0} {:>5} {:>8} {:>6} {:>7} {:>8.1e}\n",
             f.name,
             f.implementation,
             f.shape,
             f.macs,
             format!("{lo}/{med}/{hi}"),
             f.instructions_per_mac,
-            f.us_at_168mhz_one_ipc,
+            f.cycles,
+            f.cycles_per_mac,
+            f.us_at_168mhz,
+            ratio,
             f.policy_flash,
             f.policy_ram,
             f.policy_stack,

@@ -364,8 +364,11 @@ fn cli_exports_every_format_and_reports_bad_runs() {
     let dir = scratch_dir("cli");
     let run = trained(&dir, ppo(Activation::Elu, true));
     let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
-    let formats =
-        [("c", vec!["embodia_policy.c", "embodia_policy.h"]), ("rust", vec!["embodia_policy.rs"]), ("onnx", vec!["model.onnx"])];
+    let formats = [
+        ("c", vec!["embodia_policy.c", "embodia_policy.h"]),
+        ("rust", vec!["embodia_policy.rs"]),
+        ("onnx", vec!["model.onnx"]),
+    ];
     for (format, files) in formats {
         let out = dir.join(format);
         let o =
@@ -404,15 +407,18 @@ fn bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let json = stdout.lines().find(|l| l.starts_with('[')).expect("a JSON line");
     let figures: Vec<serde_json::Value> = serde_json::from_str(json).unwrap();
-    // The two default cases, then the run: PPO's 3-32-24-1 tanh network on pendulum.
-    assert_eq!(figures.len(), 3, "{stdout}");
-    let f = &figures[2];
+    // The three default cases, then the run: PPO's 3-32-24-1 tanh network on pendulum.
+    assert_eq!(figures.len(), 4, "{stdout}");
+    let f = &figures[3];
     assert_eq!(f["shape"], "3-32-24-1 tanh");
     assert!(f["max_relative_error"].as_f64().unwrap() <= 1e-5, "{f}");
     let macs = (3 * 32 + 32 * 24 + 24) as f64;
     assert_eq!(f["macs"].as_f64().unwrap(), macs);
     let median = f["instructions"][1].as_f64().unwrap();
     assert!(median > 2.0 * macs && median < 40.0 * macs, "{f}");
+    // Every instruction takes at least one cycle; tanhf's divisions and the branches take more.
+    let cycles = f["cycles"].as_f64().unwrap();
+    assert!(cycles > median && cycles < 2.0 * median, "{f}");
     let weights = 4.0 * (macs + 32.0 + 24.0 + 1.0);
     assert!(f["policy_flash"].as_f64().unwrap() > weights, "{f}");
     fs::remove_dir_all(&dir).unwrap();
@@ -433,7 +439,10 @@ fn cli_act_and_run_onnx_agree() {
     fs::write(&obs_file, format!("# raw observations\n{}\n", rows.join("\n"))).unwrap();
     let embodia = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).output().unwrap();
     let parse = |out: &[u8]| -> Vec<f32> {
-        String::from_utf8_lossy(out).lines().flat_map(|l| l.split(',').map(|t| t.parse::<f32>().unwrap()).collect::<Vec<_>>()).collect()
+        String::from_utf8_lossy(out)
+            .lines()
+            .flat_map(|l| l.split(',').map(|t| t.parse::<f32>().unwrap()).collect::<Vec<_>>())
+            .collect()
     };
     let o = embodia(&["act", "--run", run.to_str().unwrap(), "--obs", obs_file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -448,7 +457,11 @@ fn cli_act_and_run_onnx_agree() {
         assert_close("embodia run-onnx (tract)", &parse(&o.stdout), &want);
     } else {
         assert!(!o.status.success());
-        assert!(String::from_utf8_lossy(&o.stderr).contains("--features tract"), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--features tract"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 
     let bad = dir.join("bad.csv");

@@ -122,9 +122,10 @@ fn dense_function() -> String {
     let list = |f: &dyn Fn(usize) -> String, sep: &str| (0..b).map(f).collect::<Vec<_>>().join(sep);
     format!(
         "/* y = act(x·W + b), W in blocks of {b} outputs (see the layer comments). */\n\
-         static void dense(const float *w, const float *b, int in, int out, const float *x, float *y, int act) {{\n\
-         \x20   int o = 0, k;\n\
-         \x20   for (; o + {b} <= out; o += {b}) {{\n\
+         static inline void dense(const float *w, const float *b, int in, int out, const float *x, float *y, int act) {{\n\
+         \x20   const int blocked = out - out % {b};\n\
+         \x20   int o, k;\n\
+         \x20   for (o = 0; o < blocked; o += {b}) {{\n\
          \x20       float {init};\n\
          \x20       for (k = 0; k < in; ++k, w += {b}) {{\n\
          \x20           const float xk = x[k];\n\
@@ -132,7 +133,7 @@ fn dense_function() -> String {
          \x20       }}\n\
          \x20       {store}\n\
          \x20   }}\n\
-         \x20   for (; o < out; ++o) {{\n\
+         \x20   for (o = blocked; o < out; ++o) {{\n\
          \x20       float s = b[o];\n\
          \x20       for (k = 0; k < in; ++k) s += x[k] * *w++;\n\
          \x20       y[o] = act ? activate(s) : s;\n\

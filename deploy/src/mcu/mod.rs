@@ -6,9 +6,10 @@
 //! observations, and compiles it with Debian's `arm-none-eabi-gcc` for a Cortex-M4 with its
 //! single-precision FPU (`-mfpu=fpv4-sp-d16 -mfloat-abi=hard`, newlib-nano's `expf`/`tanhf`).
 //! [`run`] boots it on `qemu-system-arm -M mps2-an386` and reads the actions back as exact
-//! float bits; [`count_instructions`] counts the instructions of each forward pass from QEMU's
-//! one-instruction-per-block execution trace (QEMU models no cycle timing, and its DWT cycle
-//! counter does not count). [`Implementation::Rust`] links the `no_std` Rust export, built for
+//! float bits; [`pass_costs`] counts the instructions of each forward pass from QEMU's
+//! one-instruction-per-block execution trace and estimates their cycles from the Cortex-M4's
+//! instruction timings ([`cycles`]; QEMU models no cycle timing, and its DWT cycle counter does
+//! not count). [`Implementation::Rust`] links the `no_std` Rust export, built for
 //! `thumbv7em-none-eabihf`, into the same firmware instead of the C one;
 //! [`Implementation::RlTools`] links a C++ policy whose dense layers are RLtools' ARM code
 //! ([`rltools`]), to compare the two libraries' inference on the same chip, weights and inputs.
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use crate::export::{self, ExportError, Format, PolicySpec, float_list};
 
+pub mod cycles;
 pub mod rltools;
 
 /// The firmware sources, as (file name, contents).
@@ -326,11 +328,22 @@ pub fn run(firmware: &Firmware) -> Result<RunOutput, McuError> {
     Ok(RunOutput { actions: main.0, policy_stack_bytes: main.1.saturating_sub(baseline.1) })
 }
 
-/// Instructions of each forward pass, one per input, counted from QEMU's execution trace with
-/// one instruction per translation block: the instructions executed between entering
+/// The cost of one forward pass on the emulated Cortex-M4F.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassCost {
+    /// Instructions executed, counted from QEMU's trace.
+    pub instructions: u64,
+    /// Estimated cycles of those instructions ([`cycles::CycleModel`]: the manual's timings,
+    /// memory without wait states).
+    pub cycles: u64,
+}
+
+/// The cost of each forward pass, one per input, from QEMU's execution trace with one
+/// instruction per translation block: the instructions executed between entering
 /// `bench_begin` and entering `bench_end` (the call, the pass and the return; about five of
-/// them are the markers' own). Writes the trace to `firmware.elf`'s directory and removes it.
-pub fn count_instructions(toolchain: &Toolchain, firmware: &Firmware) -> Result<Vec<u64>, McuError> {
+/// them are the markers' own), and their estimated cycles. Writes the trace to
+/// `firmware.elf`'s directory and removes it.
+pub fn pass_costs(toolchain: &Toolchain, firmware: &Firmware) -> Result<Vec<PassCost>, McuError> {
     let symbols = symbol_addresses(&firmware.elf)?;
     let address = |name: &str| {
         symbols
@@ -340,34 +353,37 @@ pub fn count_instructions(toolchain: &Toolchain, firmware: &Firmware) -> Result<
             .ok_or_else(|| McuError::Output(format!("no symbol `{name}`")))
     };
     let (begin, end) = (address("bench_begin")?, address("bench_end")?);
+    let model = cycles::CycleModel::of_elf(&firmware.elf)?;
     let log = firmware.elf.with_extension("trace");
     let log_arg = log.display().to_string();
     let mut args = toolchain.one_instruction_per_block();
     args.extend(["-d", "exec,nochain", "-D", &log_arg]);
     qemu(&firmware.elf, &args)?;
     let file = fs::File::open(&log).map_err(io(&log))?;
-    let mut counts = Vec::new();
-    let mut since_begin: Option<u64> = None;
+    let mut costs = Vec::new();
+    let mut pass: Option<Vec<u64>> = None;
     for line in BufReader::new(file).lines() {
         let line = line.map_err(io(&log))?;
         let Some(pc) = traced_pc(&line) else { continue };
         if pc == begin {
-            since_begin = Some(0);
+            pass = Some(Vec::new());
         } else if pc == end {
-            counts.extend(since_begin.take());
-        } else if let Some(c) = since_begin.as_mut() {
-            *c += 1;
+            if let Some(pcs) = pass.take() {
+                costs.push(PassCost { instructions: pcs.len() as u64, cycles: model.cycles(&pcs, end) });
+            }
+        } else if let Some(pcs) = pass.as_mut() {
+            pcs.push(pc);
         }
     }
     let _ = fs::remove_file(&log);
-    if counts.len() != firmware.inputs {
+    if costs.len() != firmware.inputs {
         return Err(McuError::Output(format!(
             "the trace shows {} forward passes, expected {}",
-            counts.len(),
+            costs.len(),
             firmware.inputs
         )));
     }
-    Ok(counts)
+    Ok(costs)
 }
 
 /// The guest PC of a `-d exec` line: `Trace 0: 0x7f.. [cs_base/pc/flags/cflags] symbol`.
