@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{CPU_FLAGS, McuError, OPT_FLAGS, run_tool, write};
-use crate::export::{ActionHead, Activation, PolicySpec, float_list, float_literal};
+use crate::export::{Activation, PolicySpec, c, float_list};
 
 /// The environment variable naming the directory that holds RLtools' `rl_tools/` headers.
 pub const INCLUDE_ENV: &str = "RLTOOLS_INCLUDE";
@@ -81,7 +81,7 @@ pub fn render(spec: &PolicySpec) -> Result<String, McuError> {
          // action head around RLtools' ARM OPT dense-layer evaluate; the weights are constexpr\n\
          // arrays (flash) behind constexpr layers with const parameters, as RLtools' persist_code\n\
          // emits them.\n\
-         #include <cmath>\n\
+         #include <math.h>\n\
          #include <rl_tools/operations/arm.h>\n\
          #include <rl_tools/nn/layers/dense/operations_arm/opt.h>\n\
          extern \"C\" {{\n#include \"embodia_policy.h\"\n}}\n\n\
@@ -100,20 +100,7 @@ pub fn render(spec: &PolicySpec) -> Result<String, McuError> {
         source = spec.source,
         width = spec.max_width(),
     );
-    if let Some(n) = &spec.normalizer {
-        src.push_str(&array("OBS_MEAN", &n.mean));
-        src.push_str(&array("OBS_STD", &n.std));
-        src.push_str(&format!("constexpr float OBS_CLIP = {}f;\n\n", float_literal(n.clip)));
-    }
-    src.push_str(&array("ACTION_LOW", &spec.action_low));
-    src.push_str(&array("ACTION_HIGH", &spec.action_high));
-    if !spec.state_offsets.is_empty() {
-        let columns: Vec<String> =
-            spec.state_offsets.iter().map(|s| s.map_or(-1, |s| s.column as i64).to_string()).collect();
-        let scales: Vec<f32> = spec.state_offsets.iter().map(|s| s.map_or(0.0, |s| s.scale)).collect();
-        src.push_str(&format!("constexpr int STATE_COLUMN[{}] = {{ {} }};\n", columns.len(), columns.join(", ")));
-        src.push_str(&array("STATE_SCALE", &scales));
-    }
+    src.push_str(&c::constants(spec));
     let last = spec.layers.len() - 1;
     for (i, l) in spec.layers.iter().enumerate() {
         let transposed: Vec<f32> =
@@ -142,18 +129,9 @@ pub fn render(spec: &PolicySpec) -> Result<String, McuError> {
          \x20   float a[MAX_WIDTH], b[MAX_WIDTH];\n\
          \x20   DEVICE device;\n\
          \x20   rlt::nn::layers::dense::Buffer buffer;\n\
-         \x20   bool rng = false; // the dense layer draws no random numbers\n\
-         \x20   for (int j = 0; j < EMBODIA_POLICY_OBS_DIM; ++j) {\n",
+         \x20   bool rng = false; // the dense layer draws no random numbers\n",
     );
-    if spec.normalizer.is_some() {
-        src.push_str(
-            "        float z = (obs[j] - OBS_MEAN[j]) / OBS_STD[j];\n        \
-             a[j] = z < -OBS_CLIP ? -OBS_CLIP : (z > OBS_CLIP ? OBS_CLIP : z);\n",
-        );
-    } else {
-        src.push_str("        a[j] = obs[j];\n");
-    }
-    src.push_str("    }\n");
+    src.push_str(&c::normalize_observation(spec));
     for (i, l) in spec.layers.iter().enumerate() {
         let (x, y) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
         src.push_str(&format!(
@@ -165,24 +143,8 @@ pub fn render(spec: &PolicySpec) -> Result<String, McuError> {
             output = l.output,
         ));
     }
-    let out = if spec.layers.len() % 2 == 0 { "a" } else { "b" };
-    src.push_str("    for (int j = 0; j < EMBODIA_POLICY_CHUNK * EMBODIA_POLICY_ACTION_DIM; ++j) {\n");
-    match spec.head {
-        ActionHead::Clip => {
-            src.push_str(&format!(
-                "        int d = j % EMBODIA_POLICY_ACTION_DIM;\n        \
-                 float u = {out}[j], lo = ACTION_LOW[d], hi = ACTION_HIGH[d];\n"
-            ));
-            if !spec.state_offsets.is_empty() {
-                src.push_str("        if (STATE_COLUMN[d] >= 0) u = u + obs[STATE_COLUMN[d]] * STATE_SCALE[d];\n");
-            }
-            src.push_str("        action[j] = u < lo ? lo : (u > hi ? hi : u);\n");
-        }
-        ActionHead::SquashedAffine => src.push_str(&format!(
-            "        action[j] = ACTION_LOW[j] + 0.5f * (std::tanh({out}[j]) + 1.0f) * (ACTION_HIGH[j] - ACTION_LOW[j]);\n"
-        )),
-    }
-    src.push_str("    }\n}\n");
+    src.push_str(&c::action_head(spec, c::network_output(spec)));
+    src.push_str("}\n");
     Ok(src)
 }
 
@@ -203,14 +165,10 @@ pub(super) fn build_policy(spec: &PolicySpec, include: &Path, dir: &Path) -> Res
     Ok(OBJECT.into())
 }
 
-fn array(name: &str, values: &[f32]) -> String {
-    format!("constexpr float {name}[{}] = {{\n{}\n}};\n\n", values.len(), float_list(values, "f", "    "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::Dense;
+    use crate::export::{ActionHead, Dense};
     use crate::mcu::{Implementation, build};
 
     fn spec(activation: Activation) -> PolicySpec {
