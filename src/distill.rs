@@ -127,6 +127,9 @@ pub struct DistillReport {
     pub episodes: usize,
     /// Evaluation seeds.
     pub eval_seeds: Vec<u64>,
+    /// Whether both policies sampled their initial noise (`--stochastic`) instead of acting
+    /// from their fixed noise.
+    pub stochastic: bool,
     /// Teacher success.
     pub teacher_success: Option<SuccessFigures>,
     /// Student success.
@@ -143,17 +146,19 @@ pub struct DistillReport {
     pub latency_ratio: f64,
 }
 
-/// Success of `learner` on `config`'s task: `episodes` deterministic episodes per seed.
+/// Success of `learner` on `config`'s task: `episodes` episodes per seed, deterministic or
+/// with sampled noise.
 fn success(
     learner: &dyn Learner,
     config: &TrainConfig,
     episodes: usize,
     seeds: &[u64],
+    stochastic: bool,
 ) -> Result<Option<SuccessFigures>, RunError> {
     let mut env = embodia_sim::make_with(&config.task, episodes, config.env.as_ref())?;
     let (mut per_seed, mut returns) = (Vec::new(), 0.0);
     for &seed in seeds {
-        let r = evaluate(learner, env.as_mut(), seed, false)?;
+        let r = evaluate(learner, env.as_mut(), seed, stochastic)?;
         returns += r.mean_return;
         match r.success_rate {
             Some(s) => per_seed.push(s),
@@ -189,9 +194,25 @@ fn act_latency(learner: &dyn Learner, config: &TrainConfig, calls: usize) -> Res
     time_calls(calls, || Ok(learner.act(&obs, &mut actions, None)?))
 }
 
-/// Compares the student run `student` with its teacher: success over `episodes` episodes
-/// for each of `seeds` evaluation seeds, and latency over `calls` calls (see the module docs).
-pub fn report(student: &Path, episodes: usize, seeds: u64, calls: usize) -> Result<DistillReport, RunError> {
+/// What [`report`] measures.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportSettings {
+    /// Episodes per evaluation seed.
+    pub episodes: usize,
+    /// Evaluation seeds.
+    pub seeds: u64,
+    /// Timed calls per latency figure.
+    pub calls: usize,
+    /// Both policies sample their initial noise each call, as flow policies are usually run,
+    /// instead of acting from their fixed noise (on push-t the fixed noise deadlocks).
+    pub stochastic: bool,
+}
+
+/// Compares the student run `student` with its teacher: success over `settings.episodes`
+/// episodes for each of `settings.seeds` evaluation seeds, and latency over `settings.calls`
+/// calls (see the module docs).
+pub fn report(student: &Path, settings: ReportSettings) -> Result<DistillReport, RunError> {
+    let ReportSettings { episodes, seeds, calls, stochastic } = settings;
     let (config, student_learner) = load_learner(student)?;
     let AlgoConfig::Distill(c) = &config.algo else {
         return Err(RunError::Io { path: student.display().to_string(), message: "is not a distill run".into() });
@@ -203,8 +224,8 @@ pub fn report(student: &Path, episodes: usize, seeds: u64, calls: usize) -> Resu
         .policy
         .denoise_steps;
     let eval_seeds: Vec<u64> = (0..seeds).map(|s| config.seed + EVAL_SEED_OFFSET + s).collect();
-    let teacher_success = success(teacher.as_ref(), &config, episodes, &eval_seeds)?;
-    let student_success = success(student_learner.as_ref(), &config, episodes, &eval_seeds)?;
+    let teacher_success = success(teacher.as_ref(), &config, episodes, &eval_seeds, stochastic)?;
+    let student_success = success(student_learner.as_ref(), &config, episodes, &eval_seeds, stochastic)?;
     let teacher_latency = act_latency(teacher.as_ref(), &config, calls)?;
     let student_latency = act_latency(student_learner.as_ref(), &config, calls)?;
     let spec: PolicySpec = crate::export::policy_of_run(student)
@@ -227,6 +248,7 @@ pub fn report(student: &Path, episodes: usize, seeds: u64, calls: usize) -> Resu
         teacher_steps,
         episodes,
         eval_seeds,
+        stochastic,
         teacher_success,
         student_success,
         latency_calls: calls,
@@ -245,7 +267,8 @@ pub fn describe(r: &DistillReport) -> String {
     );
     let seeds: Vec<String> = r.eval_seeds.iter().map(|s| s.to_string()).collect();
     s.push_str(&format!(
-        "success, deterministic, {} episodes per evaluation seed (seeds {}):\n",
+        "success, {}, {} episodes per evaluation seed (seeds {}):\n",
+        if r.stochastic { "sampled noise" } else { "deterministic" },
         r.episodes,
         seeds.join(", ")
     ));

@@ -94,6 +94,10 @@ enum Command {
         /// Timed calls per latency figure.
         #[arg(long, default_value_t = 10_000)]
         latency_calls: usize,
+        /// Evaluate teacher and student with freshly sampled noise at every call instead of
+        /// their fixed noise (flow policies whose fixed-noise mode stalls, e.g. on push-t).
+        #[arg(long)]
+        stochastic: bool,
         /// Also print the report as one JSON object.
         #[arg(long)]
         json: bool,
@@ -728,6 +732,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             eval_episodes,
             eval_seeds,
             latency_calls,
+            stochastic,
             json,
             quiet,
         } => {
@@ -739,7 +744,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 steps,
                 overrides: set,
             };
-            distill(&req, out, eval_episodes, eval_seeds, latency_calls, json, quiet)
+            let settings = embodia::distill::ReportSettings {
+                episodes: eval_episodes,
+                seeds: eval_seeds,
+                calls: latency_calls,
+                stochastic,
+            };
+            distill(&req, out, settings, json, quiet)
         }
         Command::Export { run, format, out } => {
             let format = embodia::deploy::export::Format::parse(&format).expect("clap checked the format");
@@ -924,15 +935,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn distill(
     req: &embodia::distill::DistillRequest,
     out: Option<PathBuf>,
-    episodes: usize,
-    seeds: u64,
-    calls: usize,
+    settings: embodia::distill::ReportSettings,
     json: bool,
     quiet: bool,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
-    anyhow::ensure!(seeds > 0, "invalid value for `--eval-seeds`: 0 (allowed: ≥ 1)");
-    anyhow::ensure!(calls > 0, "invalid value for `--latency-calls`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(settings.episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(settings.seeds > 0, "invalid value for `--eval-seeds`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(settings.calls > 0, "invalid value for `--latency-calls`: 0 (allowed: ≥ 1)");
     let config = embodia::distill::distill_config(req)?;
     let dir = out.unwrap_or_else(|| {
         let teacher = req.teacher.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -965,7 +974,7 @@ fn distill(
         dir.display(),
         start.elapsed().as_secs_f64()
     );
-    let report = embodia::distill::report(&dir, episodes, seeds, calls)?;
+    let report = embodia::distill::report(&dir, settings)?;
     print!("{}", embodia::distill::describe(&report));
     if json {
         println!("{}", serde_json::to_string(&report)?);

@@ -104,6 +104,15 @@ fn distill_trains_a_student_run_and_reports_both_policies() {
         assert!(median > 0.0 && p99 >= median, "{who}: {json}");
     }
     assert_eq!(json["teacher_steps"], 3);
+    assert_eq!(json["stochastic"], false);
+
+    // `--stochastic`: both policies sample their noise; same episodes, other actions.
+    let settings = embodia::distill::ReportSettings { episodes: 3, seeds: 2, calls: 10, stochastic: true };
+    let sampled = embodia::distill::report(&student, settings).unwrap();
+    assert!(embodia::distill::describe(&sampled).contains("success, sampled noise"));
+    let deterministic_return = json["teacher_success"]["mean_return"].as_f64().unwrap();
+    let sampled_return = sampled.teacher_success.as_ref().unwrap().mean_return;
+    assert_ne!(sampled_return, deterministic_return, "sampled noise changed nothing");
 
     // The student is a run: config, metrics with one row per iteration, checkpoint, eval.json.
     assert!(fs::read_to_string(student.join("config.toml")).unwrap().contains("algorithm = \"distill\""));
