@@ -60,6 +60,38 @@ fn push_t_scene_reports_full_coverage_only_when_the_t_sits_on_its_goal() {
     }
 }
 
+/// A T drawn beyond the table's edge falls: the episode ends as failed (terminated, no
+/// success) within a few steps, before its observations leave the range of a resting scene.
+#[test]
+fn push_t_ends_the_episode_when_the_block_leaves_the_table() {
+    let mut config = task_config("push-t").unwrap();
+    let tee = &mut config.scene.objects[0];
+    (tee.x, tee.y, tee.min_ee_distance) = ([0.6, 0.6], [0.0, 0.0], 0.0);
+    let mut e = env("push-t", config, 1).unwrap();
+    e.reset(1);
+    let action = vec![0.0; e.action_spec().bounds.dim()];
+    let mut steps = 0;
+    loop {
+        e.step(&action).unwrap();
+        steps += 1;
+        let b = e.buffers();
+        assert!(b.obs.iter().all(|x| x.abs() < 10.0), "step {steps}: {:?}", b.obs);
+        if b.terminated[0] == 1.0 {
+            assert_eq!(b.success[0], 0.0);
+            break;
+        }
+        assert!(steps < 10, "the falling block did not end the episode");
+    }
+    // On the table, nothing ends the episode early.
+    let mut e = env("push-t", task_config("push-t").unwrap(), 4).unwrap();
+    e.reset(1);
+    let action = vec![0.0; 4 * e.action_spec().bounds.dim()];
+    for _ in 0..20 {
+        e.step(&action).unwrap();
+        assert!(e.buffers().terminated.iter().all(|&t| t == 0.0));
+    }
+}
+
 #[test]
 fn objects_reset_resting_on_the_table_within_their_ranges() {
     for name in ["pick-cube", "pick-cube-so101", "push-t"] {
@@ -221,7 +253,8 @@ fn recorded_expert_episodes_replay_to_the_same_rewards_and_outcomes() {
     // seeded from the batch seed, so a fresh batch reproduces it).
     let mut e = env("reach", task_config("reach").unwrap(), envs).unwrap();
     e.reset(3);
-    let first = &demos.episodes.iter().find(|ep| ep.observations[..demos.obs_dim] == e.buffers().obs[..demos.obs_dim]).unwrap();
+    let first =
+        &demos.episodes.iter().find(|ep| ep.observations[..demos.obs_dim] == e.buffers().obs[..demos.obs_dim]).unwrap();
     let ad = demos.action_dim;
     let mut actions = vec![0.0; envs * ad];
     for t in 0..first.len() {
@@ -291,7 +324,8 @@ fn grasp_gated_goal_reward_pays_from_the_grasp_and_equals_the_lift_gated_one_in_
     use embodia_sim::rapier::task::{RewardKind, RewardTerm};
     let rewards_of = |kind: RewardKind| {
         let mut config = task_config("pick-cube-ee").unwrap();
-        config.rewards = [("r".to_string(), RewardTerm::new(kind, 1.0).std(0.3).min_height(0.01))].into_iter().collect();
+        config.rewards =
+            [("r".to_string(), RewardTerm::new(kind, 1.0).std(0.3).min_height(0.01))].into_iter().collect();
         record_expert(&mut env("pick-cube-ee", config, 1).unwrap(), 1, 3).unwrap().episodes.remove(0)
     };
     let grasped = rewards_of(RewardKind::ObjectGrasped);
@@ -316,7 +350,8 @@ fn grasp_gated_goal_reward_pays_from_the_grasp_and_equals_the_lift_gated_one_in_
     let mut config = task_config("pick-cube-ee").unwrap();
     config.action.gripper = None;
     config.observations.policy.retain(|t| t.term != ObsKind::GripperOpening);
-    config.rewards = [("r".into(), RewardTerm::new(RewardKind::GraspedObjectGoalDistanceTanh, 1.0))].into_iter().collect();
+    config.rewards =
+        [("r".into(), RewardTerm::new(RewardKind::GraspedObjectGoalDistanceTanh, 1.0))].into_iter().collect();
     let err = env("pick-cube-ee", config, 1).err().expect("needs a gripper").to_string();
     assert!(err.contains("grasped_object_goal_distance_tanh") && err.contains("env.action.gripper"), "{err}");
 }

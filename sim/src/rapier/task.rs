@@ -395,6 +395,12 @@ pub enum TerminationTerm {
     },
     /// The success term holds: the episode ends on success (Push-T).
     Success,
+    /// An object fell more than `drop` below the table top, m: it left the table, and in a
+    /// scene without a ground it would fall (and its observations grow) without end.
+    ObjectOffTable {
+        /// Depth below the table top, m.
+        drop: f32,
+    },
 }
 
 /// What counts as success.

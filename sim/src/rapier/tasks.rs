@@ -591,7 +591,8 @@ pub fn pick_cube_so101() -> TaskConfig {
 /// 10 Hz); actions move the puck's position target by up to 5 cm per step (0.5 m/s), PD drive
 /// 300 N/m, 30 N·s/m (the env sets absolute targets for a k_p 100, k_v 20 PD). Reward: the
 /// goal-coverage fraction (the env's is `clip(coverage / 0.95, 0, 1)`); the episode ends at 95%
-/// coverage (success), else after 300 steps (30 s), as in the env. The env is 2-D without
+/// coverage (success), else after 300 steps (30 s), as in the env, or when the block is pushed
+/// off the 0.9 m table (failure; the env's walls keep it in). The env is 2-D without
 /// gravity and with full velocity damping (the block stops when not pushed); here the block
 /// slides on a table with friction 0.5 (μ averaged with the block's), which also stops it at
 /// once.
@@ -647,7 +648,9 @@ pub fn push_t() -> TaskConfig {
             critic: None,
         },
         rewards: rewards(&[("coverage", RewardTerm::new(TCoverage, 1.0))]),
-        terminations: vec![TerminationTerm::Success],
+        // The env's walls keep the block in view; here a block pushed off the table ends the
+        // episode (failed) instead of falling forever below it.
+        terminations: vec![TerminationTerm::Success, TerminationTerm::ObjectOffTable { drop: 0.05 }],
         success: SuccessTerm::TCoverage { threshold: 0.95 },
         command: CommandConfig {
             target: Some([[0.0, 0.0], [0.0, 0.0], [height / 2.0, height / 2.0]]),

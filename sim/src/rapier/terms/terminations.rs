@@ -87,5 +87,13 @@ pub fn termination_system(term: &TerminationTerm, joint: usize, world: &mut Worl
             boxed_system(move |j: Res<Joints>| !(min..=max).contains(&j.q[joint]), world)
         }
         TerminationTerm::Success => boxed_system(|flags: Res<StepFlags>| flags.success, world),
+        TerminationTerm::ObjectOffTable { drop } => boxed_system(
+            move |s: SceneRead| {
+                let s = s.get();
+                let (p, floor) = (s.physics, s.spec.objects.table_top - drop);
+                (0..s.spec.config.scene.objects.len()).any(|i| p.objects.pose(&p.world, i).translation.z < floor)
+            },
+            world,
+        ),
     }
 }
