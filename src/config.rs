@@ -200,6 +200,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
         ("pick-cube-ee", "ppo") => include_str!("../assets/configs/pick-cube-ee-ppo.toml"),
+        ("push-t", "sft") => include_str!("../assets/configs/push-t-sft.toml"),
         ("pick-cube", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/pick-cube-ppo-flow.toml"),
         ("pick-cube-ee", "ppo-flow-sde" | "ppo-flow-noise") => {
             include_str!("../assets/configs/pick-cube-ee-ppo-flow.toml")
@@ -556,16 +557,41 @@ mod tests {
                 let config = resolve(&sources).unwrap_or_else(|e| panic!("{} {algorithm}: {e}", task.name));
                 let resolved = toml::Table::try_from(&config).unwrap();
                 let preset: toml::Table = toml::from_str(text).unwrap();
-                // TOML writes `-8` where the field is a float: compare numbers as numbers.
-                let number = |v: &toml::Value| v.as_float().or(v.as_integer().map(|i| i as f64));
-                for (key, value) in preset["algo"].as_table().into_iter().flatten() {
-                    let got = &resolved["algo"][key.as_str()];
-                    let same = got == value || number(got).is_some_and(|g| Some(g) == number(value));
-                    assert!(same, "{} {algorithm}: algo.{key} = {got}, preset {value}", task.name);
-                }
+                assert_sets(
+                    &toml::Value::Table(resolved),
+                    &toml::Value::Table(preset),
+                    &format!("{} {algorithm}", task.name),
+                );
                 checked += 1;
             }
         }
         assert!(checked >= 10, "{checked} presets");
+    }
+
+    /// Every value of `preset` is the same in `resolved`: nested tables and arrays of tables
+    /// key by key (the resolved ones also hold defaults), floats as the f32 they configure.
+    fn assert_sets(resolved: &toml::Value, preset: &toml::Value, path: &str) {
+        let number = |v: &toml::Value| v.as_float().or(v.as_integer().map(|i| i as f64));
+        match (resolved, preset) {
+            (toml::Value::Table(got), toml::Value::Table(want)) => {
+                for (key, value) in want {
+                    let got = got.get(key).unwrap_or_else(|| panic!("{path}.{key} is not a setting"));
+                    assert_sets(got, value, &format!("{path}.{key}"));
+                }
+            }
+            (toml::Value::Array(got), toml::Value::Array(want)) if want.iter().all(|v| v.is_table()) => {
+                assert_eq!(got.len(), want.len(), "{path}: {} entries, preset {}", got.len(), want.len());
+                for (k, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert_sets(g, w, &format!("{path}[{k}]"));
+                }
+            }
+            (got, want) => {
+                let same = got == want
+                    || number(got)
+                        .zip(number(want))
+                        .is_some_and(|(g, w)| (g as f32 - w as f32).abs() <= 1e-6 * w.abs() as f32);
+                assert!(same, "{path} = {got}, preset {want}");
+            }
+        }
     }
 }
