@@ -6,7 +6,8 @@
 #
 # Needs Debian's gcc-arm-none-eabi and qemu-system-arm (apt-get install gcc-arm-none-eabi
 # qemu-system-arm); the Rust rows need `rustup target add thumbv7em-none-eabihf`, the RLtools
-# rows its headers (bench/rltools_include.sh fetches the PyPI wheel).
+# rows its headers (bench/rltools_include.sh fetches the PyPI wheel) and Debian's
+# libstdc++-arm-none-eabi-newlib.
 #
 # Cases: a [64, 64] MLP (pendulum PPO: 3-64-64-1 ELU, observation normalization; and the same
 # with ReLU) and the quadrotor-hover SAC policy (26-64-64-8 ReLU, tanh-squashed rotor commands),

@@ -155,11 +155,13 @@ pub(super) fn build_policy(spec: &PolicySpec, include: &Path, dir: &Path) -> Res
     let mut cmd = Command::new("arm-none-eabi-g++");
     cmd.current_dir(dir).args(CPU_FLAGS).args(OPT_FLAGS).args(CXX_FLAGS).arg("-isystem").arg(include);
     cmd.args(["-c", SOURCE, "-o", OBJECT]);
+    const HINT: &str = "install Debian's gcc-arm-none-eabi and libstdc++-arm-none-eabi-newlib (the C++ headers)";
     run_tool(&mut cmd).map_err(|e| match e {
-        McuError::ToolMissing { tool, .. } => McuError::ToolMissing {
-            tool,
-            hint: "install Debian's gcc-arm-none-eabi and libstdc++-arm-none-eabi-newlib (the C++ headers)".into(),
-        },
+        McuError::ToolMissing { tool, .. } => McuError::ToolMissing { tool, hint: HINT.into() },
+        // gcc-arm-none-eabi comes without the C++ standard headers RLtools includes.
+        McuError::ToolFailed { output, .. } if output.contains("cstddef: No such file") => {
+            McuError::ToolMissing { tool: "arm-none-eabi C++ standard library headers".into(), hint: HINT.into() }
+        }
         e => e,
     })?;
     Ok(OBJECT.into())
