@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use embodia_deploy::export::{ActionHead, Activation, Dense, ObsNormalizer, PolicySpec, StateOffset};
-use embodia_deploy::mcu::{self, Implementation, McuError, Toolchain};
+use embodia_deploy::mcu::{self, Implementation, McuError, PassCost, Toolchain};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -168,16 +168,9 @@ fn c_firmware_reproduces_the_reference_forward_on_a_cortex_m4f() {
 #[test]
 fn instructions_per_forward_pass_scale_with_the_multiply_adds() {
     let Some(tc) = toolchain("instructions_per_forward_pass_scale_with_the_multiply_adds") else { return };
-    let count = |name: &str, spec: &PolicySpec| {
-        let dir = scratch(name);
-        let fw = mcu::build(spec, &observations(spec, 4.0)[..4 * spec.obs_dim], Implementation::C, &dir).unwrap();
-        let costs = mcu::pass_costs(&tc, &fw).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        costs
-    };
     let quad = quadrotor_sac();
     let macs: usize = quad.layers.iter().map(|l| l.input * l.output).sum();
-    let costs = count("count-quad", &quad);
+    let costs = count(&tc, "count-quad", &quad, Implementation::C).unwrap();
     let counts: Vec<u64> = costs.iter().map(|c| c.instructions).collect();
     assert_eq!(counts.len(), 4);
     // ReLU layers are data-independent; only the 4 output tanhf calls vary with the input.
@@ -188,7 +181,6 @@ fn instructions_per_forward_pass_scale_with_the_multiply_adds() {
     // at a time took 5.1, soft-float would take dozens.
     let per_mac = lo as f64 / macs as f64;
     assert!((3.0..4.2).contains(&per_mac), "{per_mac:.2} instructions per multiply-add ({counts:?})");
-    // Half the hidden width: about a quarter of the 64x64 layer's work goes away.
     // Estimated cycles: a weight load pipelined behind the previous load (1), vmul (1), vadd (1),
     // plus the loop's share and the branches' refills.
     let cycles_per_mac = costs[0].cycles as f64 / macs as f64;
@@ -196,7 +188,9 @@ fn instructions_per_forward_pass_scale_with_the_multiply_adds() {
         (per_mac..per_mac * 1.5).contains(&cycles_per_mac),
         "{cycles_per_mac:.2} cycles per multiply-add ({costs:?})"
     );
-    let small = count("count-small", &policy(26, &[32, 32], 4, Activation::Relu, ActionHead::SquashedAffine, false));
+    // Half the hidden width: about a quarter of the 64x64 layer's work goes away.
+    let small = policy(26, &[32, 32], 4, Activation::Relu, ActionHead::SquashedAffine, false);
+    let small = count(&tc, "count-small", &small, Implementation::C).unwrap();
     assert!(small[0].instructions * 2 < counts[0], "{small:?} vs {counts:?}");
     eprintln!(
         "quadrotor SAC policy: {costs:?} per pass ({per_mac:.2} instructions, {cycles_per_mac:.2} cycles per multiply-add)"
@@ -216,17 +210,23 @@ fn rust_no_std_export_runs_on_the_same_firmware() {
     }
 }
 
-/// Instructions of each forward pass of `spec` built with `implementation` (4 inputs).
-fn count(tc: &Toolchain, name: &str, spec: &PolicySpec, implementation: Implementation) -> Result<Vec<u64>, McuError> {
+/// The cost of each forward pass of `spec` built with `implementation` (4 inputs).
+fn count(
+    tc: &Toolchain,
+    name: &str,
+    spec: &PolicySpec,
+    implementation: Implementation,
+) -> Result<Vec<PassCost>, McuError> {
     let dir = scratch(name);
     let fw = mcu::build(spec, &observations(spec, 4.0)[..4 * spec.obs_dim], implementation, &dir)?;
     let costs = mcu::pass_costs(tc, &fw)?;
     std::fs::remove_dir_all(&dir).unwrap();
-    Ok(costs.iter().map(|c| c.instructions).collect())
+    Ok(costs)
 }
 
-fn median(counts: &[u64]) -> u64 {
-    let mut c = counts.to_vec();
+/// Median instructions per pass.
+fn median(costs: &[PassCost]) -> u64 {
+    let mut c: Vec<u64> = costs.iter().map(|c| c.instructions).collect();
     c.sort_unstable();
     c[c.len() / 2]
 }
