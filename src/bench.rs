@@ -183,15 +183,21 @@ pub struct FlowBenchSpec {
     pub task: String,
     /// Flow-RL variant (`ppo-flow-sde`, `ppo-flow-noise`) or `dppo` (from a diffusion SFT).
     pub algorithm: String,
-    /// Successful scripted demonstrations for SFT.
-    pub demos: usize,
-    /// SFT gradient steps.
-    pub sft_steps: u64,
-    /// Wall-time budget of flow RL, seconds.
+    /// Successful scripted demonstrations for SFT (default: the task's `sft` preset, as
+    /// `embodia train --algo sft` uses).
+    pub demos: Option<usize>,
+    /// SFT gradient steps (default: the task's `sft` preset).
+    pub sft_steps: Option<u64>,
+    /// `--set key=value` overrides of the SFT run (`algo.*` of `sft`), in order.
+    pub sft_overrides: Vec<String>,
+    /// Wall-time budget of flow RL, seconds; RL stops at whichever budget it reaches first.
     pub rl_seconds: f64,
+    /// Env-step budget of flow RL.
+    pub rl_steps: Option<u64>,
     /// Parallel environments of flow RL (replaces `algo.num_envs` when set).
     pub num_envs: Option<usize>,
-    /// Deterministic evaluation episodes for S0, S1 and the baseline.
+    /// Evaluation episodes for S0, S1 and the baseline, each run twice: deterministic (fixed
+    /// noise) and with sampled noise.
     pub eval_episodes: usize,
     /// Seed of demonstrations, networks and environments.
     pub seed: u64,
@@ -226,8 +232,12 @@ pub struct FlowBenchResult {
     pub sft_seconds: f64,
     /// Success rate of the SFT policy (deterministic, `eval_episodes` episodes).
     pub sft_success: f64,
-    /// Success rate after flow RL (same protocol).
+    /// Success rate of the SFT policy when every chunk samples its noise (same episodes).
+    pub sft_success_sampled: f64,
+    /// Success rate after flow RL (deterministic, same episodes).
     pub rl_success: f64,
+    /// Success rate after flow RL with sampled noise (same episodes).
+    pub rl_success_sampled: f64,
     /// Environment steps of flow RL.
     pub rl_env_steps: u64,
     /// Wall seconds of flow RL (without the evaluations).
@@ -247,13 +257,13 @@ pub struct FlowBenchResult {
     pub baseline_env_steps: Option<u64>,
 }
 
-/// SFT of the default flow policy on `demos` scripted demonstrations for `sft_steps` gradient
-/// steps, evaluation (S0), then flow RL from that policy for `rl_seconds` of wall time,
-/// evaluation (S1), and optionally the Gaussian PPO baseline. Evaluations run `eval_episodes`
-/// deterministic episodes from the evaluation seed.
+/// SFT of the task's flow policy (its `sft` preset, with the spec's demos, steps and overrides),
+/// evaluation (S0), then flow RL from that policy until its wall-time or env-step budget is spent,
+/// evaluation (S1), and optionally the Gaussian PPO baseline. Every evaluation runs
+/// `eval_episodes` episodes from the evaluation seed twice: with fixed noise and with sampled noise.
 pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
     use crate::config::{AlgoConfig, ConfigSources, resolve};
-    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Learner, PpoFlow, Sft, SftConfig, evaluate};
+    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Learner, PpoFlow, Sft};
     let rl_config = resolve(&ConfigSources {
         task: Some(&spec.task),
         algorithm: Some(&spec.algorithm),
@@ -262,31 +272,46 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         total_steps: None,
         overrides: &spec.overrides,
     })?;
+    let diffusion = matches!(rl_config.algo, AlgoConfig::Dppo(_));
+    let mut sft_overrides = spec.sft_overrides.clone();
+    if diffusion {
+        sft_overrides.insert(0, "algo.model=\"diffusion\"".into());
+    }
+    let sft_run = resolve(&ConfigSources {
+        task: Some(&spec.task),
+        algorithm: Some("sft"),
+        file: None,
+        seed: Some(spec.seed),
+        total_steps: spec.sft_steps,
+        overrides: &sft_overrides,
+    })?;
+    let AlgoConfig::Sft(mut sft_config) = sft_run.algo else { unreachable!("`sft` resolves to an sft configuration") };
+    sft_config.demos = spec.demos.unwrap_or(sft_config.demos);
+    let sft_steps = sft_run.total_steps;
+    if spec.sft_steps.is_some() {
+        sft_config.decay_steps = sft_steps.max(sft_config.warmup_steps + 1);
+    }
     let (task, seed, env_config) = (spec.task.as_str(), spec.seed, rl_config.env.as_ref());
     let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
     let mut eval_env = embodia_sim::make_with(task, spec.eval_episodes, env_config)?;
-    let diffusion = matches!(rl_config.algo, AlgoConfig::Dppo(_));
     let start = Instant::now();
-    let sft_config = SftConfig {
-        decay_steps: spec.sft_steps.max(SftConfig::default().warmup_steps + 1),
-        model: if diffusion { ChunkModel::Diffusion } else { ChunkModel::Flow },
-        ..SftConfig::default()
-    };
-    let recorded = crate::run::record_demos(task, env_config, spec.demos, seed, sft_config.demo_noise)?;
-    let (sft_checkpoint, sft_success) = if diffusion {
-        let mut sft = DiffusionSft::new(sft_config, eval_env.as_ref(), &recorded, default_device(), seed)?;
-        for _ in 0..spec.sft_steps {
+    let recorded = crate::run::record_demos(task, env_config, sft_config.demos, seed, sft_config.demo_noise)?;
+    let sft: Box<dyn Learner> = if sft_config.model == ChunkModel::Diffusion {
+        let mut sft = DiffusionSft::new(sft_config.clone(), eval_env.as_ref(), &recorded, default_device(), seed)?;
+        for _ in 0..sft_steps {
             sft.update()?;
         }
-        (sft.checkpoint()?, evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate)
+        Box::new(sft)
     } else {
-        let mut sft = Sft::new(sft_config, eval_env.as_ref(), &recorded, default_device(), seed)?;
-        for _ in 0..spec.sft_steps {
+        let mut sft = Sft::new(sft_config.clone(), eval_env.as_ref(), &recorded, default_device(), seed)?;
+        for _ in 0..sft_steps {
             sft.update()?;
         }
-        (sft.checkpoint()?, evaluate(&sft, eval_env.as_mut(), eval_seed, false)?.success_rate)
+        Box::new(sft)
     };
     let sft_seconds = start.elapsed().as_secs_f64();
+    let (sft_fixed, sft_sampled) = fixed_and_sampled_success(sft.as_ref(), eval_env.as_mut(), eval_seed)?;
+    let sft_checkpoint = sft.checkpoint()?;
 
     let init = "(in memory)".to_string();
     let device = default_device();
@@ -310,7 +335,7 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
     rl.env().reset(seed);
     let (mut sim, mut inference, mut update, mut rl_time) = (0.0, 0.0, 0.0, 0.0);
     let mut rows = Vec::new();
-    while rl_time < spec.rl_seconds {
+    while rl_time < spec.rl_seconds && spec.rl_steps.is_none_or(|n| rl.learner().env_steps() < n) {
         let t = Instant::now();
         let mut row = rl.iterate()?;
         rl_time += t.elapsed().as_secs_f64();
@@ -320,7 +345,7 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
     }
     let learner = rl.learner();
-    let rl_success = evaluate(learner, eval_env.as_mut(), eval_seed, false)?.success_rate.unwrap_or(0.0);
+    let (rl_fixed, rl_sampled) = fixed_and_sampled_success(learner, eval_env.as_mut(), eval_seed)?;
     let chunk_steps = learner.env_steps() / learner.chunk_len().max(1) as u64;
     if let Some(out) = &spec.out {
         write_curves(&out.join(&spec.algorithm), &rows)?;
@@ -336,11 +361,13 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         task: task.into(),
         algorithm: spec.algorithm.clone(),
         seed,
-        demos: spec.demos,
-        sft_steps: spec.sft_steps,
+        demos: sft_config.demos,
+        sft_steps,
         sft_seconds,
-        sft_success: sft_success.unwrap_or(0.0),
-        rl_success,
+        sft_success: sft_fixed,
+        sft_success_sampled: sft_sampled,
+        rl_success: rl_fixed,
+        rl_success_sampled: rl_sampled,
         rl_env_steps: learner.env_steps(),
         rl_seconds: rl_time,
         chunk_steps_per_s: chunk_steps as f64 / (sim + inference).max(1e-9),
@@ -350,6 +377,17 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         baseline_success,
         baseline_env_steps,
     })
+}
+
+/// Success rates of `learner` on the same episodes from `seed`: with fixed noise (deterministic)
+/// and with every chunk sampling its noise.
+fn fixed_and_sampled_success(
+    learner: &dyn embodia_algos::Learner,
+    env: &mut dyn embodia_sim::VecEnv,
+    seed: u64,
+) -> Result<(f64, f64), RunError> {
+    let mut rate = |stochastic| embodia_algos::evaluate(learner, env, seed, stochastic).map(|r| r.success_rate);
+    Ok((rate(false)?.unwrap_or(0.0), rate(true)?.unwrap_or(0.0)))
 }
 
 /// Gaussian PPO from scratch with the task's `ppo` defaults for `seconds` of wall time; its

@@ -365,15 +365,23 @@ enum BenchCommand {
         /// policy instead).
         #[arg(long, default_value = "ppo-flow-sde")]
         algo: String,
-        /// Successful scripted demonstrations for SFT.
-        #[arg(long, default_value_t = 20)]
-        demos: usize,
-        /// SFT gradient steps.
-        #[arg(long, default_value_t = 6000)]
-        sft_steps: u64,
-        /// Wall-time budget of flow RL per task and seed, seconds.
-        #[arg(long, default_value_t = 300.0)]
-        rl_seconds: f64,
+        /// Successful scripted demonstrations for SFT (default: the task's `sft` preset, as
+        /// `embodia train --algo sft` uses: 20, push-t 200).
+        #[arg(long)]
+        demos: Option<usize>,
+        /// SFT gradient steps (default: the task's `sft` preset).
+        #[arg(long)]
+        sft_steps: Option<u64>,
+        /// Override one SFT setting, e.g. --sft-set algo.policy.chunk=1 (repeatable).
+        #[arg(long = "sft-set", value_name = "KEY=VALUE")]
+        sft_overrides: Vec<String>,
+        /// Wall-time budget of flow RL per task and seed, seconds (default 300 without
+        /// `--rl-steps`, unlimited with it); RL stops at the first budget it reaches.
+        #[arg(long)]
+        rl_seconds: Option<f64>,
+        /// Env-step budget of flow RL per task and seed.
+        #[arg(long)]
+        rl_steps: Option<u64>,
         /// Parallel environments of flow RL (default: the flow-RL config's `algo.num_envs`).
         #[arg(long)]
         envs: Option<usize>,
@@ -810,7 +818,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     algo,
                     demos,
                     sft_steps,
+                    sft_overrides,
                     rl_seconds,
+                    rl_steps,
                     envs,
                     eval_episodes,
                     seeds,
@@ -821,11 +831,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     json,
                 },
         } => {
+            let default_seconds = if rl_steps.is_some() { f64::INFINITY } else { 300.0 };
             let spec = embodia::bench::FlowBenchSpec {
                 algorithm: algo,
                 demos,
                 sft_steps,
-                rl_seconds,
+                sft_overrides,
+                rl_seconds: rl_seconds.unwrap_or(default_seconds),
+                rl_steps,
                 num_envs: envs,
                 eval_episodes,
                 config_file: config,
@@ -1266,12 +1279,22 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
         spec.num_envs != Some(0) && spec.eval_episodes > 0 && seeds > 0,
         "--envs, --eval-episodes and --seeds must be ≥ 1"
     );
+    let budget = match (spec.rl_seconds.is_finite(), spec.rl_steps) {
+        (true, Some(n)) => format!("{} s or {n} env steps", spec.rl_seconds),
+        (false, Some(n)) => format!("{n} env steps"),
+        (_, None) => format!("{} s", spec.rl_seconds),
+    };
     println!(
-        "bench flow: SFT on {} scripted demos ({} gradient steps), then {} for {} s with {} envs{}; success over {} deterministic episodes",
-        spec.demos,
-        spec.sft_steps,
+        "bench flow: SFT (the task's sft preset{}), then {} for {budget} with {} envs{}; success over {} episodes, deterministic and with sampled noise",
+        match (spec.demos, spec.sft_steps) {
+            (None, None) => String::new(),
+            (d, s) => format!(
+                "{}{}",
+                d.map_or_else(String::new, |d| format!(", {d} demos")),
+                s.map_or_else(String::new, |s| format!(", {s} steps"))
+            ),
+        },
         spec.algorithm,
-        spec.rl_seconds,
         spec.num_envs.map_or_else(|| "the config's".to_string(), |n| n.to_string()),
         if spec.baseline { ", and Gaussian PPO from scratch for the same wall time" } else { "" },
         spec.eval_episodes
@@ -1289,11 +1312,15 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
                 _ => String::new(),
             };
             println!(
-                "task={} seed={seed} S0={:.2} (sft {:.0} s) S1={:.2} after {} env steps / {:.0} s;{baseline} rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s; curves in {}",
+                "task={} seed={seed} S0={:.2} sampled {:.2} ({} demos, {} steps, {:.0} s) S1={:.2} sampled {:.2} after {} env steps / {:.0} s;{baseline} rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s; curves in {}",
                 r.task,
                 r.sft_success,
+                r.sft_success_sampled,
+                r.demos,
+                r.sft_steps,
                 r.sft_seconds,
                 r.rl_success,
+                r.rl_success_sampled,
                 r.rl_env_steps,
                 r.rl_seconds,
                 r.chunk_steps_per_s,
@@ -1312,9 +1339,11 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
                 .map_or_else(|| "-".to_string(), |m| format!("{m:.2}"))
         };
         println!(
-            "task={task} median over {seeds} seed(s): S0={} S1={}{}",
+            "task={task} median over {seeds} seed(s): S0={} sampled {} S1={} sampled {}{}",
             median(&|r| Some(r.sft_success)),
+            median(&|r| Some(r.sft_success_sampled)),
             median(&|r| Some(r.rl_success)),
+            median(&|r| Some(r.rl_success_sampled)),
             if spec.baseline {
                 format!(" ppo-from-scratch={}", median(&|r| r.baseline_success))
             } else {

@@ -974,8 +974,7 @@ fn bench_sim_measures_quadrotor_cpu_and_tensor_environments() {
 fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     let dir = tmp();
     let d = dir.path();
-    let mut args =
-        vec!["bench", "flow", "--tasks", "reach", "--demos", "2", "--sft-steps", "20", "--rl-seconds", "0.5"];
+    let mut args = vec!["bench", "flow", "--tasks", "reach", "--demos", "2", "--sft-steps", "20", "--rl-steps", "400"];
     args.extend(["--envs", "4", "--eval-episodes", "4", "--baseline", "--out", "bf", "--json"]);
     args.extend(["--set", "algo.chunk_steps=10", "--set", "algo.critic_hidden=[16]"]);
     let out = ok(d, &args);
@@ -983,10 +982,14 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
         out.stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(json.len(), 1, "{}", out.stdout);
     let r = &json[0];
-    for key in ["sft_success", "rl_success", "baseline_success"] {
+    for key in ["sft_success", "sft_success_sampled", "rl_success", "rl_success_sampled", "baseline_success"] {
         assert!(r[key].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{key}: {r}");
     }
-    assert!(r["baseline_env_steps"].as_u64().unwrap() > 0 && r["rl_env_steps"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!((r["demos"].as_u64(), r["sft_steps"].as_u64()), (Some(2), Some(20)), "{r}");
+    // RL stops at the first iteration that reaches the env-step budget (4 envs × 10 chunks of 4).
+    let rl_steps = r["rl_env_steps"].as_u64().unwrap();
+    assert!((400..400 + 160).contains(&rl_steps), "{r}");
+    assert!(r["baseline_env_steps"].as_u64().unwrap() > 0, "{r}");
     assert!(out.stdout.contains("median over 1 seed(s)") && out.stdout.contains("ppo-from-scratch="), "{}", out.stdout);
     for algo in ["ppo-flow-sde", "ppo"] {
         let run = d.join("bf/reach-seed1").join(algo);
@@ -998,6 +1001,10 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     let mut bad = args.clone();
     bad.extend(["--set", "algo.clip_ratio=-1"]);
     assert_mentions(&fail(d, &bad), &["clip_ratio"]);
+    // So do the SFT overrides.
+    let mut bad = args.clone();
+    bad.extend(["--sft-set", "algo.learning_rate=-1"]);
+    assert_mentions(&fail(d, &bad), &["learning_rate"]);
 }
 
 #[test]
