@@ -388,9 +388,12 @@ enum BenchCommand {
         /// Evaluation episodes for S0 and S1.
         #[arg(long, default_value_t = 100)]
         eval_episodes: usize,
-        /// Seeds 1..=N.
+        /// Number of seeds: `--seed` and the N − 1 after it.
         #[arg(long, default_value_t = 1)]
         seeds: u64,
+        /// First seed, so that seeds can run as separate processes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
         /// TOML file overriding the flow-RL run's defaults, as `embodia train --config` reads.
         #[arg(long)]
         config: Option<PathBuf>,
@@ -824,6 +827,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     envs,
                     eval_episodes,
                     seeds,
+                    seed,
                     config,
                     overrides,
                     out,
@@ -845,6 +849,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 overrides,
                 out: Some(out),
                 baseline,
+                seed,
                 ..Default::default()
             };
             bench_flow(&tasks, spec, seeds, json)
@@ -1302,7 +1307,7 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
     let root = spec.out.clone().unwrap_or_default();
     for task in tasks {
         let mut results = Vec::new();
-        for seed in 1..=seeds {
+        for seed in spec.seed..spec.seed + seeds {
             let out = root.join(format!("{task}-seed{seed}"));
             let spec =
                 embodia::bench::FlowBenchSpec { task: task.clone(), seed, out: Some(out.clone()), ..spec.clone() };

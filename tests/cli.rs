@@ -975,7 +975,7 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     let dir = tmp();
     let d = dir.path();
     let mut args = vec!["bench", "flow", "--tasks", "reach", "--demos", "2", "--sft-steps", "20", "--rl-steps", "400"];
-    args.extend(["--envs", "4", "--eval-episodes", "4", "--baseline", "--out", "bf", "--json"]);
+    args.extend(["--envs", "4", "--eval-episodes", "4", "--baseline", "--out", "bf", "--json", "--seed", "2"]);
     args.extend(["--set", "algo.chunk_steps=10", "--set", "algo.critic_hidden=[16]"]);
     let out = ok(d, &args);
     let json: Vec<Value> =
@@ -985,14 +985,14 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     for key in ["sft_success", "sft_success_sampled", "rl_success", "rl_success_sampled", "baseline_success"] {
         assert!(r[key].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{key}: {r}");
     }
-    assert_eq!((r["demos"].as_u64(), r["sft_steps"].as_u64()), (Some(2), Some(20)), "{r}");
+    assert_eq!((r["demos"].as_u64(), r["sft_steps"].as_u64(), r["seed"].as_u64()), (Some(2), Some(20), Some(2)), "{r}");
     // RL stops at the first iteration that reaches the env-step budget (4 envs × 10 chunks of 4).
     let rl_steps = r["rl_env_steps"].as_u64().unwrap();
     assert!((400..400 + 160).contains(&rl_steps), "{r}");
     assert!(r["baseline_env_steps"].as_u64().unwrap() > 0, "{r}");
     assert!(out.stdout.contains("median over 1 seed(s)") && out.stdout.contains("ppo-from-scratch="), "{}", out.stdout);
     for algo in ["ppo-flow-sde", "ppo"] {
-        let run = d.join("bf/reach-seed1").join(algo);
+        let run = d.join("bf/reach-seed2").join(algo);
         let (header, rows) = metrics(&run);
         assert!(header.iter().any(|h| h == "wall_seconds") && !rows.is_empty(), "{algo}");
         assert!(run.join("curves.png").exists(), "{algo}");
