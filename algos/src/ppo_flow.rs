@@ -699,9 +699,12 @@ impl PpoFlow {
             let steps = cfg.method.stochastic_steps(g);
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, m, hd]), &d);
             let obs = to_tensor(&obs, m, od, &d);
-            let eval = self.model.evaluate_chain(obs.clone(), chains, method, steps);
+            // Values only where the loss uses them: GAE's, from the observation critic or else
+            // from the chain.
+            let chain_value = cfg.advantage == AdvantageEstimator::Gae && self.critic.is_none();
+            let eval = self.model.evaluate_chain(obs.clone(), chains, method, steps, chain_value);
             let value = match &self.critic {
-                Some(critic) => critic.forward(obs),
+                Some(critic) => Some(critic.forward(obs)),
                 None => eval.value,
             };
             let (loss, group_stats) = ppo_group_loss(
@@ -1012,12 +1015,13 @@ pub(crate) fn gather_chains(chains: &[f32], members: &[usize], n: usize, k: usiz
 }
 
 /// One group of a mini-batch as the PPO loss reads it: recomputed log-probs `[m, C·D]`,
-/// entropies `[m, 1]` and values `[m, 1]` (with gradients), and the rollout's old log-probs
-/// (`[m, C·D]`), advantages, old values and returns (`[m]` each).
+/// entropies `[m, 1]` and values `[m, 1]` (with gradients; `None` without a critic, as in
+/// GRPO), and the rollout's old log-probs (`[m, C·D]`), advantages, old values and returns
+/// (`[m]` each).
 pub(crate) struct GroupBatch<'a> {
     pub log_prob: Tensor<2>,
     pub entropy: Tensor<2>,
-    pub value: Tensor<2>,
+    pub value: Option<Tensor<2>>,
     pub old_lp: &'a [f32],
     pub adv: &'a [f32],
     pub old_v: &'a [f32],
@@ -1026,7 +1030,7 @@ pub(crate) struct GroupBatch<'a> {
 
 /// The PPO loss of one group of `m` samples of a mini-batch of `b` (spec §1.7): clipped
 /// surrogate on the ratio shaped by `logprob_type` (chunk layout `(C, D)`), clipped Huber value
-/// loss (none with GRPO), entropy bonus. Returns the group's share of the mini-batch loss
+/// loss (none without values, as in GRPO), entropy bonus. Returns the group's share of the mini-batch loss
 /// (its per-sample losses summed, divided by `b`) and its shares of the mini-batch means of
 /// (policy loss, value loss, entropy, approximate KL).
 pub(crate) fn ppo_group_loss(
@@ -1054,14 +1058,14 @@ pub(crate) fn ppo_group_loss(
     let surrogate =
         (ratio.clone() * adv.clone()).min_pair(ratio.clone().clamp(1.0 - clip, 1.0 + clip) * adv).neg().mean_dim(1);
     let approx_kl = ((ratio - 1.0) - log_ratio).mean();
-    let (old_v, ret) = (to_tensor(g.old_v, m, 1, d), to_tensor(g.ret, m, 1, d));
-    let clipped = old_v.clone() + (g.value.clone() - old_v).clamp(-cfg.value_clip, cfg.value_clip);
-    let value_loss = match cfg.advantage {
-        AdvantageEstimator::Gae => {
-            huber(ret.clone() - g.value, cfg.huber_delta).max_pair(huber(ret - clipped, cfg.huber_delta))
+    let value_loss = match g.value {
+        Some(value) => {
+            let (old_v, ret) = (to_tensor(g.old_v, m, 1, d), to_tensor(g.ret, m, 1, d));
+            let clipped = old_v.clone() + (value.clone() - old_v).clamp(-cfg.value_clip, cfg.value_clip);
+            huber(ret.clone() - value, cfg.huber_delta).max_pair(huber(ret - clipped, cfg.huber_delta))
         }
         // No critic: the group baseline replaces it.
-        AdvantageEstimator::Grpo => Tensor::zeros([m, 1], d),
+        None => Tensor::zeros([m, 1], d),
     };
     let per_sample = surrogate.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef)
         - g.entropy.clone().mul_scalar(cfg.entropy_coef);

@@ -236,6 +236,7 @@ impl VlaPpo {
                 chains,
                 method,
                 self.config.method.stochastic_steps(g),
+                false,
             );
             let group = GroupBatch {
                 log_prob: eval.log_prob,

@@ -232,8 +232,8 @@ pub struct Transition {
     pub mean: Tensor<2>,
     /// `[batch, H·D]`; `None` for a deterministic (σ = 0) step.
     pub std: Option<Tensor<2>>,
-    /// `V` from the pooled expert features at this step, `[batch, 1]`.
-    pub value: Tensor<2>,
+    /// `V` from the pooled expert features at this step, `[batch, 1]`, when asked for.
+    pub value: Option<Tensor<2>>,
 }
 
 /// A sampled action chunk with everything PPO stores per environment step (spec §1.3).
@@ -255,8 +255,9 @@ pub struct FlowSample {
 pub struct ChainEval {
     /// `[batch, C·D]`, reduced over the stochastic steps exactly as at rollout time.
     pub log_prob: Tensor<2>,
-    /// Mean value over the re-evaluated steps, `[batch, 1]`.
-    pub value: Tensor<2>,
+    /// Mean value over the re-evaluated steps, `[batch, 1]`, when asked for (zeros when no step
+    /// is stochastic).
+    pub value: Option<Tensor<2>>,
     /// Mean Gaussian entropy per element over (steps, C, D) including the N(0, 1) term, for
     /// [`StochasticSteps::Joint`] (Flow-Noise), `[batch, 1]`; zeros otherwise (Flow-SDE: 0).
     pub entropy: Tensor<2>,
@@ -353,7 +354,7 @@ impl FlowPolicy {
     }
 
     /// One denoising transition from `x` (`[batch, H·D]`) at step `k` (`t = t_k`), with the
-    /// method's mean and std (spec §1.2); the std is `None` unless `stochastic`.
+    /// method's mean and std (spec §1.2) and the value; the std is `None` unless `stochastic`.
     pub fn transition(
         &self,
         obs_features: Tensor<2>,
@@ -362,7 +363,7 @@ impl FlowPolicy {
         method: NoiseMethod,
         stochastic: bool,
     ) -> Transition {
-        flow_transition(self, &obs_features, x, k, method, stochastic)
+        flow_transition(self, &obs_features, x, k, method, stochastic, true)
     }
 
     /// Draws a chunk: `x_{t=1} = noise[0]`, then `x_{k+1} = μ_k + σ_k·noise[k + 1]` with σ = 0 on
@@ -372,7 +373,7 @@ impl FlowPolicy {
         flow_sample(self, &self.encode(obs), noise, method, steps)
     }
 
-    /// Recomputes log-probabilities, values and entropies from stored `chains`
+    /// Recomputes log-probabilities, entropies and (`with_value`) values from stored `chains`
     /// (`[K + 1, batch, H·D]`) under the current parameters, re-evaluating only the stochastic
     /// steps (spec §1.5): the same computations as [`FlowPolicy::sample`], so unchanged
     /// parameters give the rollout's log-probabilities exactly. Never resamples.
@@ -382,8 +383,9 @@ impl FlowPolicy {
         chains: Tensor<3>,
         method: NoiseMethod,
         steps: StochasticSteps,
+        with_value: bool,
     ) -> ChainEval {
-        flow_evaluate_chain(self, &self.encode(obs), chains, method, steps)
+        flow_evaluate_chain(self, &self.encode(obs), chains, method, steps, with_value)
     }
 }
 
@@ -451,7 +453,12 @@ pub trait FlowExpert {
 }
 
 /// One denoising transition of `expert` from `x` (`[batch, H·D]`) at step `k` (`t = t_k`), with
-/// the method's mean and std (spec §1.2); the std is `None` unless `stochastic`.
+/// the method's mean and std (spec §1.2); the std is `None` unless `stochastic`, the value
+/// `None` unless `with_value`.
+///
+/// Ask for the value only where it is used: with autodiff, burn 0.22 never frees a graph that
+/// no backward pass reaches, and the value head on detached features is such a graph whenever
+/// the loss does not use it (about 100 MB per PPO iteration on push-t).
 pub fn flow_transition<E: FlowExpert + ?Sized>(
     expert: &E,
     context: &E::Context,
@@ -459,6 +466,7 @@ pub fn flow_transition<E: FlowExpert + ?Sized>(
     k: usize,
     method: NoiseMethod,
     stochastic: bool,
+    with_value: bool,
 ) -> Transition {
     let steps = expert.flow_layout().denoise_steps;
     let t = 1.0 - k as f64 / steps as f64;
@@ -466,7 +474,7 @@ pub fn flow_transition<E: FlowExpert + ?Sized>(
     let batch = x.dims()[0];
     let t_col = Tensor::<2>::full([batch, 1], t, &x.device());
     let (v, features) = expert.expert_velocity(context, x.clone(), t_col);
-    let value = expert.expert_value(context, &features);
+    let value = with_value.then(|| expert.expert_value(context, &features));
     // Predicted endpoints: clean action x̂0 and noise x̂1.
     let x0 = x.clone() - v.clone().mul_scalar(t);
     let x1 = x + v.mul_scalar(1.0 - t);
@@ -510,7 +518,7 @@ pub fn flow_sample<E: FlowExpert + ?Sized>(
     }
     let mut value_sum: Option<Tensor<2>> = None;
     for k in 0..k1 - 1 {
-        let tr = flow_transition(expert, context, x, k, method, steps.is_stochastic(k));
+        let tr = flow_transition(expert, context, x, k, method, steps.is_stochastic(k), true);
         x = match &tr.std {
             Some(std) => {
                 let next = tr.mean.clone() + std.clone() * noise_at(k + 1);
@@ -524,10 +532,10 @@ pub fn flow_sample<E: FlowExpert + ?Sized>(
             None => tr.mean,
         };
         chain.push(x.clone());
-        value_sum = Some(match value_sum {
-            Some(s) => s + tr.value,
-            None => tr.value,
-        });
+        value_sum = match (value_sum, tr.value) {
+            (Some(s), Some(v)) => Some(s + v),
+            (s, v) => s.or(v),
+        };
     }
     let device = x.device();
     let value = match value_sum {
@@ -538,16 +546,18 @@ pub fn flow_sample<E: FlowExpert + ?Sized>(
     FlowSample { actions: x, chains: Tensor::stack(chain, 0), log_prob, value }
 }
 
-/// Recomputes log-probabilities, values and entropies of `expert` from stored `chains`
-/// (`[K + 1, batch, H·D]`), re-evaluating only the stochastic steps (spec §1.5): the same
-/// computations as [`flow_sample`], so unchanged parameters give the rollout's
-/// log-probabilities exactly. Never resamples.
+/// Recomputes log-probabilities, entropies and (`with_value`) values of `expert` from stored
+/// `chains` (`[K + 1, batch, H·D]`), re-evaluating only the stochastic steps (spec §1.5): the
+/// same computations as [`flow_sample`], so unchanged parameters give the rollout's
+/// log-probabilities exactly. Never resamples. Ask for values only where the loss uses them
+/// (see [`flow_transition`]).
 pub fn flow_evaluate_chain<E: FlowExpert + ?Sized>(
     expert: &E,
     context: &E::Context,
     chains: Tensor<3>,
     method: NoiseMethod,
     steps: StochasticSteps,
+    with_value: bool,
 ) -> ChainEval {
     let layout = expert.flow_layout();
     let [k1, batch, width] = chains.dims();
@@ -561,7 +571,7 @@ pub fn flow_evaluate_chain<E: FlowExpert + ?Sized>(
     }
     let mut values = Vec::new();
     for k in (0..k1 - 1).filter(|&k| steps.is_stochastic(k)) {
-        let tr = flow_transition(expert, context, at(k), k, method, true);
+        let tr = flow_transition(expert, context, at(k), k, method, true, with_value);
         if let Some(std) = tr.std {
             let std = executed(layout, std);
             // Only the joint (Flow-Noise) objective has an entropy; Flow-SDE's is 0 (§1.5).
@@ -570,12 +580,12 @@ pub fn flow_evaluate_chain<E: FlowExpert + ?Sized>(
             }
             terms.push(gaussian_elementwise(executed(layout, at(k + 1)), executed(layout, tr.mean), std));
         }
-        values.push(tr.value);
+        values.extend(tr.value);
     }
-    let value = match values.len() {
+    let value = with_value.then(|| match values.len() {
         0 => Tensor::zeros([batch, 1], &device),
         n => Tensor::cat(values, 1).sum_dim(1).div_scalar(n as f64),
-    };
+    });
     let entropy = match entropies.len() {
         0 => Tensor::zeros([batch, 1], &device),
         n => Tensor::cat(entropies, 1).sum_dim(1).div_scalar(n as f64),
@@ -601,7 +611,8 @@ fn reduce_terms(layout: FlowLayout, terms: Vec<Tensor<2>>, batch: usize, device:
 /// Sinusoidal embedding of `t` (`[batch, 1]`) with angular frequencies `scaling`
 /// (from [`time_scaling`]), `[batch, 2·scaling.len()]`: `[sin(ωt) ‖ cos(ωt)]`.
 pub(crate) fn sincos_embedding(t: Tensor<2>, scaling: &[f32]) -> Tensor<2> {
-    let omega = Tensor::<1>::from_data(TensorData::new(scaling.to_vec(), [scaling.len()]), &t.device()).unsqueeze_dim::<2>(0);
+    let omega =
+        Tensor::<1>::from_data(TensorData::new(scaling.to_vec(), [scaling.len()]), &t.device()).unsqueeze_dim::<2>(0);
     let phase = t * omega;
     Tensor::cat(vec![phase.clone().sin(), phase.cos()], 1)
 }
@@ -743,7 +754,8 @@ mod tests {
             (NoiseMethod::Cps { level: 0.5 }, StochasticSteps::One(0)),
         ] {
             let sample = policy.sample(obs.clone(), noise.clone(), method, steps);
-            let eval = policy.evaluate_chain(obs.clone(), sample.chains.clone(), method, steps);
+            let eval = policy.evaluate_chain(obs.clone(), sample.chains.clone(), method, steps, false);
+            assert!(eval.value.is_none(), "values only when asked for");
             let ratio = host((eval.log_prob - sample.log_prob.clone()).exp());
             assert!(ratio.iter().all(|&r| r == 1.0), "{method:?}: ratio {ratio:?}");
             let lp = host(sample.log_prob);
@@ -761,7 +773,7 @@ mod tests {
     fn flow_noise_entropy_includes_the_initial_term() {
         let (policy, obs, noise, _) = setup(2);
         let sample = policy.sample(obs.clone(), noise, NoiseMethod::Noise, StochasticSteps::Joint);
-        let eval = policy.evaluate_chain(obs, sample.chains, NoiseMethod::Noise, StochasticSteps::Joint);
+        let eval = policy.evaluate_chain(obs, sample.chains, NoiseMethod::Noise, StochasticSteps::Joint, false);
         // Between the entropies of N(0, 0.08²) and N(0, 1): the average of K terms in
         // [ln 0.08, ln 0.16] + ½ln 2πe and one term ½ln 2πe.
         let h0 = 0.5 + LOG_SQRT_2PI;

@@ -121,7 +121,8 @@ impl VlaConfig {
             ValueInput::Prefix => d,
             ValueInput::Expert => e,
         };
-        let normal = |shape: [usize; 2]| Param::from_tensor(Tensor::random(shape, Distribution::Normal(0.0, 0.02), device));
+        let normal =
+            |shape: [usize; 2]| Param::from_tensor(Tensor::random(shape, Distribution::Normal(0.0, 0.02), device));
         Ok(VlaModel {
             vision: v.init(device),
             text: TextEncoder {
@@ -259,9 +260,9 @@ impl VlaModel {
             ],
             1,
         );
-        let prefix = self.backbone_norm.forward(
-            self.backbone.forward(TransformerEncoderInput::new(tokens).mask_pad(padding.clone())),
-        );
+        let prefix = self
+            .backbone_norm
+            .forward(self.backbone.forward(TransformerEncoderInput::new(tokens).mask_pad(padding.clone())));
         let valid = padding.clone().bool_not().float().unsqueeze_dim::<3>(2); // [B, P, 1]
         let pooled = (prefix.clone() * valid.clone()).sum_dim(1).div(valid.sum_dim(1)); // [B, 1, d]
         let d = self.config.backbone_width;
@@ -292,7 +293,13 @@ impl VlaModel {
     /// π0 flow-matching loss `mean((v_θ(x_t, t) − (ε − a))²)` over batch, horizon and action
     /// dimensions, `x_t = t·ε + (1 − t)·a`. `actions`, `noise`: `[B, H, D]` (normalized action
     /// units); `t`: `[B, 1]` from [`crate::sample_flow_time`]. Returns `[1]`.
-    pub fn flow_matching_loss(&self, batch: &VlaBatch, actions: Tensor<3>, noise: Tensor<3>, t: Tensor<2>) -> Tensor<1> {
+    pub fn flow_matching_loss(
+        &self,
+        batch: &VlaBatch,
+        actions: Tensor<3>,
+        noise: Tensor<3>,
+        t: Tensor<2>,
+    ) -> Tensor<1> {
         let [b, h, d] = actions.dims();
         let t3 = t.clone().reshape([b, 1, 1]);
         let x_t = noise.clone() * t3.clone() + actions.clone() * t3.neg().add_scalar(1.0);
@@ -303,20 +310,28 @@ impl VlaModel {
     /// Draws action chunks with `method` (spec §1.3); `noise`: standard normal
     /// `[K + 1, B, H·D]`. Actions in the result are flattened `[B, H·D]` (reshape to `[B, H, D]`
     /// with [`VlaModel::unflatten`]); chains `[K + 1, B, H·D]`; log-probs `[B, C·D]`; value `[B, 1]`.
-    pub fn sample(&self, context: &VlaContext, noise: Tensor<3>, method: NoiseMethod, steps: StochasticSteps) -> FlowSample {
+    pub fn sample(
+        &self,
+        context: &VlaContext,
+        noise: Tensor<3>,
+        method: NoiseMethod,
+        steps: StochasticSteps,
+    ) -> FlowSample {
         flow_sample(self, context, noise, method, steps)
     }
 
-    /// Recomputes log-probs, values and entropies from stored `chains` (`[K + 1, B, H·D]`)
-    /// without resampling (spec §1.5); unchanged parameters reproduce the rollout exactly.
+    /// Recomputes log-probs, entropies and (`with_value`) values from stored `chains`
+    /// (`[K + 1, B, H·D]`) without resampling (spec §1.5); unchanged parameters reproduce the
+    /// rollout exactly. Ask for values only where the loss uses them (see `flow_transition`).
     pub fn evaluate_chain(
         &self,
         context: &VlaContext,
         chains: Tensor<3>,
         method: NoiseMethod,
         steps: StochasticSteps,
+        with_value: bool,
     ) -> ChainEval {
-        flow_evaluate_chain(self, context, chains, method, steps)
+        flow_evaluate_chain(self, context, chains, method, steps, with_value)
     }
 
     /// Deterministic action chunks `[B, H, D]`: `K` Euler steps from `noise` (`[B, H, D]`,
