@@ -261,7 +261,11 @@ pub struct FlowBenchResult {
 /// evaluation (S0), then flow RL from that policy until its wall-time or env-step budget is spent,
 /// evaluation (S1), and optionally the Gaussian PPO baseline. Every evaluation runs
 /// `eval_episodes` episodes from the evaluation seed twice: with fixed noise and with sampled noise.
-pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
+/// `progress` sees every RL iteration's metrics (wall seconds counted from the start of RL).
+pub fn flow_bench(
+    spec: &FlowBenchSpec,
+    progress: &mut dyn FnMut(&embodia_algos::MetricRow),
+) -> Result<FlowBenchResult, RunError> {
     use crate::config::{AlgoConfig, ConfigSources, resolve};
     use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Learner, PpoFlow, Sft};
     let rl_config = resolve(&ConfigSources {
@@ -340,6 +344,7 @@ pub fn flow_bench(spec: &FlowBenchSpec) -> Result<FlowBenchResult, RunError> {
         let mut row = rl.iterate()?;
         rl_time += t.elapsed().as_secs_f64();
         row.wall_seconds = rl_time;
+        progress(&row);
         rows.push(row);
         let split = rl.last_time_split();
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);

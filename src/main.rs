@@ -1311,7 +1311,19 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
             let out = root.join(format!("{task}-seed{seed}"));
             let spec =
                 embodia::bench::FlowBenchSpec { task: task.clone(), seed, out: Some(out.clone()), ..spec.clone() };
-            let r = embodia::bench::flow_bench(&spec)?;
+            // A line a minute, so that a 20-minute RL phase shows where it is.
+            let mut next_report = 60.0;
+            let r = embodia::bench::flow_bench(&spec, &mut |row| {
+                if row.wall_seconds >= next_report {
+                    next_report += 60.0;
+                    eprintln!(
+                        "  {task} seed {seed}: RL {:.0} s, {} env steps, rollout success {}",
+                        row.wall_seconds,
+                        row.env_steps,
+                        row.success_rate.map_or_else(|| "-".to_string(), |s| format!("{s:.2}"))
+                    );
+                }
+            })?;
             let baseline = match (r.baseline_success, r.baseline_env_steps) {
                 (Some(s), Some(n)) => format!(" ppo-from-scratch={s:.2} after {n} env steps;"),
                 _ => String::new(),
