@@ -176,7 +176,13 @@ mod imp {
     use super::*;
     use embodia_algos::{Learner, MetricRow, MetricSink};
     use embodia_sim::view::{Geometry, Shape, ViewPose};
-    use rerun::{RecordingStream, RecordingStreamBuilder};
+    use re_sdk::{RecordingStream, RecordingStreamBuilder, SpawnOptions};
+    use re_sdk_types::archetypes::{
+        Boxes3D, Capsules3D, Cylinders3D, Ellipsoids3D, Image, Mesh3D, Points3D, Scalars, Tensor, TextDocument,
+        Transform3D, ViewCoordinates,
+    };
+    use re_sdk_types::components::{Color, FillMode};
+    use re_sdk_types::datatypes::{Quaternion, TensorBuffer, TensorData};
 
     fn rr_err(e: impl std::fmt::Display) -> VizError {
         VizError::Rerun(e.to_string())
@@ -196,7 +202,7 @@ mod imp {
             }
             VizTarget::Viewer => {
                 let exe = rerun_executable();
-                let opts = rerun::SpawnOptions { executable_name: exe.clone(), ..Default::default() };
+                let opts = SpawnOptions { executable_name: exe.clone(), ..Default::default() };
                 builder.spawn_opts(&opts).map_err(|e| {
                     let text = e.to_string();
                     if text.contains("not found") || text.contains("No such file") {
@@ -253,7 +259,7 @@ mod imp {
             ];
             for (name, value) in fields {
                 if let Some(v) = value.filter(|v| v.is_finite())
-                    && let Err(e) = self.rec.log(format!("train/{name}"), &rerun::Scalars::single(v))
+                    && let Err(e) = self.rec.log(format!("train/{name}"), &Scalars::single(v))
                 {
                     self.error.get_or_insert(e.to_string());
                 }
@@ -261,13 +267,13 @@ mod imp {
         }
     }
 
-    fn color(rgba: Option<[f32; 4]>) -> rerun::Color {
+    fn color(rgba: Option<[f32; 4]>) -> Color {
         let [r, g, b, a] = rgba.unwrap_or([0.6, 0.6, 0.65, 1.0]).map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8);
-        rerun::Color::from_unmultiplied_rgba(r, g, b, a)
+        Color::from_unmultiplied_rgba(r, g, b, a)
     }
 
-    fn transform(p: &ViewPose) -> rerun::Transform3D {
-        rerun::Transform3D::from_translation_rotation(p.translation, rerun::Quaternion::from_xyzw(p.rotation))
+    fn transform(p: &ViewPose) -> Transform3D {
+        Transform3D::from_translation_rotation(p.translation, Quaternion::from_xyzw(p.rotation))
     }
 
     /// Logs one visual shape (static) at `path`: its placement and its primitive or mesh.
@@ -275,36 +281,33 @@ mod imp {
         let origin = ViewPose::from_urdf(&shape.origin);
         rec.log_static(path, &transform(&origin)).map_err(rr_err)?;
         let c = color(shape.rgba);
-        let solid = rerun::FillMode::Solid;
+        let solid = FillMode::Solid;
         let f = |v: f64| v as f32;
         let logged = match &shape.geometry {
             Geometry::Box { size } => rec.log_static(
                 path,
-                &rerun::Boxes3D::from_half_sizes([[f(size[0]) / 2.0, f(size[1]) / 2.0, f(size[2]) / 2.0]])
+                &Boxes3D::from_half_sizes([[f(size[0]) / 2.0, f(size[1]) / 2.0, f(size[2]) / 2.0]])
                     .with_colors([c])
                     .with_fill_mode(solid),
             ),
-            Geometry::Sphere { radius } => rec.log_static(
-                path,
-                &rerun::Ellipsoids3D::from_radii([f(*radius)]).with_colors([c]).with_fill_mode(solid),
-            ),
+            Geometry::Sphere { radius } => {
+                rec.log_static(path, &Ellipsoids3D::from_radii([f(*radius)]).with_colors([c]).with_fill_mode(solid))
+            }
             Geometry::Cylinder { radius, length } => rec.log_static(
                 path,
-                &rerun::Cylinders3D::from_lengths_and_radii([f(*length)], [f(*radius)])
-                    .with_colors([c])
-                    .with_fill_mode(solid),
+                &Cylinders3D::from_lengths_and_radii([f(*length)], [f(*radius)]).with_colors([c]).with_fill_mode(solid),
             ),
             // rerun's capsule runs from its origin along +z; URDF's is centred.
             Geometry::Capsule { radius, length } => rec.log_static(
                 path,
-                &rerun::Capsules3D::from_lengths_and_radii([f(*length)], [f(*radius)])
+                &Capsules3D::from_lengths_and_radii([f(*length)], [f(*radius)])
                     .with_translations([[0.0, 0.0, -f(*length) / 2.0]])
                     .with_colors([c])
                     .with_fill_mode(solid),
             ),
             Geometry::Mesh { data, .. } => rec.log_static(
                 path,
-                &rerun::Mesh3D::new(data.vertices.iter().copied())
+                &Mesh3D::new(data.vertices.iter().copied())
                     .with_triangle_indices(data.triangles.iter().copied())
                     .with_vertex_colors(std::iter::repeat_n(c, data.vertices.len())),
             ),
@@ -340,7 +343,7 @@ mod imp {
         let mut env = crate::run::make_env(config, episodes)?;
         let name = out.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let rec = open(&VizTarget::File(out.to_path_buf()), &format!("{name} episodes"))?;
-        rec.log_static("/", &rerun::ViewCoordinates::RIGHT_HAND_Z_UP()).map_err(rr_err)?;
+        rec.log_static("/", &ViewCoordinates::RIGHT_HAND_Z_UP()).map_err(rr_err)?;
         let od = env.obs_spec().vector.dim();
         let ad = env.action_spec().bounds.dim();
         env.reset(config.seed + crate::run::EVAL_SEED_OFFSET);
@@ -406,38 +409,34 @@ mod imp {
                     for (m, path) in markers.iter().zip(&p.markers) {
                         rec.log(
                             path.as_str(),
-                            &rerun::Points3D::new([m.position])
-                                .with_radii([m.radius])
-                                .with_colors([color(Some(m.rgba))]),
+                            &Points3D::new([m.position]).with_radii([m.radius]).with_colors([color(Some(m.rgba))]),
                         )
                         .map_err(rr_err)?;
                     }
                 }
                 let obs = &env.buffers().obs[k * od..(k + 1) * od];
                 for (path, &v) in p.obs.iter().zip(obs) {
-                    rec.log(path.as_str(), &rerun::Scalars::single(v as f64)).map_err(rr_err)?;
+                    rec.log(path.as_str(), &Scalars::single(v as f64)).map_err(rr_err)?;
                 }
                 for (path, &v) in p.action.iter().zip(&actions[k * ad..(k + 1) * ad]) {
-                    rec.log(path.as_str(), &rerun::Scalars::single(v as f64)).map_err(rr_err)?;
+                    rec.log(path.as_str(), &Scalars::single(v as f64)).map_err(rr_err)?;
                 }
                 for (camera, (path, spec)) in p.cameras.iter().zip(&env.obs_spec().images).enumerate() {
                     let Some(images) = env.image(camera) else { continue };
                     let pixels = images[k * spec.len()..(k + 1) * spec.len()].to_vec();
-                    let image = rerun::Image::from_rgb24(pixels, [spec.width as u32, spec.height as u32]);
+                    let image = Image::from_rgb24(pixels, [spec.width as u32, spec.height as u32]);
                     rec.log(path.as_str(), &image).map_err(rr_err)?;
                 }
                 if step == 0
                     && let Some(text) = env.instruction(k)
                 {
-                    rec.log(p.instruction.as_str(), &rerun::TextDocument::new(text)).map_err(rr_err)?;
+                    rec.log(p.instruction.as_str(), &TextDocument::new(text)).map_err(rr_err)?;
                 }
                 if queue.started_chunk() && queue.chunk_len() > 1 {
                     let chunk = queue.chunk_of(k).to_vec();
-                    let data = rerun::datatypes::TensorData::new(
-                        vec![queue.chunk_len() as u64, ad as u64],
-                        rerun::datatypes::TensorBuffer::F32(chunk.into()),
-                    );
-                    let tensor = rerun::Tensor::new(data).with_dim_names(["chunk_step", "action"]);
+                    let data =
+                        TensorData::new(vec![queue.chunk_len() as u64, ad as u64], TensorBuffer::F32(chunk.into()));
+                    let tensor = Tensor::new(data).with_dim_names(["chunk_step", "action"]);
                     rec.log(p.action_chunk.as_str(), &tensor).map_err(rr_err)?;
                 }
             }
@@ -452,10 +451,10 @@ mod imp {
                     continue;
                 }
                 returns[k] += b.reward[k];
-                rec.log(p.reward.as_str(), &rerun::Scalars::single(b.reward[k] as f64)).map_err(rr_err)?;
-                rec.log(p.ret.as_str(), &rerun::Scalars::single(returns[k] as f64)).map_err(rr_err)?;
+                rec.log(p.reward.as_str(), &Scalars::single(b.reward[k] as f64)).map_err(rr_err)?;
+                rec.log(p.ret.as_str(), &Scalars::single(returns[k] as f64)).map_err(rr_err)?;
                 if has_success {
-                    rec.log(p.success.as_str(), &rerun::Scalars::single(b.success[k] as f64)).map_err(rr_err)?;
+                    rec.log(p.success.as_str(), &Scalars::single(b.success[k] as f64)).map_err(rr_err)?;
                 }
                 if b.done(k) {
                     finished[k] = true;
