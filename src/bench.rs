@@ -205,9 +205,11 @@ pub struct FlowBenchSpec {
     pub config_file: Option<PathBuf>,
     /// `--set key=value` overrides of the flow-RL run, in order.
     pub overrides: Vec<String>,
-    /// Directory for learning curves: `<out>/<algorithm>/` and `<out>/ppo/` each get a
-    /// `metrics.csv` (one row per iteration, wall seconds counted from the start of RL) and
-    /// `curves.png`.
+    /// Directory for learning curves and policies: `<out>/<algorithm>/` and `<out>/ppo/` each get
+    /// a `metrics.csv` (one row per iteration, wall seconds counted from the start of RL) and
+    /// `curves.png`; `<out>/sft/` and `<out>/<algorithm>/` also hold the SFT and RL policies as
+    /// runs (`config.toml` and `checkpoint/`) that `eval --run`, `distill --run`, `export --run`
+    /// and `train --init` read (not `train --resume`: no environment state is saved).
     pub out: Option<PathBuf>,
     /// Also train Gaussian PPO from scratch (the task's `ppo` defaults) for the wall time that
     /// SFT and flow RL took together.
@@ -316,14 +318,21 @@ pub fn flow_bench(
     let sft_seconds = start.elapsed().as_secs_f64();
     let (sft_fixed, sft_sampled) = fixed_and_sampled_success(sft.as_ref(), eval_env.as_mut(), eval_seed)?;
     let sft_checkpoint = sft.checkpoint()?;
+    let sft_dir = spec.out.as_ref().map(|out| out.join("sft"));
+    if let Some(dir) = &sft_dir {
+        let config = TrainConfig { total_steps: sft_steps, algo: AlgoConfig::Sft(sft_config.clone()), ..sft_run };
+        write_run(dir, &config, &sft_checkpoint)?;
+    }
 
-    let init = "(in memory)".to_string();
+    let init = sft_dir.map_or_else(|| "(in memory)".to_string(), |dir| dir.display().to_string());
     let device = default_device();
+    let rl_algo;
     let mut rl = match rl_config.algo {
         AlgoConfig::PpoFlow(mut c) => {
             c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
             c.init = init;
             c.validate()?;
+            rl_algo = AlgoConfig::PpoFlow(c.clone());
             let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
             ChunkRl::Flow(Box::new(PpoFlow::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
         }
@@ -331,6 +340,7 @@ pub fn flow_bench(
             c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
             c.init = init;
             c.validate()?;
+            rl_algo = AlgoConfig::Dppo(c.clone());
             let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
             ChunkRl::Dppo(Box::new(Dppo::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
         }
@@ -353,7 +363,10 @@ pub fn flow_bench(
     let (rl_fixed, rl_sampled) = fixed_and_sampled_success(learner, eval_env.as_mut(), eval_seed)?;
     let chunk_steps = learner.env_steps() / learner.chunk_len().max(1) as u64;
     if let Some(out) = &spec.out {
-        write_curves(&out.join(&spec.algorithm), &rows)?;
+        let dir = out.join(&spec.algorithm);
+        write_curves(&dir, &rows)?;
+        let config = TrainConfig { total_steps: learner.env_steps(), algo: rl_algo, ..rl_config };
+        write_run(&dir, &config, &learner.checkpoint()?)?;
     }
     let (baseline_success, baseline_env_steps) = match spec.baseline {
         true => {
@@ -435,6 +448,14 @@ pub(crate) fn write_curves(dir: &Path, rows: &[embodia_algos::MetricRow]) -> Res
     std::fs::write(dir.join(crate::run::METRICS_FILE), text).map_err(io)?;
     crate::plot::write_run_curves(dir)?;
     Ok(())
+}
+
+/// Writes `config` and `checkpoint` as the run in `dir`, so that `eval --run` and friends read it.
+fn write_run(dir: &Path, config: &TrainConfig, checkpoint: &embodia_algos::Checkpoint) -> Result<(), RunError> {
+    std::fs::create_dir_all(dir).map_err(crate::run::io_err(dir))?;
+    let path = dir.join(crate::run::CONFIG_FILE);
+    std::fs::write(&path, config.to_toml()).map_err(crate::run::io_err(&path))?;
+    Ok(checkpoint.save(&dir.join(crate::run::CHECKPOINT_DIR))?)
 }
 
 /// The RL learner of a flow benchmark with its environments.

@@ -400,7 +400,8 @@ enum BenchCommand {
         /// Override one flow-RL setting, e.g. --set algo.policy_lr=1e-5 (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
-        /// Write learning curves (metrics.csv, curves.png) under DIR/<task>-seed<N>/<algo>/.
+        /// Write learning curves (metrics.csv, curves.png) under DIR/<task>-seed<N>/<algo>/, and the
+        /// SFT and RL policies as runs in DIR/<task>-seed<N>/sft/ and …/<algo>/ (for eval, distill, export).
         #[arg(long, value_name = "DIR", default_value = "runs/bench-flow")]
         out: PathBuf,
         /// Also train Gaussian PPO from scratch for the same wall time (SFT + RL) and report its success.

@@ -80,7 +80,8 @@ pub enum RunError {
     },
 }
 
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+/// Maps an I/O error on `path` to a [`RunError::Io`] that names the path.
+pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |e| RunError::Io { path: path.display().to_string(), message: e.to_string() }
 }
 

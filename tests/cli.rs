@@ -997,6 +997,14 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
         assert!(header.iter().any(|h| h == "wall_seconds") && !rows.is_empty(), "{algo}");
         assert!(run.join("curves.png").exists(), "{algo}");
     }
+    // The SFT and RL policies are runs that eval reads (and the RL run's init is the SFT run).
+    for run in ["sft", "ppo-flow-sde"] {
+        let run = format!("bf/reach-seed2/{run}");
+        let out = ok(d, &["eval", "--run", &run, "--episodes", "2", "--json"]);
+        assert!(out.stdout.contains("\"success_rate\""), "{run}: {}", out.stdout);
+    }
+    let rl_config = std::fs::read_to_string(d.join("bf/reach-seed2/ppo-flow-sde/config.toml")).unwrap();
+    assert!(rl_config.contains("init = \"bf/reach-seed2/sft\""), "{rl_config}");
     // The overrides reach the flow-RL config: a bad one is named.
     let mut bad = args.clone();
     bad.extend(["--set", "algo.clip_ratio=-1"]);
