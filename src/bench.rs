@@ -438,14 +438,14 @@ fn ppo_baseline(spec: &FlowBenchSpec, seconds: f64) -> Result<(f64, u64), RunErr
 
 /// Writes `rows` as `dir/metrics.csv` (the run directory format) and draws `dir/curves.png`.
 pub(crate) fn write_curves(dir: &Path, rows: &[embodia_algos::MetricRow]) -> Result<(), RunError> {
-    let io = |e: std::io::Error| RunError::Io { path: dir.display().to_string(), message: e.to_string() };
-    std::fs::create_dir_all(dir).map_err(io)?;
+    std::fs::create_dir_all(dir).map_err(crate::run::io_err(dir))?;
     let mut text = format!("{}\n", embodia_algos::MetricRow::CSV_HEADER);
     for row in rows {
         text.push_str(&row.csv_values());
         text.push('\n');
     }
-    std::fs::write(dir.join(crate::run::METRICS_FILE), text).map_err(io)?;
+    let path = dir.join(crate::run::METRICS_FILE);
+    std::fs::write(&path, text).map_err(crate::run::io_err(&path))?;
     crate::plot::write_run_curves(dir)?;
     Ok(())
 }
