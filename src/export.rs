@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use embodia_algos::distill::{FIXED_NOISE_KEY, STUDENT_KEY, STUDENT_PREFIX};
 use embodia_algos::{Checkpoint, ChunkActor, RunningNormalizer};
 use embodia_deploy::export::{self, ActionHead, Activation, Dense, Format, ObsNormalizer, PolicySpec, StateOffset};
-use embodia_policies::{Activation as NetActivation, NamedParams, OneStepPolicyConfig};
+use embodia_policies::{Activation as NetActivation, FlowPolicyConfig, NamedParams, OneStepPolicyConfig};
 
 use crate::config::{AlgoConfig, TrainConfig};
 use crate::run::{CHECKPOINT_DIR, CONFIG_FILE, RunError};
@@ -176,27 +176,10 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
             actor.policy.chunk
         ));
     }
-    let mut layers = layers(&ckpt.tensors, &format!("{STUDENT_PREFIX}.net.layers"))?;
-    let first = &mut layers[0];
-    if first.input != student.input_dim() {
-        return Err(format!(
-            "the student's first layer has {} inputs, its layout {}",
-            first.input,
-            student.input_dim()
-        ));
-    }
-    // Inputs [s ‖ z ‖ t = 1 ‖ r = 0]: the constant part joins the bias.
-    let out = first.output;
-    let row = |k: usize| &first.weight[k * out..(k + 1) * out];
-    let bias: Vec<f32> = (0..out)
-        .map(|o| {
-            let noise: f64 = (0..hd).map(|k| z[k] as f64 * row(obs_dim + k)[o] as f64).sum();
-            (first.bias[o] as f64 + noise + row(obs_dim + hd)[o] as f64) as f32
-        })
-        .collect();
-    first.weight.truncate(obs_dim * out);
-    first.bias = bias;
-    first.input = obs_dim;
+    let mut layers = match &student.denoiser {
+        Some(layout) => denoiser_student_layers(&ckpt.tensors, layout, &z, cd)?,
+        None => mlp_student_layers(&ckpt.tensors, &student, &z)?,
+    };
     let last = layers.last_mut().expect("at least one layer");
     if last.output != cd {
         return Err(format!("the student's last layer has {} outputs, its layout {cd}", last.output));
@@ -223,7 +206,7 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
             clip: f32::MAX,
         }),
         layers,
-        activation: exported_activation(student.activation),
+        activation: exported_activation(student.denoiser.as_ref().map_or(student.activation, |d| d.activation)),
         head: ActionHead::Clip,
         action_low: actor.action_low.clone(),
         action_high: actor.action_high.clone(),
@@ -233,6 +216,84 @@ fn student_policy(ckpt: &Checkpoint, obs_dim: usize, action_dim: usize) -> Resul
             .map(|r| r.map(|s| StateOffset { column: s.column, scale: s.scale }))
             .collect(),
     })
+}
+
+/// The MLP student `F(s, z, 1, 0)` with its fixed noise `z` as an MLP of `s`: inputs
+/// `[s ‖ z ‖ t = 1 ‖ r = 0]`, whose constant part joins the first bias.
+fn mlp_student_layers(tensors: &NamedParams, student: &OneStepPolicyConfig, z: &[f32]) -> Result<Vec<Dense>, String> {
+    let mut layers = layers(tensors, &format!("{STUDENT_PREFIX}.net.layers"))?;
+    let first = &mut layers[0];
+    if first.input != student.input_dim() {
+        return Err(format!(
+            "the student's first layer has {} inputs, its layout {}",
+            first.input,
+            student.input_dim()
+        ));
+    }
+    let od = student.obs_dim;
+    let mut constant = z.to_vec();
+    constant.extend([1.0, 0.0]);
+    fold_constant_inputs(first, od, &constant);
+    Ok(layers)
+}
+
+/// A student that copies the teacher's denoiser, `F = v(s, z, 1)_C`, as an MLP of `s`:
+/// the observation encoder's two layers, then the trunk, whose first layer's inputs
+/// `[features ‖ action_in(z) ‖ time embedding(1)]` are constant but for the features, then
+/// the executed columns of `action_out`. One activation throughout, after every layer but the last.
+fn denoiser_student_layers(
+    tensors: &NamedParams,
+    layout: &FlowPolicyConfig,
+    z: &[f32],
+    cd: usize,
+) -> Result<Vec<Dense>, String> {
+    let prefix = format!("{STUDENT_PREFIX}.denoiser");
+    let mut out = layers(tensors, &format!("{prefix}.obs_encoder.layers"))?;
+    let action_in = linear(tensors, &format!("{prefix}.action_in"))?;
+    let mut trunk = layers(tensors, &format!("{prefix}.trunk.layers"))?;
+    let mut action_out = linear(tensors, &format!("{prefix}.action_out"))?;
+    let w = layout.width;
+    if action_in.input != z.len() || action_in.output != w || trunk[0].input != 3 * w || action_out.output < cd {
+        return Err(format!("the copied denoiser's layers do not fit its layout (width {w}, chunk width {})", z.len()));
+    }
+    let mut constant: Vec<f32> = (0..w)
+        .map(|o| action_in.bias[o] + z.iter().enumerate().map(|(k, zk)| zk * action_in.weight[k * w + o]).sum::<f32>())
+        .collect();
+    constant.extend(layout.time_embedding(1.0));
+    fold_constant_inputs(&mut trunk[0], w, &constant);
+    // Only the executed slice `[:C·D]` of the velocity is used.
+    let hd = action_out.output;
+    action_out.weight = action_out.weight.chunks_exact(hd).flat_map(|row| row[..cd].to_vec()).collect();
+    action_out.bias.truncate(cd);
+    action_out.output = cd;
+    out.extend(trunk);
+    out.push(action_out);
+    Ok(out)
+}
+
+/// Removes the inputs `kept..` of `layer`, whose values are `constant`, adding their
+/// contribution to the bias.
+fn fold_constant_inputs(layer: &mut Dense, kept: usize, constant: &[f32]) {
+    let out = layer.output;
+    let row = |k: usize| &layer.weight[k * out..(k + 1) * out];
+    let bias: Vec<f32> = (0..out)
+        .map(|o| {
+            let folded: f64 = constant.iter().enumerate().map(|(k, c)| *c as f64 * row(kept + k)[o] as f64).sum();
+            (layer.bias[o] as f64 + folded) as f32
+        })
+        .collect();
+    layer.weight.truncate(kept * out);
+    layer.bias = bias;
+    layer.input = kept;
+}
+
+/// One linear layer `prefix.weight`, `prefix.bias`.
+fn linear(tensors: &NamedParams, prefix: &str) -> Result<Dense, String> {
+    let (w, b) = (format!("{prefix}.weight"), format!("{prefix}.bias"));
+    let (shape, weight) = tensors.get(&w).ok_or_else(|| format!("tensor `{w}` is missing"))?;
+    let (_, bias) = tensors.get(&b).ok_or_else(|| format!("tensor `{b}` is missing"))?;
+    let [input, output] = shape[..] else { return Err(format!("tensor `{w}` has shape {shape:?}, expected 2-D")) };
+    Ok(Dense { input, output, weight: weight.clone(), bias: bias.clone() })
 }
 
 fn exported_activation(a: NetActivation) -> Activation {
@@ -246,12 +307,8 @@ fn exported_activation(a: NetActivation) -> Activation {
 /// The linear layers `prefix.0`, `prefix.1`, … in order.
 fn layers(tensors: &NamedParams, prefix: &str) -> Result<Vec<Dense>, String> {
     let mut out = Vec::new();
-    loop {
-        let (w, b) = (format!("{prefix}.{}.weight", out.len()), format!("{prefix}.{}.bias", out.len()));
-        let Some((shape, weight)) = tensors.get(&w) else { break };
-        let (_, bias) = tensors.get(&b).ok_or_else(|| format!("tensor `{b}` is missing"))?;
-        let [input, output] = shape[..] else { return Err(format!("tensor `{w}` has shape {shape:?}, expected 2-D")) };
-        out.push(Dense { input, output, weight: weight.clone(), bias: bias.clone() });
+    while tensors.contains_key(&format!("{prefix}.{}.weight", out.len())) {
+        out.push(linear(tensors, &format!("{prefix}.{}", out.len()))?);
     }
     if out.is_empty() {
         return Err(format!("no tensor `{prefix}.0.weight`"));

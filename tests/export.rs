@@ -254,7 +254,7 @@ fn flow_teacher(dir: &Path) -> PathBuf {
 }
 
 /// A student distilled from `teacher` with `method` for a few gradient steps, in `dir/NAME`.
-fn distilled(dir: &Path, teacher: &Path, method: DistillMethod, name: &str) -> PathBuf {
+fn distilled(dir: &Path, teacher: &Path, method: DistillMethod, name: &str, extra: &[&str]) -> PathBuf {
     let overrides = [
         "algo.num_envs=2",
         "algo.chunk_steps=5",
@@ -269,7 +269,7 @@ fn distilled(dir: &Path, teacher: &Path, method: DistillMethod, name: &str) -> P
         loss: ConsistencyLoss::SameNoise,
         seed: 2,
         steps: Some(40),
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        overrides: overrides.iter().chain(extra).map(|s| s.to_string()).collect(),
     };
     let run_dir = dir.join(name);
     Run::create(&run_dir, distill_config(&req).unwrap()).unwrap().train(&mut []).unwrap();
@@ -285,8 +285,14 @@ fn distilled_students_export_exactly_with_their_chunk_layout() {
     assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
     assert!(err.to_string().contains(&format!("embodia distill --run {}", teacher.display())), "{err}");
     assert!(!dir.join("teacher-c").exists());
-    for (method, name) in [(DistillMethod::Consistency, "consistency"), (DistillMethod::MeanFlow, "meanflow")] {
-        let student = distilled(&dir, &teacher, method, name);
+    // The third student copies the teacher's denoiser (RL-100): its encoder, trunk and output
+    // layer fold into one MLP.
+    for (method, name, extra) in [
+        (DistillMethod::Consistency, "consistency", &[][..]),
+        (DistillMethod::MeanFlow, "meanflow", &[]),
+        (DistillMethod::Consistency, "copy", &["algo.copy_teacher=true"]),
+    ] {
+        let student = distilled(&dir, &teacher, method, name, extra);
         let spec = policy_of_run(&student).unwrap();
         assert_eq!((spec.chunk, spec.action_dim), (4, 6), "{name}: reach's chunk layout");
         // SFT predicts joint targets relative to the present joint positions: the export adds

@@ -119,6 +119,10 @@ pub struct DistillConfig {
     pub meanflow_equal_fraction: f64,
     /// MeanFlow: step of the central difference of `du/dt`. Default 1e-3.
     pub meanflow_fd_step: f64,
+    /// The student is a copy of the teacher's denoiser, initialised from the teacher's weights
+    /// (RL-100's student) instead of an MLP of `student.hidden`; one step is an Euler step from
+    /// noise. Consistency with the same_noise loss only. Default false.
+    pub copy_teacher: bool,
     /// The student's layout (widths are set from the teacher, the head from the method).
     pub student: OneStepPolicyConfig,
 }
@@ -144,6 +148,7 @@ impl Default for DistillConfig {
             target_ema: 0.95,
             meanflow_equal_fraction: 0.5,
             meanflow_fd_step: 1e-3,
+            copy_teacher: false,
             student: OneStepPolicyConfig::default(),
         }
     }
@@ -190,6 +195,12 @@ impl DistillConfig {
             self.meanflow_fd_step,
             self.meanflow_fd_step > 0.0 && self.meanflow_fd_step < 0.1,
             "0 < x < 0.1",
+        )?;
+        check_range(
+            "copy_teacher",
+            self.copy_teacher,
+            !self.copy_teacher || (self.method, self.loss) == (DistillMethod::Consistency, ConsistencyLoss::SameNoise),
+            "false unless method = consistency with loss = same_noise (the copied denoiser takes no second time)",
         )?;
         check_range(
             "student.hidden",
@@ -279,10 +290,16 @@ impl Distill {
         config.student.chunk_width = p.chunk_width();
         config.student.output_dim = p.chunk * p.action_dim;
         config.student.head = match config.method {
-            DistillMethod::Consistency => OneStepHead::Consistency,
-            DistillMethod::MeanFlow => OneStepHead::MeanFlow,
+            DistillMethod::Consistency if !config.copy_teacher => OneStepHead::Consistency,
+            // The copied denoiser's output is a velocity: MeanFlow's head makes one step an Euler step.
+            _ => OneStepHead::MeanFlow,
         };
-        let student = seeded_init(&device, seed, || config.student.init(&device));
+        config.student.denoiser = config.copy_teacher.then(|| p.clone());
+        let mut student = seeded_init(&device, seed, || config.student.init(&device));
+        if config.copy_teacher {
+            let params = named_params(&teacher).into_iter().map(|(name, p)| (format!("denoiser.{name}"), p)).collect();
+            student = load_params(student, &params)?;
+        }
         Ok(Self {
             target: student.valid(),
             acting: student.valid(),

@@ -3,12 +3,15 @@
 //! same noise, and the deterministic student must act like the deterministic teacher.
 
 use burn::tensor::Device;
+use burn::tensor::{Tensor, TensorData};
 use embodia_algos::distill::teacher_of_checkpoint;
 use embodia_algos::{
     CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ConsistencyLoss, Distill, DistillConfig, DistillMethod, Learner,
     Standardizer,
 };
-use embodia_policies::{FlowPolicyConfig, OneStepPolicyConfig, named_params, seeded_init};
+use embodia_policies::{
+    FlowPolicyConfig, NoiseMethod, OneStepPolicyConfig, StochasticSteps, load_params, named_params, seeded_init,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -124,6 +127,58 @@ fn same_noise_student_reproduces_the_ten_step_teacher() {
     assert_eq!(d.chunk_len(), 2);
     for (s, t) in student_actions.iter().zip(&teacher_actions) {
         assert!((s - t).abs() < 0.15 * scale as f32, "student {student_actions:?} vs teacher {teacher_actions:?}");
+    }
+}
+
+/// RL-100's student, a copy of the teacher's denoiser: before any step it acts as the teacher
+/// integrated in one Euler step from the same noise (the teacher's own layout with `K = 1`),
+/// and same-noise training brings it to the 10-step teacher. Other objectives are refused.
+#[test]
+fn teacher_copy_student_starts_at_one_euler_step_and_reaches_the_teacher() {
+    let mut env = embodia_sim::make("pendulum", 8).unwrap();
+    env.reset(3);
+    let copy = DistillConfig { copy_teacher: true, ..config(DistillMethod::Consistency, ConsistencyLoss::SameNoise) };
+    let mut d = Distill::new(copy.clone(), env.as_ref(), &teacher(), Device::flex().autodiff(), 1).unwrap();
+    let obs = held_out_observations();
+    let n = obs.len() / 3;
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let z: Vec<f32> = (0..n * 4).map(|_| StandardNormal.sample(&mut rng)).collect();
+    let device = Device::flex();
+    let (actor, ten_step) = teacher_of_checkpoint(&teacher(), 3, 1, &device).unwrap();
+    let one_step = FlowPolicyConfig { denoise_steps: 1, ..actor.policy.clone() };
+    let one_step = load_params(one_step.init(&device), &named_params(&ten_step)).unwrap();
+    let mut noise = z.clone();
+    noise.extend(vec![0.0; n * 4]);
+    let euler = one_step.sample(
+        Tensor::from_data(TensorData::new(obs.clone(), [n, 3]), &device),
+        Tensor::from_data(TensorData::new(noise, [2, n, 4]), &device),
+        NoiseMethod::Ode,
+        StochasticSteps::None,
+    );
+    let euler: Vec<f32> = euler.actions.narrow(1, 0, 2).into_data().try_to_vec::<f32>().unwrap();
+    let student = d.student_actions(&obs, &z).unwrap();
+    for (s, e) in student.iter().zip(&euler) {
+        assert!((s - e).abs() < 1e-5, "untrained copy {s} vs one Euler step of the teacher {e}");
+    }
+    let (before, scale) = gap(&d, &obs);
+    for _ in 0..12 {
+        d.iterate(env.as_mut()).unwrap();
+    }
+    let (after, _) = gap(&d, &obs);
+    assert!(after < 0.05 * scale && after < 0.2 * before, "copy gap {after} (before {before}), teacher RMS {scale}");
+    for (method, loss) in
+        [(DistillMethod::Consistency, ConsistencyLoss::Backup), (DistillMethod::MeanFlow, ConsistencyLoss::SameNoise)]
+    {
+        let err = Distill::new(
+            DistillConfig { method, loss, ..copy.clone() },
+            env.as_ref(),
+            &teacher(),
+            Device::flex().autodiff(),
+            1,
+        )
+        .err()
+        .expect("refused");
+        assert!(err.to_string().contains("copy_teacher"), "{err}");
     }
 }
 

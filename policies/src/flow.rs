@@ -130,6 +130,14 @@ impl FlowPolicyConfig {
         self.horizon * self.action_dim
     }
 
+    /// The sinusoidal time embedding at `t` on the host, `[width]`: `[sin(ωt) ‖ cos(ωt)]` (what
+    /// the velocity network sees; export folds it into a bias).
+    pub fn time_embedding(&self, t: f32) -> Vec<f32> {
+        let scaling = time_scaling(self.width);
+        let sin = scaling.iter().map(|w| (w * t).sin());
+        sin.chain(scaling.iter().map(|w| (w * t).cos())).collect()
+    }
+
     /// Builds the policy on `device`.
     pub fn init(&self, device: &Device) -> FlowPolicy {
         let feat = *self.hidden.last().expect("validated: hidden is non-empty");

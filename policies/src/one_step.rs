@@ -16,14 +16,18 @@
 //! `(α, β)` from [`OneStepHead::one_step_coefficients`]; with a fixed `z` the whole student is an
 //! MLP of the observation alone, which is what export writes out.
 //!
-//! Deliberate differences from RL-100 / OFQL: the student is an MLP over the flattened chunk
-//! (not a copy of the teacher's denoiser); times enter as raw scalars (no sinusoidal
-//! embedding), which keeps the exported network a plain MLP.
+//! By default the student is an MLP over the flattened chunk, not a copy of the teacher's
+//! denoiser as in RL-100; times enter as raw scalars (no sinusoidal embedding), which keeps the
+//! exported network a plain MLP. With [`OneStepPolicyConfig::denoiser`] set it is RL-100's
+//! student instead: a copy of the teacher's [`FlowPolicy`] whose velocity at `t = 1` is `F`
+//! under the MeanFlow head, so one step is one Euler step from noise, `z_C − v(s, z, 1)_C`
+//! (where an untrained copy starts: the teacher's one-step estimate of its mean action).
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use crate::flow::{FlowPolicy, FlowPolicyConfig};
 use crate::mlp::{Activation, Mlp, MlpConfig};
 
 /// σ_data of the consistency parameterization (LCM).
@@ -73,12 +77,16 @@ pub struct OneStepPolicyConfig {
     pub chunk_width: usize,
     /// Width of the executed slice `C·D` (the output). Set from the teacher.
     pub output_dim: usize,
-    /// Hidden widths. Default [256, 256].
+    /// Hidden widths of the MLP student. Default [256, 256].
     pub hidden: Vec<usize>,
-    /// Hidden activation. Default elu.
+    /// Hidden activation of the MLP student. Default elu.
     pub activation: Activation,
     /// Output parameterization. Default consistency.
     pub head: OneStepHead,
+    /// The teacher's layout when the student is a copy of the teacher's denoiser (RL-100's
+    /// student; `hidden` and `activation` are then unused and `head` must be MeanFlow, whose
+    /// one step is an Euler step). Set by distillation with `copy_teacher`. Default none.
+    pub denoiser: Option<FlowPolicyConfig>,
 }
 
 impl Default for OneStepPolicyConfig {
@@ -90,6 +98,7 @@ impl Default for OneStepPolicyConfig {
             hidden: vec![256, 256],
             activation: Activation::Elu,
             head: OneStepHead::Consistency,
+            denoiser: None,
         }
     }
 }
@@ -100,20 +109,29 @@ impl OneStepPolicyConfig {
         self.obs_dim + self.chunk_width + 2
     }
 
-    /// Builds the student on `device`.
+    /// Builds the student on `device` (a copy of the teacher's denoiser gets fresh weights
+    /// here; distillation loads the teacher's into it).
     pub fn init(&self, device: &Device) -> OneStepPolicy {
-        OneStepPolicy {
-            net: MlpConfig::new(self.input_dim(), &self.hidden, self.output_dim, self.activation).init(device),
-            head: self.head,
-            output_dim: self.output_dim,
-        }
+        let (net, denoiser) = match &self.denoiser {
+            Some(layout) => (None, Some(layout.init(device))),
+            None => (
+                Some(MlpConfig::new(self.input_dim(), &self.hidden, self.output_dim, self.activation).init(device)),
+                None,
+            ),
+        };
+        OneStepPolicy { net, denoiser, head: self.head, output_dim: self.output_dim }
     }
 }
 
-/// The one-step student: an MLP `F(s, x, t, r)` and its output parameterization.
+/// The one-step student: `F(s, x, t, r)`, an MLP or the teacher's denoiser, and its output
+/// parameterization.
 #[derive(Module, Debug)]
 pub struct OneStepPolicy {
-    net: Mlp,
+    /// The MLP student (parameters `net.layers.*`).
+    net: Option<Mlp>,
+    /// The copy of the teacher's denoiser (parameters `denoiser.*`); `F` is its velocity at `(x,
+    /// t)`, executed slice, and ignores `r`.
+    denoiser: Option<FlowPolicy>,
     #[module(skip)]
     head: OneStepHead,
     #[module(skip)]
@@ -124,7 +142,11 @@ impl OneStepPolicy {
     /// Raw network output `F`, `[batch, C·D]`, for standardized observations `obs`
     /// (`[batch, obs_dim]`), chunk points `x` (`[batch, H·D]`) and times `t`, `r` (`[batch, 1]`).
     pub fn raw(&self, obs: Tensor<2>, x: Tensor<2>, t: Tensor<2>, r: Tensor<2>) -> Tensor<2> {
-        self.net.forward(Tensor::cat(vec![obs, x, t, r], 1))
+        match (&self.net, &self.denoiser) {
+            (_, Some(denoiser)) => denoiser.velocity(denoiser.encode(obs), x, t).0.narrow(1, 0, self.output_dim),
+            (Some(net), None) => net.forward(Tensor::cat(vec![obs, x, t, r], 1)),
+            (None, None) => unreachable!("OneStepPolicyConfig::init builds one of the two"),
+        }
     }
 
     /// The head applied to `raw` at `x` (`[batch, H·D]`) and times `t`, `r` (`[batch, 1]`):
