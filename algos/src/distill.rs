@@ -28,11 +28,13 @@
 //!   `ε`, times `t ≥ r`, `z_t = (1 − t)·a + t·ε`, `v = ε − a`; the student's average velocity
 //!   `u(z_t, r, t)` regresses on `sg(v − (t − r)·du/dt)` along the tangent `(v, 0, 1)`.
 //!
-//! Deliberate differences from the references: the student is an MLP (RL-100 copies the
-//! denoiser); MeanFlow's `du/dt` is a central finite difference (burn has no forward-mode
-//! JVP), and OFQL's adaptive loss weighting is left out; the backup loss uses the teacher's own
-//! ODE chain from noise instead of noising data (the distribution the student must reproduce
-//! is the teacher's). The runner's step counter counts **gradient steps**, as for `sft`.
+//! Students: an MLP of `student.hidden` by default; with `copy_teacher`, RL-100's student, a
+//! copy of the teacher's denoiser initialised from its weights (one Euler step from noise; the
+//! same_noise loss only). Deliberate differences from the references: MeanFlow's `du/dt` is a
+//! central finite difference (burn has no forward-mode JVP), and OFQL's adaptive loss weighting
+//! is left out; the backup loss uses the teacher's own ODE chain from noise instead of noising
+//! data (the distribution the student must reproduce is the teacher's). The runner's step
+//! counter counts **gradient steps**, as for `sft`.
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
