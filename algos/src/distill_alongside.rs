@@ -62,6 +62,9 @@ pub struct DistillAlongsideConfig {
     pub fixed_noise_fraction: f64,
     /// Hidden widths of the student MLP. Default [256, 256].
     pub hidden: Vec<usize>,
+    /// The student is a copy of the policy's denoiser (RL-100), initialised from the `--init`
+    /// policy, instead of an MLP; same_noise loss only. Default false.
+    pub copy_teacher: bool,
 }
 
 impl Default for DistillAlongsideConfig {
@@ -76,6 +79,7 @@ impl Default for DistillAlongsideConfig {
             loss: ConsistencyLoss::SameNoise,
             fixed_noise_fraction: 0.25,
             hidden: OneStepPolicyConfig::default().hidden,
+            copy_teacher: false,
         }
     }
 }
@@ -105,6 +109,12 @@ impl DistillAlongsideConfig {
             format!("{:?}", self.hidden),
             !self.hidden.is_empty() && !self.hidden.contains(&0),
             "at least one positive width",
+        )?;
+        check_range(
+            &field("copy_teacher"),
+            self.copy_teacher,
+            !self.copy_teacher || self.loss == ConsistencyLoss::SameNoise,
+            "false unless loss = same_noise",
         )
     }
 
@@ -127,6 +137,7 @@ impl DistillAlongsideConfig {
             decay_steps: self.warmup_steps + 1,
             max_grad_norm: self.max_grad_norm,
             fixed_noise_fraction: self.fixed_noise_fraction,
+            copy_teacher: self.copy_teacher,
             student: OneStepPolicyConfig { hidden: self.hidden.clone(), ..OneStepPolicyConfig::default() },
             ..DistillConfig::default()
         }

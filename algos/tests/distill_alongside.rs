@@ -4,7 +4,8 @@
 
 use burn::tensor::Device;
 use embodia_algos::{
-    Checkpoint, DistillAlongside, DistillAlongsideConfig, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig,
+    Checkpoint, ConsistencyLoss, DistillAlongside, DistillAlongsideConfig, Learner, PpoFlow, PpoFlowConfig, Sft,
+    SftConfig,
 };
 use embodia_policies::FlowPolicyConfig;
 use embodia_sim::VecEnv;
@@ -153,4 +154,30 @@ fn bad_settings_name_the_field() {
     let bad = DistillAlongsideConfig { updates_per_iteration: 0, ..Default::default() };
     let err = bad.validate().unwrap_err().to_string();
     assert!(err.contains("algo.distill_during_rl.updates_per_iteration"), "{err}");
+    let bad = DistillAlongsideConfig { copy_teacher: true, loss: ConsistencyLoss::Backup, ..Default::default() };
+    let err = bad.validate().unwrap_err().to_string();
+    assert!(err.contains("algo.distill_during_rl.copy_teacher"), "{err}");
+}
+
+/// A student that copies the policy's denoiser trains alongside RL too: it starts as the
+/// `--init` policy's denoiser and its loss falls.
+#[test]
+fn teacher_copy_student_trains_alongside_flow_rl() {
+    let sft = sft_checkpoint();
+    let mut env = embodia_sim::make("reach", 8).unwrap();
+    env.reset(5);
+    let config = DistillAlongsideConfig { copy_teacher: true, learning_rate: 1e-3, ..alongside_config() };
+    let mut wrapped =
+        DistillAlongside::new(flow_rl(&sft, env.as_ref()), &config, env.as_ref(), Device::flex().autodiff(), 5)
+            .unwrap();
+    let student = wrapped.student().unwrap().checkpoint().unwrap().params("student");
+    for (name, value) in sft.params("ema") {
+        assert_eq!(student[&format!("denoiser.{name}")], value, "{name}: the copy starts as the teacher");
+    }
+    let mut losses = Vec::new();
+    for _ in 0..4 {
+        wrapped.iterate(env.as_mut()).unwrap();
+        losses.push(wrapped.student().unwrap().last_row().unwrap().policy_loss.unwrap());
+    }
+    assert!(losses.iter().all(|l| l.is_finite()) && losses[3] < losses[0], "copy student loss {losses:?}");
 }
