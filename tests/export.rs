@@ -285,12 +285,12 @@ fn distilled_students_export_exactly_with_their_chunk_layout() {
     assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
     assert!(err.to_string().contains(&format!("embodia distill --run {}", teacher.display())), "{err}");
     assert!(!dir.join("teacher-c").exists());
-    // The third student copies the teacher's denoiser (RL-100): its encoder, trunk and output
-    // layer fold into one MLP.
+    // The default consistency student copies the teacher's denoiser (RL-100): its encoder,
+    // trunk and output layer fold into one MLP. The others are MLPs.
     for (method, name, extra) in [
-        (DistillMethod::Consistency, "consistency", &[][..]),
+        (DistillMethod::Consistency, "copy", &[][..]),
+        (DistillMethod::Consistency, "consistency", &["algo.copy_teacher=false"]),
         (DistillMethod::MeanFlow, "meanflow", &[]),
-        (DistillMethod::Consistency, "copy", &["algo.copy_teacher=true"]),
     ] {
         let student = distilled(&dir, &teacher, method, name, extra);
         let spec = policy_of_run(&student).unwrap();

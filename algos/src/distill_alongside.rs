@@ -60,10 +60,10 @@ pub struct DistillAlongsideConfig {
     /// Fraction of mini-batch rows drawn with the fixed noise deterministic actions start from
     /// (same_noise). Default 0.25.
     pub fixed_noise_fraction: f64,
-    /// Hidden widths of the student MLP. Default [256, 256].
+    /// Hidden widths of the student MLP (`copy_teacher = false`). Default [256, 256].
     pub hidden: Vec<usize>,
-    /// The student is a copy of the policy's denoiser (RL-100), initialised from the `--init`
-    /// policy, instead of an MLP; same_noise loss only. Default false.
+    /// The same_noise student is a copy of the policy's denoiser (RL-100), initialised from the
+    /// `--init` policy; false (and the backup loss) trains an MLP of `hidden`. Default true.
     pub copy_teacher: bool,
 }
 
@@ -79,7 +79,7 @@ impl Default for DistillAlongsideConfig {
             loss: ConsistencyLoss::SameNoise,
             fixed_noise_fraction: 0.25,
             hidden: OneStepPolicyConfig::default().hidden,
-            copy_teacher: false,
+            copy_teacher: true,
         }
     }
 }
@@ -109,12 +109,6 @@ impl DistillAlongsideConfig {
             format!("{:?}", self.hidden),
             !self.hidden.is_empty() && !self.hidden.contains(&0),
             "at least one positive width",
-        )?;
-        check_range(
-            &field("copy_teacher"),
-            self.copy_teacher,
-            !self.copy_teacher || self.loss == ConsistencyLoss::SameNoise,
-            "false unless loss = same_noise",
         )
     }
 
