@@ -30,11 +30,13 @@
 //!
 //! Students: by default (`copy_teacher`) RL-100's, a copy of the teacher's denoiser
 //! initialised from its weights (one Euler step from noise); otherwise, and always for the
-//! backup loss and MeanFlow, an MLP of `student.hidden`. Deliberate differences from the references: MeanFlow's `du/dt` is a
-//! central finite difference (burn has no forward-mode JVP), and OFQL's adaptive loss weighting
-//! is left out; the backup loss uses the teacher's own ODE chain from noise instead of noising
-//! data (the distribution the student must reproduce is the teacher's). The runner's step
-//! counter counts **gradient steps**, as for `sft`.
+//! backup loss and MeanFlow, an MLP of `student.hidden`.
+//!
+//! Deliberate differences from the references: MeanFlow's `du/dt` is a central finite
+//! difference (burn has no forward-mode JVP), and OFQL's adaptive loss weighting is left out;
+//! the backup loss uses the teacher's own ODE chain from noise instead of noising data (the
+//! distribution the student must reproduce is the teacher's). The runner's step counter counts
+//! **gradient steps**, as for `sft`.
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
