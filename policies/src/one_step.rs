@@ -19,9 +19,10 @@
 //! Without [`OneStepPolicyConfig::denoiser`] the student is an MLP over the flattened chunk,
 //! not a copy of the teacher's denoiser as in RL-100; times enter as raw scalars (no
 //! sinusoidal embedding), which keeps the exported network a plain MLP. With
-//! [`OneStepPolicyConfig::denoiser`] set it is RL-100's student instead: a copy of the teacher's [`FlowPolicy`] whose velocity at `t = 1` is `F`
-//! under the MeanFlow head, so one step is one Euler step from noise, `z_C − v(s, z, 1)_C`
-//! (where an untrained copy starts: the teacher's one-step estimate of its mean action).
+//! [`OneStepPolicyConfig::denoiser`] set it is RL-100's student instead: a copy of the
+//! teacher's [`FlowPolicy`] whose velocity at `t = 1` is `F` under the MeanFlow head, so one
+//! step is one Euler step from noise, `z_C − v(s, z, 1)_C` (where an untrained copy starts: the
+//! teacher's one-step estimate of its mean action).
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
