@@ -206,8 +206,8 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("pick-cube-ee", "ppo-flow-sde" | "ppo-flow-noise") => {
             include_str!("../assets/configs/pick-cube-ee-ppo-flow.toml")
         }
-        ("lang-cubes", "vla-sft") => include_str!("../assets/configs/lang-cubes-vla-sft.toml"),
-        ("lang-cubes", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
+        ("lang-cubes" | "lang-cubes-ee", "vla-sft") => include_str!("../assets/configs/lang-cubes-vla-sft.toml"),
+        ("lang-cubes" | "lang-cubes-ee", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
             include_str!("../assets/configs/lang-cubes-vla-ppo.toml")
         }
         _ => return None,

@@ -1,11 +1,12 @@
 //! End-effector delta actions (`end_effector_delta`) and the `pick-cube-ee` task: the hand
 //! moves by the commanded step and keeps its top-down orientation, the target cannot wind up
 //! far from the hand, gravity compensation holds the arm still, the config is checked, and the
-//! scripted expert solves the task through these actions.
+//! scripted experts solve `pick-cube-ee` and `lang-cubes-ee` through these actions.
 
 use embodia_robots::{ActuatorConfig, builtin};
 use embodia_sim::rapier::ee_action::MAX_LEAD;
-use embodia_sim::rapier::expert::evaluate_expert;
+use embodia_sim::rapier::expert::{evaluate_expert, evaluate_task_expert};
+use embodia_sim::rapier::language::Split;
 use embodia_sim::rapier::kinematics::top_down;
 use embodia_sim::rapier::task::ActionKind;
 use embodia_sim::rapier::{RapierEnv, TaskConfig, rapier_tasks};
@@ -145,6 +146,18 @@ fn scripted_expert_solves_pick_cube_ee_through_end_effector_steps() {
     assert!(eval.success_rate >= 0.85, "{eval:?}");
 }
 
+#[test]
+fn scripted_expert_solves_every_lang_cubes_ee_verb_through_end_effector_steps() {
+    let mut c = task_config("lang-cubes-ee").unwrap();
+    assert_eq!(c.action.kind, ActionKind::EndEffectorDelta);
+    assert_eq!(task_config("lang-cubes").unwrap().action.kind, ActionKind::JointPosition);
+    c.command.language.as_mut().unwrap().split = Split::All;
+    let eval = evaluate_task_expert("lang-cubes-ee", Some(&c), 10, 40, 5).unwrap();
+    assert!(eval.success_rate >= 0.9, "{eval:?}");
+    // 5 cm steps at 20 Hz: the same motions in fewer, larger steps than lang-cubes' 50 Hz
+    // joint targets (about 145 steps per episode there).
+    assert!(eval.mean_length < 90.0, "{eval:?}");
+}
 
 #[test]
 fn end_effector_steps_grasp_and_lift_the_cube_and_only_a_squeeze_counts_as_grasped() {

@@ -26,7 +26,7 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 }
 
 /// The rapier tasks, in registry order.
-pub fn rapier_tasks() -> [RapierTask; 10] {
+pub fn rapier_tasks() -> [RapierTask; 11] {
     [
         RapierTask {
             info: info("cartpole", "rapier cart-pole: push the cart to keep the pole upright (Isaac Lab Cartpole)", false),
@@ -96,6 +96,14 @@ pub fn rapier_tasks() -> [RapierTask; 10] {
                 true,
             ),
             config: lang_cubes,
+        },
+        RapierTask {
+            info: info(
+                "lang-cubes-ee",
+                "lang-cubes with end-effector delta actions (x, y, z steps through IK, top-down hand) and a gripper at 20 Hz",
+                true,
+            ),
+            config: lang_cubes_ee,
         },
     ]
 }
@@ -749,5 +757,21 @@ pub fn lang_cubes() -> TaskConfig {
         }),
     };
     c.episode_steps = 400;
+    c
+}
+
+/// Lang-cubes with pick-cube-ee's actions: end-effector position steps of up to 5 cm (top-down
+/// hand, gravity-compensated arm) and the gripper, at 20 Hz, 160 steps (the same 8 s). A
+/// chunk of 4 actions spans 0.2 s instead of 0.08 s, so an episode is 40 chunk decisions
+/// instead of 100: on pick-cube the same change doubled the success of flow-policy SFT from 20
+/// demonstrations (28–34% → 57–72%). The observations add the hand's position.
+pub fn lang_cubes_ee() -> TaskConfig {
+    let mut c = lang_cubes();
+    c.scene.decimation = 5;
+    c.scene.gravity_compensation = true;
+    c.episode_steps = 160;
+    c.action.kind = ActionKind::EndEffectorDelta;
+    c.action.scale = 0.05;
+    c.observations.policy.insert(3, ObsTerm::of(ObsKind::EePos));
     c
 }
