@@ -6,8 +6,8 @@
 use embodia_robots::{ActuatorConfig, builtin};
 use embodia_sim::rapier::ee_action::MAX_LEAD;
 use embodia_sim::rapier::expert::{evaluate_expert, evaluate_task_expert};
-use embodia_sim::rapier::language::Split;
 use embodia_sim::rapier::kinematics::top_down;
+use embodia_sim::rapier::language::Split;
 use embodia_sim::rapier::task::ActionKind;
 use embodia_sim::rapier::{RapierEnv, TaskConfig, rapier_tasks};
 use embodia_sim::{SimError, VecEnv, task_config};
