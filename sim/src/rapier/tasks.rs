@@ -542,13 +542,7 @@ pub fn pick_cube() -> TaskConfig {
 /// the hand's position.
 pub fn pick_cube_ee() -> TaskConfig {
     use RewardKind::*;
-    let mut c = pick_cube();
-    c.scene.decimation = 5;
-    c.scene.gravity_compensation = true;
-    c.episode_steps = 100;
-    c.action.kind = ActionKind::EndEffectorDelta;
-    c.action.scale = 0.05;
-    c.observations.policy.insert(3, ObsTerm::of(ObsKind::EePos));
+    let mut c = with_end_effector_steps(pick_cube(), 100);
     let lift = 0.02;
     c.rewards = rewards(&[
         ("reaching_object", RewardTerm::new(EeObjectDistanceTanh, 1.0).std(0.2)),
@@ -766,10 +760,16 @@ pub fn lang_cubes() -> TaskConfig {
 /// instead of 100: on pick-cube the same change doubled the success of flow-policy SFT from 20
 /// demonstrations (28–34% → 57–72%). The observations add the hand's position.
 pub fn lang_cubes_ee() -> TaskConfig {
-    let mut c = lang_cubes();
+    with_end_effector_steps(lang_cubes(), 160)
+}
+
+/// `c` (a 50 Hz joint-target arm task) driven by end-effector position steps of up to 5 cm
+/// at 20 Hz with a gravity-compensated arm, `episode_steps` long; the hand's position is
+/// the policy's fourth observation term.
+fn with_end_effector_steps(mut c: TaskConfig, episode_steps: u32) -> TaskConfig {
     c.scene.decimation = 5;
     c.scene.gravity_compensation = true;
-    c.episode_steps = 160;
+    c.episode_steps = episode_steps;
     c.action.kind = ActionKind::EndEffectorDelta;
     c.action.scale = 0.05;
     c.observations.policy.insert(3, ObsTerm::of(ObsKind::EePos));
