@@ -160,6 +160,18 @@ pub struct PpoFlowConfig {
     pub lambda: f64,
     /// Surrogate clip ε. Default 0.2.
     pub clip_ratio: f64,
+    /// Trust-region guard on the approximate KL between the rollout policy and the updated one
+    /// (`mean((r − 1) − log r)` over a mini-batch's ratios). An iteration's update stops at the
+    /// first mini-batch whose KL exceeds 1.5 × `target_kl`, without stepping it (SB3's
+    /// `target_kl`). Flow-Noise needs it on long runs: its joint log-prob sums K × C × D
+    /// elements, so as the learned std narrows the clip alone no longer bounds the step and
+    /// the KL per iteration grows until the policy collapses. 0 turns it off. Default 0.
+    pub target_kl: f64,
+    /// Adapt the policy learning rate to the iteration's mean approximate KL (RSL-RL's
+    /// adaptive schedule with `target_kl` as its desired KL): ÷ 1.5 when above 2 × `target_kl`,
+    /// × 1.5 when below ½ ×, kept within [`policy_lr` / 100, `policy_lr`]. Needs
+    /// `target_kl` > 0. Default false.
+    pub adaptive_lr: bool,
     /// Value clip around the rollout's values. Default 0.2.
     pub value_clip: f64,
     /// Huber δ of the value loss. Default 10.
@@ -234,6 +246,8 @@ impl Default for PpoFlowConfig {
             gamma: 0.99,
             lambda: 0.95,
             clip_ratio: 0.2,
+            target_kl: 0.0,
+            adaptive_lr: false,
             value_clip: 0.2,
             huber_delta: 10.0,
             value_loss_coef: 1.0,
@@ -281,6 +295,13 @@ impl PpoFlowConfig {
         check_range("gamma", self.gamma, (0.0..=1.0).contains(&self.gamma), "0 ≤ gamma ≤ 1")?;
         check_range("lambda", self.lambda, (0.0..=1.0).contains(&self.lambda), "0 ≤ lambda ≤ 1")?;
         check_range("clip_ratio", self.clip_ratio, self.clip_ratio > 0.0, "> 0")?;
+        check_range("target_kl", self.target_kl, self.target_kl >= 0.0, "≥ 0 (0: off)")?;
+        check_range(
+            "adaptive_lr",
+            self.adaptive_lr,
+            !self.adaptive_lr || self.target_kl > 0.0,
+            "false unless target_kl > 0",
+        )?;
         check_range("value_clip", self.value_clip, self.value_clip > 0.0, "> 0")?;
         check_range("huber_delta", self.huber_delta, self.huber_delta > 0.0, "> 0")?;
         check_range("value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0.0, "≥ 0")?;
@@ -324,6 +345,28 @@ impl PpoFlowConfig {
             true if k > 1 => rng.random_range(0..k - 1),
             _ => rng.random_range(0..k),
         }
+    }
+
+    /// Whether a mini-batch whose approximate KL to the rollout policy is `kl` is refused by
+    /// the [`Self::target_kl`] guard: not stepped, and the iteration's update ends there.
+    pub(crate) fn kl_stops_update(&self, kl: f64) -> bool {
+        self.target_kl > 0.0 && kl > 1.5 * self.target_kl
+    }
+
+    /// The policy learning rate after an iteration whose mean approximate KL was `kl`, from
+    /// `lr` ([`Self::adaptive_lr`]; `lr` unchanged without it).
+    pub fn adapted_policy_lr(&self, lr: f64, kl: f64) -> f64 {
+        if !self.adaptive_lr {
+            return lr;
+        }
+        let lr = if kl > 2.0 * self.target_kl {
+            lr / 1.5
+        } else if kl < 0.5 * self.target_kl {
+            lr * 1.5
+        } else {
+            lr
+        };
+        lr.clamp(self.policy_lr / 100.0, self.policy_lr)
     }
 
     /// The SDE noise level `a` at training iteration `step` (RLinf `_get_noise_level`).
@@ -424,6 +467,8 @@ pub struct PpoFlow {
     rng: ChaCha8Rng,
     env_steps: u64,
     iterations: u64,
+    /// The policy learning rate now: `config.policy_lr`, or adapted ([`PpoFlowConfig::adaptive_lr`]).
+    policy_lr: f64,
     episodes: EpisodeStats,
     rollout: Rollout,
     scratch: ChunkScratch,
@@ -468,6 +513,7 @@ impl PpoFlow {
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xF10F_10F1),
             env_steps: 0,
             iterations: 0,
+            policy_lr: config.policy_lr,
             episodes: EpisodeStats::default(),
             rollout: Rollout::default(),
             scratch: ChunkScratch::default(),
@@ -672,8 +718,9 @@ impl PpoFlow {
     }
 
     /// Losses of one mini-batch of rollout samples (`indices` into `[steps·n]`), with backward
-    /// pass and optimizer steps. Returns (policy loss, value loss, entropy, approx KL).
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<[f64; 4], AlgoError> {
+    /// pass and optimizer steps unless the KL guard refuses it. Returns (policy loss, value
+    /// loss, entropy, approx KL) and whether it stepped.
+    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 4], bool), AlgoError> {
         let p = &self.actor.policy;
         let (od, hd, cd, k) = (p.obs_dim, p.chunk_width(), p.chunk * p.action_dim, p.denoise_steps);
         let d = self.device.clone();
@@ -732,6 +779,9 @@ impl PpoFlow {
         }
         let loss = total.expect("a non-empty mini-batch");
         check_finite("flow PPO loss", stats[0] + stats[1], self.env_steps)?;
+        if cfg.kl_stops_update(stats[3]) {
+            return Ok((stats, false));
+        }
         let mut grads = loss.backward();
         let value_grads = match &self.critic {
             Some(critic) => GradientsParams::from_module(&mut grads, critic),
@@ -739,8 +789,7 @@ impl PpoFlow {
         };
         let policy_grads = GradientsParams::from_grads(grads, &self.model);
         let clip = Some(self.config.max_grad_norm);
-        let policy_lr =
-            if self.iterations < self.config.critic_warmup_iterations { 0.0 } else { self.config.policy_lr };
+        let policy_lr = if self.iterations < self.config.critic_warmup_iterations { 0.0 } else { self.policy_lr };
         let (model, norm) = self.policy_optim.step(policy_lr, self.model.clone(), &policy_grads, clip);
         check_finite("flow PPO policy gradients", norm.unwrap_or(0.0), self.env_steps)?;
         let value_lr = self.config.value_lr;
@@ -758,20 +807,15 @@ impl PpoFlow {
             }
         };
         check_finite("flow PPO value gradients", norm.unwrap_or(0.0), self.env_steps)?;
-        Ok(stats)
+        Ok((stats, true))
     }
 
     fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
         let c = &self.config;
         let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
-        let mut sums = [0.0f64; 4];
-        for batch in &batches {
-            let stats = self.update_minibatch(batch, n)?;
-            for (s, x) in sums.iter_mut().zip(stats) {
-                *s += x;
-            }
-        }
-        Ok(sums.map(|s| if batches.is_empty() { s } else { s / batches.len() as f64 }))
+        let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
+        self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means[3]);
+        Ok(means)
     }
 }
 
@@ -846,6 +890,27 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
                 .map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
         })
         .collect()
+}
+
+/// Runs `minibatch` (its statistics (policy loss, value loss, entropy, approx KL) and whether
+/// it stepped the optimizer) over `batches` in order until one is refused by the KL guard;
+/// returns the mean statistics over the mini-batches run (zeros without any).
+pub(crate) fn kl_guarded_minibatches(
+    batches: &[Vec<usize>],
+    mut minibatch: impl FnMut(&[usize]) -> Result<([f64; 4], bool), AlgoError>,
+) -> Result<[f64; 4], AlgoError> {
+    let (mut sums, mut run) = ([0.0f64; 4], 0usize);
+    for batch in batches {
+        let (stats, stepped) = minibatch(batch)?;
+        for (s, x) in sums.iter_mut().zip(stats) {
+            *s += x;
+        }
+        run += 1;
+        if !stepped {
+            break;
+        }
+    }
+    Ok(sums.map(|s| s / run.max(1) as f64))
 }
 
 /// The mini-batches of `update_epochs` passes over rollout rows `rows`: each pass shuffles the
@@ -1117,7 +1182,7 @@ impl Learner for PpoFlow {
         row.value_loss = Some(value_loss);
         row.entropy = Some(entropy);
         row.kl = Some(kl);
-        row.learning_rate = Some(self.config.policy_lr);
+        row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }
 
@@ -1144,6 +1209,7 @@ impl Learner for PpoFlow {
         ckpt.put(CHUNK_ACTOR_KEY, &self.actor)?;
         ckpt.put("env_steps", &self.env_steps)?;
         ckpt.put("iterations", &self.iterations)?;
+        ckpt.put("policy_lr", &self.policy_lr)?;
         ckpt.put("rng", &rng_state(&self.rng))?;
         Ok(ckpt)
     }
@@ -1169,6 +1235,8 @@ impl Learner for PpoFlow {
         }
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;
+        // Checkpoints from before the adaptive learning rate have none: the configured one.
+        self.policy_lr = ckpt.get("policy_lr").unwrap_or(self.config.policy_lr);
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
     }
@@ -1250,6 +1318,41 @@ mod tests {
         assert_eq!(weighted, vec![2.0, -2.0 / 3.0, 0.0]);
         let per_episode = [weighted[0] * 1.0, weighted[1] * 3.0];
         assert!((per_episode[0] + per_episode[1]).abs() < 1e-6, "{per_episode:?}");
+    }
+
+    #[test]
+    fn kl_guard_stops_at_the_first_minibatch_over_one_and_a_half_target_kl() {
+        let cfg = PpoFlowConfig { target_kl: 0.01, ..Default::default() };
+        assert!(!cfg.kl_stops_update(0.015) && cfg.kl_stops_update(0.0151));
+        assert!(!PpoFlowConfig::default().kl_stops_update(1e9), "target_kl = 0 is off");
+        let kls = [0.0, 0.004, 0.02, 0.001];
+        let batches: Vec<Vec<usize>> = (0..kls.len()).map(|i| vec![i]).collect();
+        let mut stepped = Vec::new();
+        let means = kl_guarded_minibatches(&batches, |b| {
+            let kl = kls[b[0]];
+            let step = !cfg.kl_stops_update(kl);
+            if step {
+                stepped.push(b[0]);
+            }
+            Ok(([1.0, 2.0, 3.0, kl], step))
+        })
+        .unwrap();
+        assert_eq!(stepped, [0, 1], "the third mini-batch is refused and ends the update");
+        assert_eq!(means[..3], [1.0, 2.0, 3.0]);
+        assert!((means[3] - 0.024 / 3.0).abs() < 1e-12, "{means:?}");
+    }
+
+    #[test]
+    fn adaptive_lr_follows_the_kl_within_its_bounds() {
+        let cfg = PpoFlowConfig { target_kl: 0.01, adaptive_lr: true, policy_lr: 3e-5, ..Default::default() };
+        assert!((cfg.adapted_policy_lr(3e-5, 0.03) - 2e-5).abs() < 1e-15);
+        assert_eq!(cfg.adapted_policy_lr(2e-5, 0.01), 2e-5);
+        assert!((cfg.adapted_policy_lr(1e-5, 0.001) - 1.5e-5).abs() < 1e-15);
+        assert_eq!(cfg.adapted_policy_lr(3e-5, 0.0), 3e-5, "never above policy_lr");
+        assert_eq!(cfg.adapted_policy_lr(3e-7, 1.0), 3e-7, "never below policy_lr / 100");
+        assert_eq!(PpoFlowConfig { adaptive_lr: false, ..cfg.clone() }.adapted_policy_lr(3e-5, 1.0), 3e-5);
+        let err = PpoFlowConfig { target_kl: 0.0, ..cfg }.validate().unwrap_err().to_string();
+        assert!(err.contains("algo.adaptive_lr"), "{err}");
     }
 
     #[test]

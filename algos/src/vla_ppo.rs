@@ -34,7 +34,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::ppo_flow::{
-    GroupBatch, TimeSplit, epoch_minibatches, gather_chains, grpo_episodes, ppo_group_loss, stochastic_step_groups,
+    GroupBatch, TimeSplit, epoch_minibatches, gather_chains, grpo_episodes, kl_guarded_minibatches, ppo_group_loss,
+    stochastic_step_groups,
 };
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
@@ -70,6 +71,8 @@ pub struct VlaPpo {
     rng: ChaCha8Rng,
     env_steps: u64,
     iterations: u64,
+    /// The policy learning rate now ([`PpoFlowConfig::adaptive_lr`]).
+    policy_lr: f64,
     episodes: EpisodeStats,
     rollout: VlaRollout,
     /// The present observation of every environment (reused buffers).
@@ -113,6 +116,7 @@ impl VlaPpo {
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x71A_F10F),
             env_steps: 0,
             iterations: 0,
+            policy_lr: config.policy_lr,
             episodes: EpisodeStats::default(),
             rollout: VlaRollout::default(),
             observation: VlaInput::default(),
@@ -209,9 +213,10 @@ impl VlaPpo {
         input
     }
 
-    /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer step.
-    /// Returns (policy loss, value loss (0), entropy, approx KL).
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<[f64; 4], AlgoError> {
+    /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer step unless
+    /// the KL guard refuses it. Returns (policy loss, value loss (0), entropy, approx KL) and
+    /// whether it stepped.
+    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 4], bool), AlgoError> {
         let m = &self.actor.model;
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
         let layout = (m.chunk, m.action_dim);
@@ -258,25 +263,23 @@ impl VlaPpo {
         }
         let loss = total.expect("a non-empty mini-batch");
         check_finite("VLA PPO loss", stats[0], self.env_steps)?;
+        if self.config.kl_stops_update(stats[3]) {
+            return Ok((stats, false));
+        }
         let grads = GradientsParams::from_grads(loss.backward(), &self.model);
         let clip = Some(self.config.max_grad_norm);
-        let (model, norm) = self.optim.step(self.config.policy_lr, self.model.clone(), &grads, clip);
+        let (model, norm) = self.optim.step(self.policy_lr, self.model.clone(), &grads, clip);
         check_finite("VLA PPO gradients", norm.unwrap_or(0.0), self.env_steps)?;
         self.model = model;
-        Ok(stats)
+        Ok((stats, true))
     }
 
     fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
         let c = &self.config;
         let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
-        let mut sums = [0.0f64; 4];
-        for batch in &batches {
-            let stats = self.update_minibatch(batch, n)?;
-            for (s, x) in sums.iter_mut().zip(stats) {
-                *s += x;
-            }
-        }
-        Ok(sums.map(|s| if batches.is_empty() { s } else { s / batches.len() as f64 }))
+        let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
+        self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means[3]);
+        Ok(means)
     }
 }
 
@@ -303,7 +306,7 @@ impl Learner for VlaPpo {
         row.policy_loss = Some(policy_loss);
         row.entropy = Some(entropy);
         row.kl = Some(kl);
-        row.learning_rate = Some(self.config.policy_lr);
+        row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }
 
@@ -334,6 +337,7 @@ impl Learner for VlaPpo {
         ckpt.put(VLA_ACTOR_KEY, &self.actor)?;
         ckpt.put("env_steps", &self.env_steps)?;
         ckpt.put("iterations", &self.iterations)?;
+        ckpt.put("policy_lr", &self.policy_lr)?;
         ckpt.put("rng", &rng_state(&self.rng))?;
         Ok(ckpt)
     }
@@ -349,6 +353,7 @@ impl Learner for VlaPpo {
         self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;
+        self.policy_lr = ckpt.get("policy_lr").unwrap_or(self.config.policy_lr);
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
     }

@@ -85,8 +85,8 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     let obs = embodia_sim::make("reach", 4).unwrap().buffers().obs.clone();
     let mut reference = vec![0.0f32; 4 * 4 * 6];
     sft.act(&obs, &mut reference, None).unwrap();
-    use embodia_algos::{AdvantageEstimator, CriticInput};
     use AdvantageEstimator::{Gae, Grpo};
+    use embodia_algos::{AdvantageEstimator, CriticInput};
     for (init, critic, advantage) in [
         ("sde", CriticInput::Observation, Gae),
         ("noise", CriticInput::Observation, Gae),
@@ -146,6 +146,41 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     }
 }
 
+/// The KL guard on a real update: with a target KL far below any step's, the first mini-batch
+/// (ratios exactly 1) steps, the second is refused, and the adaptive learning rate falls by
+/// 1.5; the learning rate survives a checkpoint round trip.
+#[test]
+fn kl_guard_limits_a_flow_noise_update_and_adapts_the_learning_rate() {
+    let (sft, _) = sft_on_reach(100);
+    let ckpt = sft.checkpoint().unwrap();
+    let obs = embodia_sim::make("reach", 4).unwrap().buffers().obs.clone();
+    let mut reference = vec![0.0f32; 4 * 4 * 6];
+    sft.act(&obs, &mut reference, None).unwrap();
+    let config = PpoFlowConfig {
+        method: embodia_algos::FlowRlMethod::Noise,
+        num_envs: 8,
+        chunk_steps: 10,
+        critic_hidden: vec![32],
+        policy_lr: 3e-4,
+        target_kl: 1e-12,
+        adaptive_lr: true,
+        ..Default::default()
+    };
+    let mut env = embodia_sim::make("reach", config.num_envs).unwrap();
+    env.reset(5);
+    let mut ppo = PpoFlow::new(config.clone(), env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
+    let row = ppo.iterate(env.as_mut()).unwrap();
+    // Mean over the two mini-batches run: 0 and the refused one's KL.
+    assert!(row.kl.unwrap() > 0.0, "{row:?}");
+    assert!((row.learning_rate.unwrap() - 2e-4).abs() < 1e-12, "{row:?}");
+    let mut actions = vec![0.0f32; reference.len()];
+    ppo.act(&obs, &mut actions, None).unwrap();
+    assert_ne!(actions, reference, "the first mini-batch must step");
+    let saved = ppo.checkpoint().unwrap();
+    let mut restored = PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
+    restored.restore(&saved).unwrap();
+    assert_eq!(restored.checkpoint().unwrap().get::<f64>("policy_lr").unwrap(), row.learning_rate.unwrap());
+}
 
 /// The flow SFT recipe on pick-cube from 20 scripted demonstrations recorded with DART
 /// perturbations and cloned with joint actions relative to the present joint positions: a

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Which crates of the default build `--features rerun` (or the features given) would build a
+# second time, because the feature's dependencies turn on features in crates they share with
+# the rest of embodia. Prints the crates at the root of each rebuilt chain; add their extra
+# features to the pins in Cargo.toml (`[dependencies]`, or `[build-dependencies]` for a build
+# script or proc-macro). Reads cargo's unit graph (a nightly flag, enabled here on stable
+# through RUSTC_BOOTSTRAP); builds nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+features="${1:-rerun}"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+graph() { RUSTC_BOOTSTRAP=1 cargo "$@" --unit-graph -Z unstable-options --release; }
+graph build --workspace > "$dir/base.json"
+graph test --no-run --workspace > "$dir/test.json"
+graph build --features "$features" > "$dir/feature.json"
+python3 - "$dir" <<'PY'
+import json, sys
+def load(path):
+    return json.load(open(path))["units"]
+def keys(units):
+    memo = {}
+    def key(i):
+        if i not in memo:
+            u = units[i]
+            deps = tuple(sorted(key(d["index"]) for d in u["dependencies"]))
+            memo[i] = (u["pkg_id"], u["target"]["name"], u["mode"], tuple(sorted(u["features"])), deps)
+        return memo[i]
+    return [key(i) for i in range(len(units))]
+d = sys.argv[1]
+base, packages = set(), set()
+for name in ("base", "test"):
+    units = load(f"{d}/{name}.json")
+    base.update(keys(units))
+    packages.update(u["pkg_id"] for u in units)
+units = load(f"{d}/feature.json")
+rebuilt = {i for i, k in enumerate(keys(units)) if k not in base}
+shared = {i for i in rebuilt if units[i]["pkg_id"] in packages}
+name = lambda u: u["pkg_id"].split("#")[-1]
+print(f"{len(rebuilt)} units to build, {len(shared)} of them of crates the default build has:")
+for i in sorted(shared, key=lambda i: name(units[i])):
+    u = units[i]
+    root = not any(dep["index"] in rebuilt for dep in u["dependencies"])
+    print(f"  {name(u)} {u['target']['name']} [{','.join(u['features'])}]{'  <- root' if root else ''}")
+PY
