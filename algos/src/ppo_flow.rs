@@ -163,9 +163,10 @@ pub struct PpoFlowConfig {
     /// Trust-region guard on the approximate KL between the rollout policy and the updated one
     /// (`mean((r − 1) − log r)` over a mini-batch's ratios). An iteration's update stops at the
     /// first mini-batch whose KL exceeds 1.5 × `target_kl`, without stepping it (SB3's
-    /// `target_kl`). Flow-Noise needs it on long runs: its joint log-prob sums K × C × D
-    /// elements, so as the learned std narrows the clip alone no longer bounds the step and
-    /// the KL per iteration grows until the policy collapses. 0 turns it off. Default 0.
+    /// `target_kl`). Added for Flow-Noise, whose joint log-prob sums K × C × D elements: on
+    /// long push-t runs its KL per iteration grew until the policy collapsed, the clip alone
+    /// no longer bounding the step (at 0.01 the guard did not stop its decline; README).
+    /// 0 turns it off. Default 0.
     pub target_kl: f64,
     /// Adapt the policy learning rate to the iteration's mean approximate KL (RSL-RL's
     /// adaptive schedule with `target_kl` as its desired KL): ÷ 1.5 when above 2 × `target_kl`,
