@@ -152,6 +152,7 @@ impl TaskPolicy {
     pub fn demonstrations(&self, episodes: Vec<Episode>, hz: f64) -> Demonstrations {
         Demonstrations {
             cameras: Vec::new(),
+            state_dim: 0,
             task: self.task.clone(),
             fps: hz as f32,
             obs_dim: self.obs.len(),

@@ -142,6 +142,7 @@ pub fn parse_metrics(text: &str, path: &str) -> Result<Vec<MetricRow>, PlotError
                 "kl" => &mut row.kl,
                 "learning_rate" => &mut row.learning_rate,
                 "fps" => &mut row.fps,
+                "aux_loss" => &mut row.aux_loss,
                 _ => continue,
             };
             *slot = value;

@@ -256,6 +256,7 @@ mod imp {
                 ("kl", row.kl),
                 ("learning_rate", row.learning_rate),
                 ("fps", row.fps),
+                ("aux_loss", row.aux_loss),
             ];
             for (name, value) in fields {
                 if let Some(v) = value.filter(|v| v.is_finite())

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The columns `metrics.csv` documents (issue 2, `MetricRow::CSV_HEADER`).
-const METRIC_COLUMNS: [&str; 14] = [
+const METRIC_COLUMNS: [&str; 15] = [
     "env_steps",
     "wall_seconds",
     "return_mean",
@@ -28,6 +28,7 @@ const METRIC_COLUMNS: [&str; 14] = [
     "kl",
     "learning_rate",
     "fps",
+    "aux_loss",
 ];
 
 /// Columns that legitimately differ between an interrupted-and-resumed run and an uninterrupted one.

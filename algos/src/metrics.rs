@@ -32,6 +32,8 @@ pub struct MetricRow {
     pub learning_rate: Option<f64>,
     /// Environment steps per second over the interval.
     pub fps: Option<f64>,
+    /// Auxiliary loss, averaged over the interval's updates (VLA SFT's grounding loss).
+    pub aux_loss: Option<f64>,
 }
 
 impl MetricRow {
@@ -50,13 +52,13 @@ impl MetricRow {
     }
 
     /// CSV header, matching [`MetricRow::csv_values`].
-    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps";
+    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss";
 
     /// The row as CSV fields (empty where `None`).
     pub fn csv_values(&self) -> String {
         let opt = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
         format!(
-            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.env_steps,
             self.wall_seconds,
             opt(self.return_mean),
@@ -71,6 +73,7 @@ impl MetricRow {
             opt(self.kl),
             opt(self.learning_rate),
             opt(self.fps.map(|f| f.round())),
+            opt(self.aux_loss),
         )
     }
 }

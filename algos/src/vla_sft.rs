@@ -78,6 +78,14 @@ pub struct VlaSftConfig {
     /// DART perturbation of the expert's executed actions while recording, a fraction of the
     /// action clip. Default 0.05.
     pub demo_noise: f32,
+    /// Weight of the grounding loss: the mean squared error of the model's grounding head
+    /// predicting the standardized environment state of each sample (the task's
+    /// `[[env.observations.critic]]` terms, e.g. the instructed cube relative to the hand and
+    /// the instruction's target) from the prefix, beside the flow-matching loss. It teaches the
+    /// prefix where the instruction points, the part of the task the VLA failed to learn from
+    /// actions alone (an embodied chain-of-thought target, as ECoT's object boxes). Needs
+    /// demonstrations with environment states; sets `model.grounding_dim`. 0: off. Default 0.
+    pub grounding_weight: f32,
     /// The model; `proprio_dim` and `action_dim` are set from the task. Default: 48×48 images
     /// (patch 8, 36 tokens per view), ViT 64×2, text 64×1 over 48 byte tokens, backbone 96×2,
     /// expert 64×2, `H = 8`, `C = 4`, `K = 4` (0.47M parameters for lang-cubes).
@@ -106,6 +114,7 @@ impl Default for VlaSftConfig {
             min_std: 0.01,
             relative_actions: true,
             demo_noise: 0.05,
+            grounding_weight: 0.0,
             model: VlaConfig::new(0, 0)
                 .with_vision(VisionConfig::new().with_image_size(48).with_width(64).with_heads(4).with_max_views(2))
                 .with_text(TextConfig::new().with_max_len(48).with_width(64))
@@ -146,6 +155,7 @@ impl VlaSftConfig {
         check_range("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay), "0 ≤ ema_decay < 1")?;
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
+        check_range("grounding_weight", self.grounding_weight, self.grounding_weight >= 0.0, "≥ 0")?;
         // The task widths are placeholders here; every other field of the layout is checked.
         let model = VlaConfig { proprio_dim: 1, action_dim: 1, ..self.model.clone() };
         model.validate().map_err(|e| vla_error(e.into()))
@@ -181,6 +191,8 @@ pub struct VlaSft {
     sample_proprio: Vec<f32>,
     /// Standardized action chunks, `[samples, H·D]`.
     sample_chunks: Vec<f32>,
+    /// Standardized environment states, `[samples, grounding_dim]`; empty without grounding.
+    sample_states: Vec<f32>,
 }
 
 impl VlaSft {
@@ -198,6 +210,19 @@ impl VlaSft {
         config.model.proprio_dim = od;
         config.model.action_dim = ad;
         config.validate_fields()?;
+        config.model.grounding_dim = 0;
+        if config.grounding_weight > 0.0 {
+            if demos.state_dim == 0 {
+                return Err(AlgoError::Config {
+                    field: "grounding_weight".into(),
+                    value: config.grounding_weight.to_string(),
+                    allowed: "0 for demonstrations without environment states (give the task \
+                              [[env.observations.critic]] terms and record them)"
+                        .into(),
+                });
+            }
+            config.model.grounding_dim = demos.state_dim;
+        }
         let m = &config.model;
         let policy = FlowPolicyConfig {
             obs_dim: od,
@@ -238,6 +263,7 @@ impl VlaSft {
         config.model.validate().map_err(|e| vla_error(e.into()))?;
         let model = seeded_init(&device, seed, || config.model.init(&device).expect("validated layout"));
         let tokenizer = model.tokenizer();
+        let sample_states = standardized_states(&demos, config.model.grounding_dim, config.min_std)?;
         let mut episode_tokens = Vec::with_capacity(demos.episodes.len());
         let mut sources = Vec::new();
         for (e, ep) in demos.episodes.iter().enumerate() {
@@ -266,6 +292,7 @@ impl VlaSft {
             sources,
             sample_proprio,
             sample_chunks,
+            sample_states,
             actor,
             device,
             config,
@@ -304,8 +331,9 @@ impl VlaSft {
         input
     }
 
-    /// One gradient step; returns the flow-matching loss of the mini-batch.
-    pub fn update(&mut self) -> Result<f64, AlgoError> {
+    /// One gradient step; returns the flow-matching loss of the mini-batch and, with
+    /// grounding, its grounding loss.
+    pub fn update(&mut self) -> Result<(f64, Option<f64>), AlgoError> {
         let m = &self.actor.model;
         let (h, ad, bs) = (m.horizon, m.action_dim, self.config.batch_size);
         let n = self.num_samples();
@@ -319,13 +347,25 @@ impl VlaSft {
         let t: Vec<f32> = (0..bs).map(|_| sample_flow_time(self.rng.random::<f32>())).collect();
         let d = &self.device;
         let batch = self.model.prepare(&self.input(&indices), d).map_err(vla_error)?;
-        let loss = self.model.flow_matching_loss(
-            &batch,
+        let context = self.model.encode(&batch);
+        let mut loss = self.model.flow_matching_loss_at(
+            &context,
             Tensor::from_data(TensorData::new(chunks, [bs, h, ad]), d),
             Tensor::from_data(TensorData::new(noise, [bs, h, ad]), d),
             Tensor::from_data(TensorData::new(t, [bs, 1]), d),
         );
         let value = check_finite("VLA SFT loss", to_host(loss.clone().inner())?[0] as f64, self.steps)?;
+        let mut grounding_value = None;
+        if let Some(predicted) = self.model.grounding(&context) {
+            let gd = m.grounding_dim;
+            let states: Vec<f32> =
+                indices.iter().flat_map(|&i| &self.sample_states[i * gd..(i + 1) * gd]).copied().collect();
+            let target = Tensor::from_data(TensorData::new(states, [bs, gd]), d);
+            let grounding = (predicted - target).square().mean();
+            let g = check_finite("VLA SFT grounding loss", to_host(grounding.clone().inner())?[0] as f64, self.steps)?;
+            grounding_value = Some(g);
+            loss = loss + grounding.mul_scalar(self.config.grounding_weight);
+        }
         let grads = GradientsParams::from_grads(loss.backward(), &self.model);
         let lr = self.learning_rate();
         let (model, norm) = self.optim.step(lr, self.model.clone(), &grads, Some(self.config.max_grad_norm));
@@ -333,7 +373,7 @@ impl VlaSft {
         self.model = model;
         self.ema = polyak_update(self.ema.clone(), &self.model, 1.0 - self.config.ema_decay);
         self.steps += 1;
-        Ok(value)
+        Ok((value, grounding_value))
     }
 
     /// The EMA model (plain device) and the actor around it.
@@ -353,13 +393,16 @@ impl Learner for VlaSft {
     }
 
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
-        let mut loss = 0.0;
+        let (mut loss, mut grounding) = (0.0, None);
         for _ in 0..self.config.updates_per_iteration {
-            loss += self.update()?;
+            let (l, g) = self.update()?;
+            loss += l;
+            grounding = g.map(|g| grounding.unwrap_or(0.0) + g);
         }
         let eval = evaluate(self, env, self.eval_seed, false)?;
-        let mean_loss = loss / self.config.updates_per_iteration as f64;
-        Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
+        let n = self.config.updates_per_iteration as f64;
+        let row = MetricRow::supervised(self.steps, loss / n, self.learning_rate(), &eval);
+        Ok(MetricRow { aux_loss: grounding.map(|g| g / n), ..row })
     }
 
     fn act(&self, _obs: &[f32], _actions: &mut [f32], _sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
@@ -414,4 +457,31 @@ impl Learner for VlaSft {
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
     }
+}
+
+/// Every step's environment state of every non-empty episode (the order of the samples),
+/// standardized per dimension (std floored at `min_std`), `[samples, dim]`; empty for `dim` 0.
+/// Errors name the first episode whose states do not cover its steps.
+fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Result<Vec<f32>, AlgoError> {
+    if dim == 0 {
+        return Ok(Vec::new());
+    }
+    if let Some((e, ep)) = demos.episodes.iter().enumerate().find(|(_, ep)| ep.states.len() != ep.len() * dim) {
+        return Err(AlgoError::Config {
+            field: "demonstrations".into(),
+            value: format!("episode {e}: {} environment-state values for {} steps", ep.states.len(), ep.len()),
+            allowed: format!("{dim} per step"),
+        });
+    }
+    let rows = || demos.episodes.iter().flat_map(|e| e.states.chunks_exact(dim));
+    let stats = embodia_sim::demonstrations::FeatureStats::from_rows(dim, rows());
+    let mut out = Vec::with_capacity(demos.num_steps() * dim);
+    for row in rows() {
+        out.extend(
+            row.iter()
+                .enumerate()
+                .map(|(j, &x)| ((f64::from(x) - stats.mean[j]) / stats.std[j].max(f64::from(min_std))) as f32),
+        );
+    }
+    Ok(out)
 }

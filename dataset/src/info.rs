@@ -31,6 +31,9 @@ pub const VIDEO_PATH: &str = "videos/{video_key}/chunk-{chunk_index:03d}/file-{f
 pub mod column {
     /// Observation acted on, `[obs_dim]` f32.
     pub const STATE: &str = "observation.state";
+    /// Privileged environment state at the observation (LeRobot's name; embodia's task critic
+    /// observation), `[state_dim]` f32; optional.
+    pub const ENV_STATE: &str = "observation.environment_state";
     /// Action taken, `[action_dim]` f32.
     pub const ACTION: &str = "action";
     /// Reward received after the action, f32.
@@ -72,7 +75,7 @@ pub struct Feature {
 }
 
 impl Feature {
-    fn new(dtype: &str, shape: usize, names: serde_json::Value) -> Self {
+    pub(crate) fn new(dtype: &str, shape: usize, names: serde_json::Value) -> Self {
         Self { dtype: dtype.to_string(), shape: vec![shape], names }
     }
 

@@ -85,6 +85,7 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
         Ok(f.shape[0])
     };
     let (obs_dim, action_dim) = (vector_width(column::STATE)?, vector_width(column::ACTION)?);
+    let state_dim = if info.features.contains_key(column::ENV_STATE) { vector_width(column::ENV_STATE)? } else { 0 };
     for name in [column::EPISODE_INDEX, column::FRAME_INDEX] {
         if !info.features.contains_key(name) {
             return Err(meta(&format!("features.{name}"), "missing".into()));
@@ -138,7 +139,7 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
         }
         out.push(p.episode);
     }
-    let demonstrations = Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out, cameras };
+    let demonstrations = Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out, cameras, state_dim };
     let stats = match crate::stats::load_norm_stats(root, obs_dim, action_dim)? {
         Some(s) => s,
         None => demonstrations.norm_stats(),
@@ -306,6 +307,9 @@ fn read_frames(
         let state = columns::floats(col(column::STATE)?, width(column::STATE)).map_err(err(column::STATE))?;
         let action = columns::floats(col(column::ACTION)?, width(column::ACTION)).map_err(err(column::ACTION))?;
         let optional = |name: &str| info.features.contains_key(name).then(|| col(name)).transpose();
+        let env_state = optional(column::ENV_STATE)?
+            .map(|c| columns::floats(c, width(column::ENV_STATE)).map_err(err(column::ENV_STATE)))
+            .transpose()?;
         let reward = optional(column::REWARD)?.map(|c| columns::floats(c, 1).map_err(err(column::REWARD))).transpose()?;
         let done = optional(column::DONE)?.map(|c| columns::bools(c).map_err(err(column::DONE))).transpose()?;
         let success = optional(column::SUCCESS)?.map(|c| columns::bools(c).map_err(err(column::SUCCESS))).transpose()?;
@@ -351,12 +355,20 @@ fn read_frames(
             let obs = &state[row * od..(row + 1) * od];
             let act = &action[row * ad..(row + 1) * ad];
             let r = reward.as_ref().map_or(0.0, |r| r[row]);
-            for (name, values) in [(column::STATE, obs), (column::ACTION, act), (column::REWARD, std::slice::from_ref(&r))] {
+            let sd = env_state.as_ref().map_or(0, |_| width(column::ENV_STATE));
+            let env = env_state.as_ref().map_or(&[][..], |s| &s[row * sd..(row + 1) * sd]);
+            for (name, values) in [
+                (column::STATE, obs),
+                (column::ENV_STATE, env),
+                (column::ACTION, act),
+                (column::REWARD, std::slice::from_ref(&r)),
+            ] {
                 if let Some(k) = values.iter().position(|v| !v.is_finite()) {
                     return Err(fail(name, format!("frame {}: value {k} is {}", p.frames, values[k])));
                 }
             }
             p.episode.observations.extend_from_slice(obs);
+            p.episode.states.extend_from_slice(env);
             p.episode.actions.extend_from_slice(act);
             p.episode.rewards.push(r);
             if let (Some(tasks), Some(ti)) = (ctx.tasks, &task_index) {

@@ -53,7 +53,7 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     // Whole episodes per data file; chunk-NNN rolls over every `chunks_size` files. Images
     // count at their raw size (PNG is smaller: a bound, not an estimate).
     let image_bytes: usize = demos.cameras.iter().map(|c| c.len()).sum();
-    let frame_bytes = (4 * (od + ad) + 4 + 2 + 4 + 4 * 8 + image_bytes) as u64;
+    let frame_bytes = (4 * (od + demos.state_dim + ad) + 4 + 2 + 4 + 4 * 8 + image_bytes) as u64;
     let mut files: Vec<Range<usize>> = Vec::new();
     let (mut start, mut bytes) = (0, 0u64);
     for (e, ep) in demos.episodes.iter().enumerate() {
@@ -91,6 +91,10 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     }
     write_json(&stats_path, &stats)?;
     let mut features = Info::embodia_features(od, ad);
+    if demos.state_dim > 0 {
+        let names = (0..demos.state_dim).map(|i| format!("state_{i}")).collect::<Vec<_>>();
+        features.insert(column::ENV_STATE.into(), crate::Feature::new("float32", demos.state_dim, serde_json::json!(names)));
+    }
     for c in &demos.cameras {
         features.insert(
             format!("{}{}", column::IMAGE_PREFIX, c.name),
@@ -192,13 +196,19 @@ fn validate(demos: &Demonstrations) -> Result<(), DatasetError> {
         }
         for (col, values, width) in [
             (column::STATE, &ep.observations, demos.obs_dim),
+            (column::ENV_STATE, &ep.states, demos.state_dim),
             (column::ACTION, &ep.actions, demos.action_dim),
         ] {
             if values.len() != n * width {
                 return bad(format!("episode {e}: `{col}` has {} values; expected {n} steps × {width}", values.len()));
             }
         }
-        for (col, values) in [(column::STATE, &ep.observations), (column::ACTION, &ep.actions), (column::REWARD, &ep.rewards)] {
+        for (col, values) in [
+            (column::STATE, &ep.observations),
+            (column::ENV_STATE, &ep.states),
+            (column::ACTION, &ep.actions),
+            (column::REWARD, &ep.rewards),
+        ] {
             if let Some(i) = values.iter().position(|v| !v.is_finite()) {
                 return bad(format!("episode {e}: `{col}` value {i} is {}", values[i]));
             }
@@ -300,11 +310,13 @@ fn frame_batch(
     let eps = &demos.episodes[episodes.clone()];
     let n: usize = eps.iter().map(|e| e.len()).sum();
     let mut state = Vec::with_capacity(n * demos.obs_dim);
+    let mut env_state = Vec::with_capacity(n * demos.state_dim);
     let mut action = Vec::with_capacity(n * demos.action_dim);
     let (mut reward, mut done, mut success, mut timestamp) = (vec![], vec![], vec![], vec![]);
     let (mut frame_index, mut episode_index, mut global_index, mut task_index) = (vec![], vec![], vec![], vec![]);
     for (e, ep) in episodes.zip(eps) {
         state.extend_from_slice(&ep.observations);
+        env_state.extend_from_slice(&ep.states);
         action.extend_from_slice(&ep.actions);
         reward.extend_from_slice(&ep.rewards);
         let last = ep.len() - 1;
@@ -332,6 +344,9 @@ fn frame_batch(
         (column::INDEX, Arc::new(Int64Array::from(global_index))),
         (column::TASK_INDEX, Arc::new(Int64Array::from(task_index))),
     ];
+    if demos.state_dim > 0 {
+        columns.insert(1, (column::ENV_STATE, fixed_size_list(env_state, demos.state_dim)));
+    }
     for (k, (name, cam)) in image_names.iter().zip(&demos.cameras).enumerate() {
         let frames = eps.iter().map(|ep| ep.images.get(k).map_or(&[][..], Vec::as_slice));
         columns.push((name.as_str(), image_column(frames, cam)?));
@@ -459,6 +474,10 @@ fn frame_stats(demos: &Demonstrations, fps: f64, episode_task: &[i64]) -> BTreeM
         (column::STATE.to_string(), norm.observation),
         (column::ACTION.to_string(), norm.action),
     ]);
+    if demos.state_dim > 0 {
+        let rows = demos.episodes.iter().flat_map(|e| e.states.chunks_exact(demos.state_dim));
+        stats.insert(column::ENV_STATE.to_string(), FeatureStats::from_rows(demos.state_dim, rows));
+    }
     for (name, values) in [
         (column::REWARD, reward),
         (column::TIMESTAMP, timestamp),

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Float32Array, ListArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, ListArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use embodia_dataset::{DatasetError, Demonstrations, Episode, WriteOptions, read, save, write};
 use parquet::arrow::ArrowWriter;
@@ -36,7 +36,7 @@ fn synthetic(n: usize) -> Demonstrations {
             }
         })
         .collect();
-    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes, cameras: Vec::new() }
+    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes, cameras: Vec::new(), state_dim: 0 }
 }
 
 fn written(name: &str, demos: &Demonstrations) -> PathBuf {
@@ -106,6 +106,39 @@ fn recorded_expert_episodes_round_trip_exactly() {
     for f in ["meta/info.json", "meta/stats.json", "meta/tasks.parquet", "meta/episodes/chunk-000/file-000.parquet"] {
         assert!(dir.join(f).is_file(), "{f}");
     }
+}
+
+#[test]
+fn environment_states_round_trip_and_nan_in_them_is_named() {
+    use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+    let mut task = embodia_sim::task_config("pick-cube").unwrap();
+    task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::EeToObject)]);
+    let demos = embodia_sim::rapier::expert::record_task_expert("pick-cube", Some(&task), 2, 2, 5).unwrap();
+    assert_eq!(demos.state_dim, 6);
+    assert!(demos.episodes.iter().all(|e| e.states.len() == 6 * e.len()));
+    // The object's position differs from the hand-relative offset: two distinct terms recorded.
+    assert_ne!(demos.episodes[0].states[0..3], demos.episodes[0].states[3..6]);
+    let dir = written("env-state", &demos);
+    let ds = read(&dir).unwrap();
+    assert_eq!(ds.demonstrations, demos);
+    assert_eq!(ds.info.features["observation.environment_state"].shape, vec![6]);
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["observation.environment_state"]["mean"].as_array().map(Vec::len), Some(6));
+
+    rewrite(&data_file(&dir), |cols| {
+        let i = cols.iter().position(|(f, _)| f.name() == "observation.environment_state").unwrap();
+        let list = cols[i].1.as_any().downcast_ref::<FixedSizeListArray>().unwrap();
+        let mut v = list.values().as_any().downcast_ref::<Float32Array>().unwrap().values().to_vec();
+        let frame = demos.episodes[0].len() + 1; // episode 1, frame 1
+        v[frame * 6 + 4] = f32::INFINITY;
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        cols[i].1 = Arc::new(FixedSizeListArray::new(item, 6, Arc::new(Float32Array::from(v)), None));
+    });
+    let (_, column, episode, problem) = column_err(read(&dir).unwrap_err());
+    assert_eq!(
+        (column.as_str(), episode, problem.as_str()),
+        ("observation.environment_state", Some(1), "frame 1: value 4 is inf")
+    );
 }
 
 #[test]

@@ -99,8 +99,17 @@ fn output_shapes_for_one_and_two_views_and_both_stems() {
             assert_eq!(sample.log_prob.dims(), [2, 6]);
             assert_eq!(sample.value.dims(), [2, 1]);
             assert_eq!(m.value(&ctx).dims(), [2, 1]);
+            assert!(m.grounding(&ctx).is_none(), "no grounding head without grounding_dim");
         }
     }
+    // The grounding head reads the proprioception token: `[B, grounding_dim]`.
+    let (m, device) = model(&test_config().with_grounding_dim(5), 1);
+    let batch = m.prepare(&input(&m, 2, 1, &["pick red", "push blue left"]), &device).unwrap();
+    let ctx = m.encode(&batch);
+    assert_eq!(ctx.proprio_token.dims(), [2, 48]);
+    let g = m.grounding(&ctx).expect("grounding head");
+    assert_eq!(g.dims(), [2, 5]);
+    assert!(host(g).iter().all(|v| v.is_finite()));
 }
 
 #[test]
@@ -139,7 +148,7 @@ fn preset_parameter_counts() {
     let mut cnn = test_config();
     cnn.vision.stem = VisionStem::Cnn;
     cnn.value_input = ValueInput::Expert;
-    for config in [tiny, small, test_config(), cnn] {
+    for config in [tiny, small, test_config(), cnn, test_config().with_grounding_dim(9)] {
         let (m, _) = model(&config, 3);
         assert_eq!(m.num_params(), config.param_count(), "{config:?}");
     }

@@ -22,6 +22,10 @@ pub struct Episode {
     /// `[len, height, width, channels]` `u8`, step `t` seen when observation `t` was taken;
     /// empty without cameras.
     pub images: Vec<Vec<u8>>,
+    /// Privileged environment state (the task's critic observation group, LeRobot's
+    /// `observation.environment_state`) at each step, `[len, state_dim]`; empty when
+    /// [`Demonstrations::state_dim`] is 0.
+    pub states: Vec<f32>,
 }
 
 impl Episode {
@@ -51,6 +55,8 @@ pub struct Demonstrations {
     pub episodes: Vec<Episode>,
     /// Cameras whose images every episode carries ([`Episode::images`]); empty for none.
     pub cameras: Vec<crate::ImageSpec>,
+    /// Width of the environment state every episode carries ([`Episode::states`]); 0 for none.
+    pub state_dim: usize,
 }
 
 impl Demonstrations {
@@ -157,6 +163,7 @@ mod tests {
             action_dim: 1,
             episodes: vec![ep(&[1.0, 10.0, 3.0, 10.0], &[0.5, -0.5]), ep(&[5.0, 40.0], &[2.0])],
             cameras: Vec::new(),
+            state_dim: 0,
         };
         let s = demos.norm_stats();
         assert_eq!(s.observation.count, 3);

@@ -140,6 +140,12 @@ pub struct VlaConfig {
     /// Stop gradients from the value head into the features it reads. Default true.
     #[config(default = true)]
     pub detach_critic_input: bool,
+    /// Outputs of the grounding head, an auxiliary target of SFT: privileged environment state
+    /// (e.g. the instructed object relative to the hand) predicted from the prefix's
+    /// proprioception token, which attends to image and language, so that the token the action
+    /// expert reads says where the instruction points. 0: no head. Default 0.
+    #[config(default = 0)]
+    pub grounding_dim: usize,
 }
 
 impl VlaConfig {
@@ -309,7 +315,8 @@ impl VlaConfig {
             ValueInput::Prefix => d,
             ValueInput::Expert => e,
         };
-        let heads = mlp(e, &[128, 64], self.action_dim) + mlp(value_in, &self.value_hidden, 1);
+        let grounding = if self.grounding_dim > 0 { mlp(d, &[d], self.grounding_dim) } else { 0 };
+        let heads = mlp(e, &[128, 64], self.action_dim) + mlp(value_in, &self.value_hidden, 1) + grounding;
         vision + text + backbone + expert + heads
     }
 }

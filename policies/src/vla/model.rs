@@ -50,6 +50,9 @@ pub struct VlaContext {
     pub cache: PrefixCache,
     /// The prefix averaged over its valid tokens, `[B, backbone_width]`.
     pub pooled: Tensor<2>,
+    /// The prefix's proprioception token (its last), `[B, backbone_width]`: what the grounding
+    /// head reads.
+    pub proprio_token: Tensor<2>,
 }
 
 /// The action expert's output at one velocity evaluation (π0's `suffix_out`),
@@ -80,7 +83,7 @@ impl TextEncoder {
 /// Parameter names (for [`VlaModel::load_pretrained`]): `vision.*` (image encoder),
 /// `text.*` (instruction encoder), `vision_proj`, `text_proj`, `proprio_proj`, `backbone.*`,
 /// `backbone_norm`, `memory_proj`, `action_in`, `time_mlp_in`, `time_mlp_out`, `action_pos`,
-/// `expert.*`, `expert_norm`, `action_out`, `noise_head.*`, `value_head.*`. Linear weights are
+/// `expert.*`, `expert_norm`, `action_out`, `noise_head.*`, `value_head.*`, `grounding_head.*`. Linear weights are
 /// `[in, out]` (burn), the transpose of PyTorch's.
 #[derive(Module, Debug)]
 pub struct VlaModel {
@@ -102,6 +105,7 @@ pub struct VlaModel {
     action_out: Linear,
     noise_head: Mlp,
     value_head: Mlp,
+    grounding_head: Option<Mlp>,
     #[module(skip)]
     config: VlaConfig,
     #[module(skip)]
@@ -150,6 +154,8 @@ impl VlaConfig {
             value_head: MlpConfig::new(value_in, &self.value_hidden, 1, Activation::Relu)
                 .with_output_gain(0.1)
                 .init(device),
+            grounding_head: (self.grounding_dim > 0)
+                .then(|| MlpConfig::new(d, &[d], self.grounding_dim, Activation::Relu).init(device)),
             config: self.clone(),
             time_scaling: time_scaling(e),
         })
@@ -266,8 +272,17 @@ impl VlaModel {
         let valid = padding.clone().bool_not().float().unsqueeze_dim::<3>(2); // [B, P, 1]
         let pooled = (prefix.clone() * valid.clone()).sum_dim(1).div(valid.sum_dim(1)); // [B, 1, d]
         let d = self.config.backbone_width;
+        let p = prefix.dims()[1];
+        let proprio_token = prefix.clone().narrow(1, p - 1, 1).reshape([b, d]);
         let cache = self.expert.prefix_cache(self.memory_proj.forward(prefix), padding);
-        VlaContext { cache, pooled: pooled.reshape([b, d]) }
+        VlaContext { cache, pooled: pooled.reshape([b, d]), proprio_token }
+    }
+
+    /// The grounding head's prediction of the environment state, `[B, grounding_dim]`
+    /// (standardized units, as trained); `None` when the model has no head
+    /// (`grounding_dim = 0`).
+    pub fn grounding(&self, context: &VlaContext) -> Option<Tensor<2>> {
+        self.grounding_head.as_ref().map(|head| head.forward(context.proprio_token.clone()))
     }
 
     /// Action-expert output `[B, H, expert_width]` at noisy chunk `x` (`[B, H·D]`) and times `t`
@@ -300,10 +315,22 @@ impl VlaModel {
         noise: Tensor<3>,
         t: Tensor<2>,
     ) -> Tensor<1> {
+        self.flow_matching_loss_at(&self.encode(batch), actions, noise, t)
+    }
+
+    /// [`VlaModel::flow_matching_loss`] on an encoded prefix (when the prefix also feeds
+    /// another loss, such as the grounding head's).
+    pub fn flow_matching_loss_at(
+        &self,
+        context: &VlaContext,
+        actions: Tensor<3>,
+        noise: Tensor<3>,
+        t: Tensor<2>,
+    ) -> Tensor<1> {
         let [b, h, d] = actions.dims();
         let t3 = t.clone().reshape([b, 1, 1]);
         let x_t = noise.clone() * t3.clone() + actions.clone() * t3.neg().add_scalar(1.0);
-        let v = self.velocity(&self.encode(batch), x_t, t);
+        let v = self.velocity(context, x_t, t);
         (v - (noise - actions)).reshape([b, h * d]).square().mean()
     }
 

@@ -172,7 +172,9 @@ fn run_expert(
                 .collect(),
             None => Vec::new(),
         },
+        state_dim: if env.obs_spec().critic.is_some() { env.spec().critic_dim } else { 0 },
     };
+    let sd = demos.state_dim;
     let num_cameras = demos.cameras.len();
     let empty = || Episode { images: vec![Vec::new(); num_cameras], ..Episode::default() };
     let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
@@ -203,6 +205,7 @@ fn run_expert(
             for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
                 ep.observations.extend_from_slice(&obs[i * od..(i + 1) * od]);
                 ep.actions.extend_from_slice(&actions[i * ad..(i + 1) * ad]);
+                ep.states.extend_from_slice(&env.buffers().critic_obs[i * sd..(i + 1) * sd]);
                 if let Some(c) = cameras.as_deref() {
                     for (store, images) in ep.images.iter_mut().zip(c.images()) {
                         store.extend_from_slice(images.rgb_of(i));
