@@ -156,8 +156,10 @@ impl VlaSftConfig {
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
         check_range("grounding_weight", self.grounding_weight, self.grounding_weight >= 0.0, "≥ 0")?;
-        // The task widths are placeholders here; every other field of the layout is checked.
-        let model = VlaConfig { proprio_dim: 1, action_dim: 1, ..self.model.clone() };
+        // The task widths (and the grounding head's) are placeholders here; every other field
+        // of the layout is checked.
+        let grounding_dim = usize::from(self.grounding_weight > 0.0);
+        let model = VlaConfig { proprio_dim: 1, action_dim: 1, grounding_dim, ..self.model.clone() };
         model.validate().map_err(|e| vla_error(e.into()))
     }
 }

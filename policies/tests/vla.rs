@@ -110,6 +110,16 @@ fn output_shapes_for_one_and_two_views_and_both_stems() {
     let g = m.grounding(&ctx).expect("grounding head");
     assert_eq!(g.dims(), [2, 5]);
     assert!(host(g).iter().all(|v| v.is_finite()));
+    // Fed to the expert, the prediction changes the actions.
+    let (fed, _) = model(&test_config().with_grounding_dim(5).with_grounding_to_expert(true), 1);
+    let z = Tensor::zeros([2, 4, 3], &device);
+    let a = host(fed.predict(&batch, z.clone()));
+    let mut ctx = fed.encode(&batch);
+    ctx.grounding = ctx.grounding.map(|g| g.add_scalar(1.0));
+    let b = host(fed.velocity(&ctx, z.clone(), Tensor::ones([2, 1], &device)));
+    let c = host(fed.velocity(&fed.encode(&batch), z, Tensor::ones([2, 1], &device)));
+    assert_eq!(a.len(), 24);
+    assert!(b.iter().zip(&c).any(|(x, y)| (x - y).abs() > 1e-4), "the expert ignores the grounding");
 }
 
 #[test]
@@ -148,7 +158,8 @@ fn preset_parameter_counts() {
     let mut cnn = test_config();
     cnn.vision.stem = VisionStem::Cnn;
     cnn.value_input = ValueInput::Expert;
-    for config in [tiny, small, test_config(), cnn, test_config().with_grounding_dim(9)] {
+    let grounded = test_config().with_grounding_dim(9).with_grounding_to_expert(true);
+    for config in [tiny, small, test_config(), cnn, grounded] {
         let (m, _) = model(&config, 3);
         assert_eq!(m.num_params(), config.param_count(), "{config:?}");
     }
@@ -323,6 +334,8 @@ fn bad_inputs_and_configs_name_the_field() {
     let mut deep = test_config();
     deep.text.depth = 0;
     assert_eq!(deep.validate().unwrap_err().field, "text.depth");
+    let unfed = test_config().with_grounding_to_expert(true);
+    assert_eq!(unfed.validate().unwrap_err().field, "grounding_to_expert");
     assert!(matches!(bad.init(&device), Err(VlaError::Config(_))));
 }
 

@@ -146,6 +146,12 @@ pub struct VlaConfig {
     /// expert reads says where the instruction points. 0: no head. Default 0.
     #[config(default = 0)]
     pub grounding_dim: usize,
+    /// Also condition the action expert on the grounding head's prediction (mapped to the
+    /// expert width and added to every action token), so the estimate of where the
+    /// instruction points reaches the actions directly instead of only through
+    /// cross-attention. Needs `grounding_dim > 0`. Default false.
+    #[config(default = false)]
+    pub grounding_to_expert: bool,
 }
 
 impl VlaConfig {
@@ -246,6 +252,9 @@ impl VlaConfig {
         if self.value_hidden.contains(&0) {
             return bad("value_hidden", format!("{:?}", self.value_hidden), "positive widths");
         }
+        if self.grounding_to_expert && self.grounding_dim == 0 {
+            return bad("grounding_to_expert", "true".into(), "false without a grounding head (grounding_dim 0)");
+        }
         if !(self.noise_std_min > 0.0 && self.noise_std_min <= self.noise_std_max) {
             return bad(
                 "noise_std_min",
@@ -315,7 +324,8 @@ impl VlaConfig {
             ValueInput::Prefix => d,
             ValueInput::Expert => e,
         };
-        let grounding = if self.grounding_dim > 0 { mlp(d, &[d], self.grounding_dim) } else { 0 };
+        let grounding = if self.grounding_dim > 0 { mlp(d, &[d], self.grounding_dim) } else { 0 }
+            + if self.grounding_to_expert { linear(self.grounding_dim, e) } else { 0 };
         let heads = mlp(e, &[128, 64], self.action_dim) + mlp(value_in, &self.value_hidden, 1) + grounding;
         vision + text + backbone + expert + heads
     }

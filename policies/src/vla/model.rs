@@ -53,6 +53,8 @@ pub struct VlaContext {
     /// The prefix's proprioception token (its last), `[B, backbone_width]`: what the grounding
     /// head reads.
     pub proprio_token: Tensor<2>,
+    /// The grounding head's prediction, `[B, grounding_dim]`; `None` without a head.
+    pub grounding: Option<Tensor<2>>,
 }
 
 /// The action expert's output at one velocity evaluation (π0's `suffix_out`),
@@ -83,7 +85,7 @@ impl TextEncoder {
 /// Parameter names (for [`VlaModel::load_pretrained`]): `vision.*` (image encoder),
 /// `text.*` (instruction encoder), `vision_proj`, `text_proj`, `proprio_proj`, `backbone.*`,
 /// `backbone_norm`, `memory_proj`, `action_in`, `time_mlp_in`, `time_mlp_out`, `action_pos`,
-/// `expert.*`, `expert_norm`, `action_out`, `noise_head.*`, `value_head.*`, `grounding_head.*`. Linear weights are
+/// `expert.*`, `expert_norm`, `action_out`, `noise_head.*`, `value_head.*`, `grounding_head.*`, `grounding_in`. Linear weights are
 /// `[in, out]` (burn), the transpose of PyTorch's.
 #[derive(Module, Debug)]
 pub struct VlaModel {
@@ -106,6 +108,7 @@ pub struct VlaModel {
     noise_head: Mlp,
     value_head: Mlp,
     grounding_head: Option<Mlp>,
+    grounding_in: Option<Linear>,
     #[module(skip)]
     config: VlaConfig,
     #[module(skip)]
@@ -156,6 +159,7 @@ impl VlaConfig {
                 .init(device),
             grounding_head: (self.grounding_dim > 0)
                 .then(|| MlpConfig::new(d, &[d], self.grounding_dim, Activation::Relu).init(device)),
+            grounding_in: self.grounding_to_expert.then(|| LinearConfig::new(self.grounding_dim, e).init(device)),
             config: self.clone(),
             time_scaling: time_scaling(e),
         })
@@ -275,14 +279,15 @@ impl VlaModel {
         let p = prefix.dims()[1];
         let proprio_token = prefix.clone().narrow(1, p - 1, 1).reshape([b, d]);
         let cache = self.expert.prefix_cache(self.memory_proj.forward(prefix), padding);
-        VlaContext { cache, pooled: pooled.reshape([b, d]), proprio_token }
+        let grounding = self.grounding_head.as_ref().map(|head| head.forward(proprio_token.clone()));
+        VlaContext { cache, pooled: pooled.reshape([b, d]), proprio_token, grounding }
     }
 
     /// The grounding head's prediction of the environment state, `[B, grounding_dim]`
     /// (standardized units, as trained); `None` when the model has no head
     /// (`grounding_dim = 0`).
     pub fn grounding(&self, context: &VlaContext) -> Option<Tensor<2>> {
-        self.grounding_head.as_ref().map(|head| head.forward(context.proprio_token.clone()))
+        context.grounding.clone()
     }
 
     /// Action-expert output `[B, H, expert_width]` at noisy chunk `x` (`[B, H·D]`) and times `t`
@@ -293,8 +298,11 @@ impl VlaModel {
         let (h, e) = (c.horizon, c.expert_width);
         let actions = self.action_in.forward(x.reshape([b, h, c.action_dim]));
         let time = sincos_embedding(t, &self.time_scaling).unsqueeze_dim::<3>(1).expand([b, h, e]);
-        let tokens = self.time_mlp_out.forward(silu(self.time_mlp_in.forward(Tensor::cat(vec![actions, time], 2))))
+        let mut tokens = self.time_mlp_out.forward(silu(self.time_mlp_in.forward(Tensor::cat(vec![actions, time], 2))))
             + self.action_pos.val().unsqueeze_dim::<3>(0);
+        if let (Some(grounding_in), Some(g)) = (&self.grounding_in, &context.grounding) {
+            tokens = tokens + grounding_in.forward(g.clone()).unsqueeze_dim::<3>(1);
+        }
         self.expert_norm.forward(self.expert.forward(tokens, &context.cache))
     }
 
