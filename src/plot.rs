@@ -143,6 +143,8 @@ pub fn parse_metrics(text: &str, path: &str) -> Result<Vec<MetricRow>, PlotError
                 "learning_rate" => &mut row.learning_rate,
                 "fps" => &mut row.fps,
                 "aux_loss" => &mut row.aux_loss,
+                "val_loss" => &mut row.val_loss,
+                "val_aux_loss" => &mut row.val_aux_loss,
                 _ => continue,
             };
             *slot = value;
@@ -415,11 +417,11 @@ mod tests {
         assert_eq!(rows[0].return_mean, Some(-3.0));
         assert_eq!(rows[0].alpha, Some(0.2));
         assert_eq!(rows[0].success_rate, None);
-        let bad = format!("{text}200,2.0,abc,,,,,,,,,,,,\n");
+        let bad = format!("{text}200,2.0,abc,,,,,,,,,,,,,,\n");
         let e = parse_metrics(&bad, "m.csv").unwrap_err().to_string();
         assert!(e.starts_with("m.csv:3: column `return_mean`"), "{e}");
         let short = format!("{text}200,2.0\n");
-        assert!(parse_metrics(&short, "m.csv").unwrap_err().to_string().starts_with("m.csv:3: expected 15 fields"));
+        assert!(parse_metrics(&short, "m.csv").unwrap_err().to_string().starts_with("m.csv:3: expected 17 fields"));
         assert!(
             parse_metrics("a,b\n", "m.csv").unwrap_err().to_string().starts_with("m.csv:1: header has no `env_steps`")
         );

@@ -257,6 +257,8 @@ mod imp {
                 ("learning_rate", row.learning_rate),
                 ("fps", row.fps),
                 ("aux_loss", row.aux_loss),
+                ("val_loss", row.val_loss),
+                ("val_aux_loss", row.val_aux_loss),
             ];
             for (name, value) in fields {
                 if let Some(v) = value.filter(|v| v.is_finite())

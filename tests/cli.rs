@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The columns `metrics.csv` documents (issue 2, `MetricRow::CSV_HEADER`).
-const METRIC_COLUMNS: [&str; 15] = [
+const METRIC_COLUMNS: [&str; 17] = [
     "env_steps",
     "wall_seconds",
     "return_mean",
@@ -29,6 +29,8 @@ const METRIC_COLUMNS: [&str; 15] = [
     "learning_rate",
     "fps",
     "aux_loss",
+    "val_loss",
+    "val_aux_loss",
 ];
 
 /// Columns that legitimately differ between an interrupted-and-resumed run and an uninterrupted one.

@@ -34,6 +34,11 @@ pub struct MetricRow {
     pub fps: Option<f64>,
     /// Auxiliary loss, averaged over the interval's updates (VLA SFT's grounding loss).
     pub aux_loss: Option<f64>,
+    /// Loss on held-out validation data at the end of the interval (VLA SFT's flow-matching loss
+    /// on its validation episodes).
+    pub val_loss: Option<f64>,
+    /// Auxiliary loss on the validation data (VLA SFT's grounding loss).
+    pub val_aux_loss: Option<f64>,
 }
 
 impl MetricRow {
@@ -52,13 +57,13 @@ impl MetricRow {
     }
 
     /// CSV header, matching [`MetricRow::csv_values`].
-    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss";
+    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss,val_loss,val_aux_loss";
 
     /// The row as CSV fields (empty where `None`).
     pub fn csv_values(&self) -> String {
         let opt = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
         format!(
-            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.env_steps,
             self.wall_seconds,
             opt(self.return_mean),
@@ -74,6 +79,8 @@ impl MetricRow {
             opt(self.learning_rate),
             opt(self.fps.map(|f| f.round())),
             opt(self.aux_loss),
+            opt(self.val_loss),
+            opt(self.val_aux_loss),
         )
     }
 }

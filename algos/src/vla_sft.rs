@@ -86,6 +86,11 @@ pub struct VlaSftConfig {
     /// actions alone (an embodied chain-of-thought target, as ECoT's object boxes). Needs
     /// demonstrations with environment states; sets `model.grounding_dim`. 0: off. Default 0.
     pub grounding_weight: f32,
+    /// Demonstration episodes (the last ones) kept out of training: every iteration reports
+    /// the EMA model's flow-matching and grounding losses on up to 256 of their samples
+    /// (`val_loss`, `val_aux_loss` in the metrics), to tell fitting from generalizing to unseen
+    /// scenes. Normalization statistics still cover them. Default 0.
+    pub validation_episodes: usize,
     /// The model; `proprio_dim` and `action_dim` are set from the task. Default: 48×48 images
     /// (patch 8, 36 tokens per view), ViT 64×2, text 64×1 over 48 byte tokens, backbone 96×2,
     /// expert 64×2, `H = 8`, `C = 4`, `K = 4` (0.47M parameters for lang-cubes).
@@ -115,6 +120,7 @@ impl Default for VlaSftConfig {
             relative_actions: true,
             demo_noise: 0.05,
             grounding_weight: 0.0,
+            validation_episodes: 0,
             model: VlaConfig::new(0, 0)
                 .with_vision(VisionConfig::new().with_image_size(48).with_width(64).with_heads(4).with_max_views(2))
                 .with_text(TextConfig::new().with_max_len(48).with_width(64))
@@ -195,6 +201,11 @@ pub struct VlaSft {
     sample_chunks: Vec<f32>,
     /// Standardized environment states, `[samples, grounding_dim]`; empty without grounding.
     sample_states: Vec<f32>,
+    /// Samples `0..train_samples` are trained on; the rest belong to validation episodes.
+    train_samples: usize,
+    /// The validation samples evaluated every iteration, with their fixed noise
+    /// (`[n, H·D]`) and flow times (`[n]`).
+    validation: (Vec<usize>, Vec<f32>, Vec<f32>),
 }
 
 impl VlaSft {
@@ -212,6 +223,13 @@ impl VlaSft {
         config.model.proprio_dim = od;
         config.model.action_dim = ad;
         config.validate_fields()?;
+        let episodes = demos.episodes.len();
+        check_range(
+            "validation_episodes",
+            config.validation_episodes,
+            config.validation_episodes < episodes,
+            &format!("fewer than the {episodes} demonstration episodes"),
+        )?;
         config.model.grounding_dim = 0;
         if config.grounding_weight > 0.0 {
             if demos.state_dim == 0 {
@@ -281,7 +299,17 @@ impl VlaSft {
                 sources.extend((0..ep.len()).map(|t| SampleSource { episode: e as u32, step: t as u32 }));
             }
         }
+        let first_validation = (demos.episodes.len() - config.validation_episodes) as u32;
+        let train_samples = sources.iter().take_while(|s| s.episode < first_validation).count();
+        let held = sources.len() - train_samples;
+        let picked: Vec<usize> = (0..held.min(256)).map(|k| train_samples + k * held / held.min(256)).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7A1_1DA7E);
+        let mut noise = vec![0.0f32; picked.len() * m.horizon * ad];
+        fill_normal(&mut rng, &mut noise);
+        let t = picked.iter().map(|_| sample_flow_time(rng.random::<f32>())).collect();
         Ok(Self {
+            train_samples,
+            validation: (picked, noise, t),
             ema: model.valid(),
             model,
             optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
@@ -301,9 +329,9 @@ impl VlaSft {
         })
     }
 
-    /// Number of training samples.
+    /// Number of training samples (validation episodes' excluded).
     pub fn num_samples(&self) -> usize {
-        self.sources.len()
+        self.train_samples
     }
 
     /// The learning rate of the next gradient step.
@@ -333,37 +361,50 @@ impl VlaSft {
         input
     }
 
+    /// The flow-matching loss of `model` on samples `indices` with `noise` (`[n, H·D]`) and
+    /// times `t` (`[n]`), and with a grounding head its grounding loss; each `[1]`.
+    fn losses(
+        &self,
+        model: &VlaModel,
+        device: &Device,
+        indices: &[usize],
+        noise: Vec<f32>,
+        t: Vec<f32>,
+    ) -> Result<(Tensor<1>, Option<Tensor<1>>), AlgoError> {
+        let m = &self.actor.model;
+        let (h, ad, n, gd) = (m.horizon, m.action_dim, indices.len(), m.grounding_dim);
+        let chunks: Vec<f32> =
+            indices.iter().flat_map(|&i| &self.sample_chunks[i * h * ad..(i + 1) * h * ad]).copied().collect();
+        let batch = model.prepare(&self.input(indices), device).map_err(vla_error)?;
+        let context = model.encode(&batch);
+        let flow = model.flow_matching_loss_at(
+            &context,
+            Tensor::from_data(TensorData::new(chunks, [n, h, ad]), device),
+            Tensor::from_data(TensorData::new(noise, [n, h, ad]), device),
+            Tensor::from_data(TensorData::new(t, [n, 1]), device),
+        );
+        let grounding = model.grounding(&context).map(|predicted| {
+            let states: Vec<f32> =
+                indices.iter().flat_map(|&i| &self.sample_states[i * gd..(i + 1) * gd]).copied().collect();
+            (predicted - Tensor::from_data(TensorData::new(states, [n, gd]), device)).square().mean()
+        });
+        Ok((flow, grounding))
+    }
+
     /// One gradient step; returns the flow-matching loss of the mini-batch and, with
     /// grounding, its grounding loss.
     pub fn update(&mut self) -> Result<(f64, Option<f64>), AlgoError> {
         let m = &self.actor.model;
-        let (h, ad, bs) = (m.horizon, m.action_dim, self.config.batch_size);
+        let (hd, bs) = (m.horizon * m.action_dim, self.config.batch_size);
         let n = self.num_samples();
         let indices: Vec<usize> = (0..bs).map(|_| self.rng.random_range(0..n)).collect();
-        let mut chunks = Vec::with_capacity(bs * h * ad);
-        for &i in &indices {
-            chunks.extend_from_slice(&self.sample_chunks[i * h * ad..(i + 1) * h * ad]);
-        }
-        let mut noise = vec![0.0f32; bs * h * ad];
+        let mut noise = vec![0.0f32; bs * hd];
         fill_normal(&mut self.rng, &mut noise);
         let t: Vec<f32> = (0..bs).map(|_| sample_flow_time(self.rng.random::<f32>())).collect();
-        let d = &self.device;
-        let batch = self.model.prepare(&self.input(&indices), d).map_err(vla_error)?;
-        let context = self.model.encode(&batch);
-        let mut loss = self.model.flow_matching_loss_at(
-            &context,
-            Tensor::from_data(TensorData::new(chunks, [bs, h, ad]), d),
-            Tensor::from_data(TensorData::new(noise, [bs, h, ad]), d),
-            Tensor::from_data(TensorData::new(t, [bs, 1]), d),
-        );
+        let (mut loss, grounding) = self.losses(&self.model, &self.device, &indices, noise, t)?;
         let value = check_finite("VLA SFT loss", to_host(loss.clone().inner())?[0] as f64, self.steps)?;
         let mut grounding_value = None;
-        if let Some(predicted) = self.model.grounding(&context) {
-            let gd = m.grounding_dim;
-            let states: Vec<f32> =
-                indices.iter().flat_map(|&i| &self.sample_states[i * gd..(i + 1) * gd]).copied().collect();
-            let target = Tensor::from_data(TensorData::new(states, [bs, gd]), d);
-            let grounding = (predicted - target).square().mean();
+        if let Some(grounding) = grounding {
             let g = check_finite("VLA SFT grounding loss", to_host(grounding.clone().inner())?[0] as f64, self.steps)?;
             grounding_value = Some(g);
             loss = loss + grounding.mul_scalar(self.config.grounding_weight);
@@ -376,6 +417,22 @@ impl VlaSft {
         self.ema = polyak_update(self.ema.clone(), &self.model, 1.0 - self.config.ema_decay);
         self.steps += 1;
         Ok((value, grounding_value))
+    }
+
+    /// The EMA model's flow-matching and grounding losses on the validation samples (the same
+    /// samples, noise and times every call); `None` without validation episodes.
+    pub fn validation_losses(&self) -> Result<Option<(f64, Option<f64>)>, AlgoError> {
+        let (indices, noise, t) = &self.validation;
+        if indices.is_empty() {
+            return Ok(None);
+        }
+        let plain = self.device.clone().inner();
+        let (flow, grounding) = self.losses(&self.ema, &plain, indices, noise.clone(), t.clone())?;
+        let grounding = match grounding {
+            Some(g) => Some(to_host(g)?[0] as f64),
+            None => None,
+        };
+        Ok(Some((to_host(flow)?[0] as f64, grounding)))
     }
 
     /// The EMA model (plain device) and the actor around it.
@@ -404,7 +461,13 @@ impl Learner for VlaSft {
         let eval = evaluate(self, env, self.eval_seed, false)?;
         let n = self.config.updates_per_iteration as f64;
         let row = MetricRow::supervised(self.steps, loss / n, self.learning_rate(), &eval);
-        Ok(MetricRow { aux_loss: grounding.map(|g| g / n), ..row })
+        let validation = self.validation_losses()?;
+        Ok(MetricRow {
+            aux_loss: grounding.map(|g| g / n),
+            val_loss: validation.map(|v| v.0),
+            val_aux_loss: validation.and_then(|v| v.1),
+            ..row
+        })
     }
 
     fn act(&self, _obs: &[f32], _actions: &mut [f32], _sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {

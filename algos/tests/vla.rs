@@ -151,7 +151,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
 }
 
 #[test]
-fn vla_sft_grounding_head_learns_the_environment_state_it_needs() {
+fn vla_sft_grounding_head_learns_the_environment_state_it_needs_and_validates_on_held_out_episodes() {
     let mut task = one_variant();
     let record = |task: &TaskConfig| {
         record_task_expert_rendered("lang-cubes", Some(task), 4, 4, 3, 0.05, Some(front_camera(task))).unwrap()
@@ -172,10 +172,22 @@ fn vla_sft_grounding_head_learns_the_environment_state_it_needs() {
     task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::EeToObject)]);
     let demos = record(&task);
     assert_eq!(demos.state_dim, 6);
+    let too_many = VlaSftConfig { validation_episodes: 4, ..config.clone() };
+    let err = VlaSft::new(too_many, &env(&task, 1), demos.clone(), Device::flex().autodiff(), 1).err().unwrap();
+    assert!(err.to_string().contains("validation_episodes"), "{err}");
+    let config = VlaSftConfig { validation_episodes: 1, ..config };
+    let samples = demos.num_steps() - demos.episodes[3].len();
     let mut sft = VlaSft::new(config, &env(&task, 1), demos, Device::flex().autodiff(), 1).unwrap();
+    assert_eq!(sft.num_samples(), samples, "the last episode is held out");
     assert_eq!(sft.policy().0.config().grounding_dim, 6);
+    let (val_flow, val_grounding) = sft.validation_losses().unwrap().expect("validation samples");
+    assert!(val_flow.is_finite() && val_grounding.is_some_and(f64::is_finite));
     let losses: Vec<f64> = (0..150).map(|_| sft.update().unwrap().1.expect("grounding loss")).collect();
     let (first, last) = (losses[..10].iter().sum::<f64>() / 10.0, losses[140..].iter().sum::<f64>() / 10.0);
     eprintln!("grounding loss {first:.3} -> {last:.3}");
     assert!(last < 0.5 * first, "grounding loss (standardized state MSE) {first} -> {last}");
+    // The same samples every call: a changed value means the EMA model moved.
+    let again = sft.validation_losses().unwrap().unwrap();
+    assert_eq!(again, sft.validation_losses().unwrap().unwrap());
+    assert_ne!(again.0, val_flow);
 }
