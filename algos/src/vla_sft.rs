@@ -428,10 +428,7 @@ impl VlaSft {
         }
         let plain = self.device.clone().inner();
         let (flow, grounding) = self.losses(&self.ema, &plain, indices, noise.clone(), t.clone())?;
-        let grounding = match grounding {
-            Some(g) => Some(to_host(g)?[0] as f64),
-            None => None,
-        };
+        let grounding = grounding.map(|g| to_host(g).map(|v| v[0] as f64)).transpose()?;
         Ok(Some((to_host(flow)?[0] as f64, grounding)))
     }
 
