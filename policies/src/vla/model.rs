@@ -85,8 +85,8 @@ impl TextEncoder {
 /// Parameter names (for [`VlaModel::load_pretrained`]): `vision.*` (image encoder),
 /// `text.*` (instruction encoder), `vision_proj`, `text_proj`, `proprio_proj`, `backbone.*`,
 /// `backbone_norm`, `memory_proj`, `action_in`, `time_mlp_in`, `time_mlp_out`, `action_pos`,
-/// `expert.*`, `expert_norm`, `action_out`, `noise_head.*`, `value_head.*`, `grounding_head.*`, `grounding_in`. Linear weights are
-/// `[in, out]` (burn), the transpose of PyTorch's.
+/// `expert.*`, `expert_norm`, `action_out`, `noise_head.*`, `value_head.*`, `grounding_head.*`,
+/// `grounding_in`. Linear weights are `[in, out]` (burn), the transpose of PyTorch's.
 #[derive(Module, Debug)]
 pub struct VlaModel {
     vision: VisionEncoder,
