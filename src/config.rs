@@ -274,7 +274,16 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
         _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
     };
-    result.map_err(|e| ConfigError::File { path: path.display().to_string(), message: describe_toml_error(text, &e) })
+    match result {
+        // A file overlays the defaults, so a nested table may set only some of its fields
+        // (`[algo.model.vision]` with `stem = "cnn"`); the merged configuration is checked whole
+        // afterwards, where a field missing from every source is still an error.
+        Err(e) if e.message().starts_with("missing field") => Ok(()),
+        result => result.map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            message: describe_toml_error(text, &e),
+        }),
+    }
 }
 
 /// "line L, column C, key `table.key`: message" for a TOML error (the key part when the
@@ -381,19 +390,28 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
         table.insert("task".into(), task.clone().into());
         table.insert("algorithm".into(), algorithm.clone().into());
     };
-    let checked = |table: &toml::Table| -> Result<TrainConfig, ConfigError> {
+    // Checks the merged `table`, and that every key of the `source` merged last is a setting
+    // (nested model tables such as `algo.model.vision` accept unknown keys when deserialized).
+    let checked = |table: &toml::Table, source: &toml::Table| -> Result<TrainConfig, ConfigError> {
         let config = from_table(table, &algorithm).map_err(ConfigError::Invalid)?;
+        let resolved = toml::Table::try_from(&config).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        if let Some(key) = unknown_key(source, &resolved, "") {
+            return Err(ConfigError::Invalid(format!("unknown key `{key}`")));
+        }
         config.validate()?;
         Ok(config)
     };
     // Validate after each source, so an error is blamed on the source that introduced it.
     if let Some((path, text, user)) = file {
         check_file(path, &text, &algorithm)?;
-        merge(&mut table, user);
+        merge(&mut table, user.clone());
         pin(&mut table);
-        if let Err(e) = checked(&table) {
+        if let Err(e) = checked(&table, &user) {
             let line = match &e {
                 ConfigError::OutOfRange { field, .. } => line_of_key(&text, field),
+                ConfigError::Invalid(message) => {
+                    message.strip_prefix("unknown key `").and_then(|key| line_of_key(&text, key.trim_end_matches('`')))
+                }
                 _ => None,
             };
             let message = match line {
@@ -410,13 +428,32 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
         table.insert("total_steps".into(), toml::Value::Integer(steps as i64));
     }
     pin(&mut table);
-    checked(&table)?;
+    let mut config = checked(&table, &toml::Table::new())?;
     for (arg, o) in src.overrides.iter().zip(overrides) {
-        merge(&mut table, o);
+        merge(&mut table, o.clone());
         pin(&mut table);
-        checked(&table).map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
+        config = checked(&table, &o).map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
     }
-    checked(&table)
+    Ok(config)
+}
+
+/// The first dotted key of `source` (under `prefix`) that `resolved` does not have: a key the
+/// configuration types ignored. Arrays of tables are compared entry by entry.
+fn unknown_key(source: &toml::Table, resolved: &toml::Table, prefix: &str) -> Option<String> {
+    source.iter().find_map(|(key, value)| {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match (value, resolved.get(key)) {
+            (_, None) => Some(path),
+            (toml::Value::Table(s), Some(toml::Value::Table(r))) => unknown_key(s, r, &path),
+            (toml::Value::Array(s), Some(toml::Value::Array(r))) => {
+                s.iter().zip(r).enumerate().find_map(|(i, pair)| match pair {
+                    (toml::Value::Table(s), toml::Value::Table(r)) => unknown_key(s, r, &format!("{path}[{i}]")),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }
+    })
 }
 
 /// 1-based line on which the dotted `key` (e.g. `algo.learning_rate`) is assigned in `text`.
@@ -567,6 +604,34 @@ mod tests {
             }
         }
         assert!(checked >= 10, "{checked} presets");
+    }
+
+    #[test]
+    fn a_file_may_set_some_fields_of_a_nested_table() {
+        let dir = std::env::temp_dir().join(format!("embodia-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("vision.toml");
+        std::fs::write(&path, "[algo.model.vision]\nstem = \"cnn\"\nfilm = true\n").unwrap();
+        let sources = ConfigSources {
+            task: Some("lang-cubes-ee"),
+            algorithm: Some("vla-sft"),
+            file: Some(&path),
+            ..Default::default()
+        };
+        let resolved = toml::Table::try_from(resolve(&sources).unwrap()).unwrap();
+        let vision = &resolved["algo"]["model"]["vision"];
+        assert_eq!((vision["stem"].as_str(), vision["film"].as_bool()), (Some("cnn"), Some(true)));
+        // The preset's image size survives the partial table.
+        assert_eq!(vision["image_size"].as_integer(), Some(48));
+        // Unknown keys in the nested table are named with their line, in a file and in --set.
+        std::fs::write(&path, "[algo.model.vision]\nstem = \"cnn\"\nflim = true\n").unwrap();
+        let e = resolve(&sources).unwrap_err().to_string();
+        assert!(e.contains("vision.toml: line 3") && e.contains("`algo.model.vision.flim`"), "{e}");
+        let overrides = ["algo.model.vision.keypionts=8".to_string()];
+        let sources = ConfigSources { file: None, overrides: &overrides, ..sources };
+        let e = resolve(&sources).unwrap_err().to_string();
+        assert!(e.contains("--set algo.model.vision.keypionts=8") && e.contains("unknown key"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// Every value of `preset` is the same in `resolved`: nested tables and arrays of tables

@@ -4,7 +4,7 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{
     BOS_TOKEN, ByteTokenizer, EOS_TOKEN, PAD_TOKEN, TokenizerError, ValueInput, VisionConfig, VisionStem, VlaConfig,
-    VlaError, VlaInput, VlaModel,
+    VlaError, VlaInput, VlaModel, spatial_softmax,
 };
 use embodia_policies::{
     NameMap, NoiseMethod, StochasticSteps, TensorFileError, named_params, seeded_init, write_safetensors,
@@ -166,6 +166,54 @@ fn preset_parameter_counts() {
 }
 
 #[test]
+fn film_conditions_the_image_tokens_on_the_instruction_and_keypoints_add_one_token_per_view() {
+    let film = |keypoints: usize| {
+        let mut config = test_config();
+        config.vision.stem = VisionStem::Cnn;
+        config.vision.film = true;
+        config.vision.keypoints = keypoints;
+        config
+    };
+    for config in [film(0), film(6)] {
+        let (m, device) = model(&config, 2);
+        assert_eq!(m.num_params(), config.param_count(), "{config:?}");
+        let per_view = 16 + usize::from(config.vision.keypoints > 0);
+        assert_eq!(config.vision.tokens_per_view(), per_view);
+        // The same images under two instructions: FiLM makes the image tokens differ.
+        let batch = m.prepare(&input(&m, 2, 2, &["pick up the red cube", "pick up the blue cube"]), &device).unwrap();
+        let mut same_images = batch.clone();
+        same_images.images = batch.images.clone().narrow(0, 0, 1).repeat_dim(0, 2);
+        let ctx = m.encode(&same_images);
+        assert_eq!(ctx.cache.layers[0].0.dims()[2], 2 * per_view + 32 + 1);
+        let keys = host(ctx.cache.layers[0].0.clone().narrow(2, 0, 2 * per_view));
+        let (red, blue) = keys.split_at(keys.len() / 2);
+        let diff = red.iter().zip(blue).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(diff > 1e-4, "image tokens do not depend on the instruction: {diff}");
+    }
+    // Both need the CNN stem; the error names the field.
+    assert_eq!(
+        test_config().with_vision(film(0).vision.with_stem(VisionStem::Patch)).validate().unwrap_err().field,
+        "vision.film"
+    );
+    let mut patch_keypoints = test_config();
+    patch_keypoints.vision.keypoints = 4;
+    assert_eq!(patch_keypoints.validate().unwrap_err().field, "vision.keypoints");
+}
+
+#[test]
+fn spatial_softmax_gives_the_expected_coordinates_of_each_channel() {
+    let device = Device::flex();
+    // Channel 0 peaks at row 1, column 3 of a 4×5 map; channel 1 is uniform.
+    let mut logits = vec![0.0f32; 2 * 4 * 5];
+    logits[5 + 3] = 50.0;
+    let out = host(spatial_softmax(Tensor::from_data(TensorData::new(logits, [1, 2, 4, 5]), &device)));
+    let expected = [2.0 * 3.0 / 4.0 - 1.0, 2.0 * 1.0 / 3.0 - 1.0, 0.0, 0.0];
+    for (got, want) in out.iter().zip(expected) {
+        assert!((got - want).abs() < 1e-4, "{out:?} vs {expected:?}");
+    }
+}
+
+#[test]
 fn checkpoint_round_trip_gives_identical_outputs() {
     let config = test_config();
     let (m, device) = model(&config, 4);
@@ -235,7 +283,7 @@ fn pretrained_encoder_weights_load_through_a_name_map() {
     }
     // The loaded tower computes what the donor's does.
     let batch = m.prepare(&input(&m, 1, 2, &["x"]), &device).unwrap();
-    assert_eq!(host(m.vision().forward(batch.images.clone())), host(donor.vision().forward(batch.images)));
+    assert_eq!(host(m.vision().forward(batch.images.clone(), None)), host(donor.vision().forward(batch.images, None)));
 
     // A shape mismatch names the file's tensor, the parameter and both shapes.
     let mut bad = file.clone();

@@ -42,7 +42,7 @@ pub use tokenizer::{
     BOS_TOKEN, BYTE_TOKENS, ByteTokenizer, EOS_TOKEN, PAD_TOKEN, TOKENIZER_NAME, TokenBatch, TokenizerError,
     VOCAB_SIZE,
 };
-pub use vision::{VisionConfig, VisionEncoder, VisionStem};
+pub use vision::{VisionConfig, VisionEncoder, VisionStem, spatial_softmax};
 
 use crate::flow::InvalidConfig;
 use crate::tensor_file::TensorFileError;
@@ -214,6 +214,12 @@ impl VlaConfig {
         if v.stem == VisionStem::Cnn && (!v.patch_size.is_power_of_two() || v.patch_size < 2) {
             return bad("vision.patch_size", v.patch_size.to_string(), "a power of two ≥ 2 for the cnn stem");
         }
+        if v.stem != VisionStem::Cnn && v.film {
+            return bad("vision.film", "true".into(), "false unless vision.stem = \"cnn\"");
+        }
+        if v.stem != VisionStem::Cnn && v.keypoints > 0 {
+            return bad("vision.keypoints", v.keypoints.to_string(), "0 unless vision.stem = \"cnn\"");
+        }
         if v.max_views == 0 {
             return bad("vision.max_views", "0".into(), "≥ 1");
         }
@@ -286,25 +292,23 @@ impl VlaConfig {
             widths.windows(2).map(|w| linear(w[0], w[1])).sum::<usize>()
         };
         let v = &self.vision;
+        let t = &self.text;
+        let channels = v.stem_channels();
         let stem = match v.stem {
             VisionStem::Patch => linear(v.patch_size * v.patch_size * 3, v.width),
-            VisionStem::Cnn => {
-                let layers = v.patch_size.trailing_zeros() as usize;
-                let hidden = (v.width / 2).max(16);
-                (0..layers)
-                    .map(|i| {
-                        let c_in = if i == 0 { 3 } else { hidden };
-                        let c_out = if i + 1 == layers { v.width } else { hidden };
-                        c_in * c_out * 16 + c_out
-                    })
-                    .sum()
-            }
+            VisionStem::Cnn => channels.iter().map(|&(c_in, c_out)| c_in * c_out * 16 + c_out).sum(),
+        };
+        let film = if v.film { channels.iter().map(|&(_, c_out)| linear(t.width, 2 * c_out)).sum() } else { 0 };
+        let keypoints = match channels.first() {
+            Some(&(_, c_first)) if v.keypoints > 0 => linear(c_first, v.keypoints) + linear(2 * v.keypoints, v.width),
+            _ => 0,
         };
         let vision = stem
+            + film
+            + keypoints
             + (v.tokens_per_view() + v.max_views) * v.width
             + encoder(v.width, v.depth, v.mlp_ratio)
             + norm(v.width);
-        let t = &self.text;
         let text = (VOCAB_SIZE + t.max_len) * t.width + encoder(t.width, t.depth, t.mlp_ratio) + norm(t.width);
         let (d, e) = (self.backbone_width, self.expert_width);
         let backbone = linear(v.width, d)

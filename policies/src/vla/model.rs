@@ -131,7 +131,7 @@ impl VlaConfig {
         let normal =
             |shape: [usize; 2]| Param::from_tensor(Tensor::random(shape, Distribution::Normal(0.0, 0.02), device));
         Ok(VlaModel {
-            vision: v.init(device),
+            vision: v.init(t.width, device),
             text: TextEncoder {
                 embed: EmbeddingConfig::new(VOCAB_SIZE, t.width).init(device),
                 pos_embed: normal([t.max_len, t.width]),
@@ -257,8 +257,14 @@ impl VlaModel {
     pub fn encode(&self, batch: &VlaBatch) -> VlaContext {
         let [b, _, _, _, _] = batch.images.dims();
         let device = batch.images.device();
-        let image_tokens = self.vision_proj.forward(self.vision.forward(batch.images.clone()));
-        let text_tokens = self.text_proj.forward(self.text.forward(batch.tokens.clone(), batch.padding.clone()));
+        let text = self.text.forward(batch.tokens.clone(), batch.padding.clone());
+        let condition = self.config.vision.film.then(|| {
+            let valid = batch.padding.clone().bool_not().float().unsqueeze_dim::<3>(2); // [B, L, 1]
+            let [_, _, width] = text.dims();
+            (text.clone() * valid.clone()).sum_dim(1).div(valid.sum_dim(1)).reshape([b, width])
+        });
+        let image_tokens = self.vision_proj.forward(self.vision.forward(batch.images.clone(), condition));
+        let text_tokens = self.text_proj.forward(text);
         let proprio_token = self.proprio_proj.forward(batch.proprio.clone()).unsqueeze_dim::<3>(1);
         let n_img = image_tokens.dims()[1];
         let tokens = Tensor::cat(vec![image_tokens, text_tokens, proprio_token], 1);
