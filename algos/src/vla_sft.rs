@@ -91,6 +91,11 @@ pub struct VlaSftConfig {
     /// (`val_loss`, `val_aux_loss` in the metrics), to tell fitting from generalizing to unseen
     /// scenes. Normalization statistics still cover them. Default 0.
     pub validation_episodes: usize,
+    /// Random-shift augmentation (DrQ): every training image is shifted by up to this many
+    /// pixels along each axis, uniform and independent per sample and view, edges replicated,
+    /// so the vision encoder cannot key on exact pixel positions of the few scenes it was
+    /// shown. Validation and evaluation images are not shifted. 0: off. Default 0.
+    pub image_shift: usize,
     /// The model; `proprio_dim` and `action_dim` are set from the task. Default: 48×48 images
     /// (patch 8, 36 tokens per view), ViT 64×2, text 64×1 over 48 byte tokens, backbone 96×2,
     /// expert 64×2, `H = 8`, `C = 4`, `K = 4` (0.47M parameters for lang-cubes).
@@ -121,6 +126,7 @@ impl Default for VlaSftConfig {
             demo_noise: 0.05,
             grounding_weight: 0.0,
             validation_episodes: 0,
+            image_shift: 0,
             model: VlaConfig::new(0, 0)
                 .with_vision(VisionConfig::new().with_image_size(48).with_width(64).with_heads(4).with_max_views(2))
                 .with_text(TextConfig::new().with_max_len(48).with_width(64))
@@ -162,6 +168,8 @@ impl VlaSftConfig {
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
         check_range("grounding_weight", self.grounding_weight, self.grounding_weight >= 0.0, "≥ 0")?;
+        let size = self.model.vision.image_size;
+        check_range("image_shift", self.image_shift, self.image_shift < size, &format!("< the image size {size}"))?;
         // The task widths (and the grounding head's) are placeholders here; every other field
         // of the layout is checked.
         let grounding_dim = usize::from(self.grounding_weight > 0.0);
@@ -340,8 +348,9 @@ impl VlaSft {
         warmup_cosine(self.steps, c.warmup_steps, c.decay_steps, c.learning_rate, c.final_learning_rate)
     }
 
-    /// The model input of training samples `indices`.
-    fn input(&self, indices: &[usize]) -> VlaInput {
+    /// The model input of training samples `indices`; each view shifted by its entry of
+    /// `shifts` (`[indices.len() · views]` pixel offsets (dx, dy)) unless `shifts` is empty.
+    fn input(&self, indices: &[usize], shifts: &[(i32, i32)]) -> VlaInput {
         let (pd, size) = (self.actor.model.proprio_dim, self.actor.model.vision.image_size);
         let view = size * size * 3;
         let mut input = VlaInput::default();
@@ -351,7 +360,11 @@ impl VlaSft {
             let ep = &self.demos.episodes[episode as usize];
             for &camera in &self.demo_cameras {
                 let at = step as usize * view;
-                input.images.extend_from_slice(&ep.images[camera][at..at + view]);
+                let image = &ep.images[camera][at..at + view];
+                match shifts.get(input.images.len() / view) {
+                    Some(&shift) => extend_shifted(&mut input.images, image, size, shift),
+                    None => input.images.extend_from_slice(image),
+                }
             }
             let (ids, mask) = &self.episode_tokens[episode as usize];
             input.tokens.extend_from_slice(ids);
@@ -368,6 +381,7 @@ impl VlaSft {
         model: &VlaModel,
         device: &Device,
         indices: &[usize],
+        shifts: &[(i32, i32)],
         noise: Vec<f32>,
         t: Vec<f32>,
     ) -> Result<(Tensor<1>, Option<Tensor<1>>), AlgoError> {
@@ -375,7 +389,7 @@ impl VlaSft {
         let (h, ad, n, gd) = (m.horizon, m.action_dim, indices.len(), m.grounding_dim);
         let chunks: Vec<f32> =
             indices.iter().flat_map(|&i| &self.sample_chunks[i * h * ad..(i + 1) * h * ad]).copied().collect();
-        let batch = model.prepare(&self.input(indices), device).map_err(vla_error)?;
+        let batch = model.prepare(&self.input(indices, shifts), device).map_err(vla_error)?;
         let context = model.encode(&batch);
         let flow = model.flow_matching_loss_at(
             &context,
@@ -401,7 +415,15 @@ impl VlaSft {
         let mut noise = vec![0.0f32; bs * hd];
         fill_normal(&mut self.rng, &mut noise);
         let t: Vec<f32> = (0..bs).map(|_| sample_flow_time(self.rng.random::<f32>())).collect();
-        let (mut loss, grounding) = self.losses(&self.model, &self.device, &indices, noise, t)?;
+        let s = self.config.image_shift as i32;
+        let shifts: Vec<(i32, i32)> = if s > 0 {
+            (0..bs * self.demo_cameras.len())
+                .map(|_| (self.rng.random_range(-s..=s), self.rng.random_range(-s..=s)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (mut loss, grounding) = self.losses(&self.model, &self.device, &indices, &shifts, noise, t)?;
         let value = check_finite("VLA SFT loss", to_host(loss.clone().inner())?[0] as f64, self.steps)?;
         let mut grounding_value = None;
         if let Some(grounding) = grounding {
@@ -427,7 +449,7 @@ impl VlaSft {
             return Ok(None);
         }
         let plain = self.device.clone().inner();
-        let (flow, grounding) = self.losses(&self.ema, &plain, indices, noise.clone(), t.clone())?;
+        let (flow, grounding) = self.losses(&self.ema, &plain, indices, &[], noise.clone(), t.clone())?;
         let grounding = grounding.map(|g| to_host(g).map(|v| v[0] as f64)).transpose()?;
         Ok(Some((to_host(flow)?[0] as f64, grounding)))
     }
@@ -524,6 +546,20 @@ impl Learner for VlaSft {
 /// Every step's environment state of every non-empty episode (the order of the samples),
 /// standardized per dimension (std floored at `min_std`), `[samples, dim]`; empty for `dim` 0.
 /// Errors name the first episode whose states do not cover its steps.
+/// Appends `image` (`[size, size, 3]` u8, row-major) shifted by `(dx, dy)` pixels to `out`:
+/// output pixel (x, y) is input pixel (x − dx, y − dy), clamped to the border (DrQ's
+/// replicate-pad and crop).
+fn extend_shifted(out: &mut Vec<u8>, image: &[u8], size: usize, (dx, dy): (i32, i32)) {
+    let source = |i: usize, d: i32| (i as i64 - d as i64).clamp(0, size as i64 - 1) as usize;
+    for y in 0..size {
+        let row = source(y, dy) * size;
+        for x in 0..size {
+            let at = (row + source(x, dx)) * 3;
+            out.extend_from_slice(&image[at..at + 3]);
+        }
+    }
+}
+
 fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Result<Vec<f32>, AlgoError> {
     if dim == 0 {
         return Ok(Vec::new());
@@ -546,4 +582,30 @@ fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Resu
         );
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shifted_images_move_content_and_replicate_the_border() {
+        // 3×3 image whose pixel (x, y) has channels (x, y, 9).
+        let image: Vec<u8> = (0..9).flat_map(|i| [(i % 3) as u8, (i / 3) as u8, 9]).collect();
+        let pixel = |out: &[u8], x: usize, y: usize| [out[(y * 3 + x) * 3], out[(y * 3 + x) * 3 + 1]];
+        let mut out = Vec::new();
+        extend_shifted(&mut out, &image, 3, (1, -1));
+        assert_eq!(out.len(), 27);
+        // Content moves right by one and up by one; the left column and bottom row replicate.
+        assert_eq!(pixel(&out, 2, 0), [1, 1]);
+        assert_eq!(pixel(&out, 1, 1), [0, 2]);
+        assert_eq!(pixel(&out, 0, 0), [0, 1]);
+        assert_eq!(pixel(&out, 0, 2), [0, 2]);
+        assert!(out.chunks(3).all(|p| p[2] == 9));
+        let mut same = Vec::new();
+        extend_shifted(&mut same, &image, 3, (0, 0));
+        assert_eq!(same, image);
+        let bad = VlaSftConfig { image_shift: 48, ..VlaSftConfig::default() };
+        assert!(bad.validate_fields().unwrap_err().to_string().contains("image_shift"));
+    }
 }
