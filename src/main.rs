@@ -1124,7 +1124,13 @@ impl MetricSink for Progress {
 }
 
 fn describe_eval(e: &EvalResult) -> String {
-    let success = e.success_rate.map(|s| format!(", success {:.0}%", 100.0 * s)).unwrap_or_default();
+    let success = match (e.success_rate, e.success_once_rate) {
+        (Some(end), Some(once)) if once != end => {
+            format!(", success {:.0}% (at any step: {:.0}%)", 100.0 * end, 100.0 * once)
+        }
+        (Some(end), _) => format!(", success {:.0}%", 100.0 * end),
+        _ => String::new(),
+    };
     format!("mean return {:.1} ± {:.1}, mean length {:.0}{success}", e.mean_return, e.std_return, e.mean_length)
 }
 

@@ -133,8 +133,15 @@ pub struct EvalResult {
     pub mean_return: f64,
     /// Population standard deviation of the returns.
     pub std_return: f64,
-    /// Fraction of successful episodes; `None` when the task has no success notion.
+    /// Fraction of episodes whose success criterion held at their last step (ManiSkill's
+    /// `success_at_end`); `None` when the task has no success notion.
     pub success_rate: Option<f64>,
+    /// Fraction of episodes whose success criterion held at any step (ManiSkill's
+    /// `success_once`); differs from `success_rate` on tasks that do not end on success, where
+    /// the robot must also hold the result until the time limit. `None` without a success
+    /// notion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_once_rate: Option<f64>,
     /// Mean episode length in steps.
     pub mean_length: f64,
     /// Language-conditioned tasks ([`VecEnv::instruction`]): per instruction, in order of
@@ -172,6 +179,7 @@ pub fn evaluate(
     let mut returns = vec![0.0f32; n];
     let mut lengths = vec![0u32; n];
     let mut success = vec![false; n];
+    let mut success_once = vec![false; n];
     let mut finished = vec![false; n];
     let mut queue = ActionQueue::new(learner, n, action_dim);
     env.reset(seed);
@@ -182,7 +190,11 @@ pub fn evaluate(
         env.step(&actions)?;
         let b = env.buffers();
         for i in 0..n {
-            if finished[i] || !b.done(i) {
+            if finished[i] {
+                continue;
+            }
+            success_once[i] |= b.success[i] > 0.0;
+            if !b.done(i) {
                 continue;
             }
             finished[i] = true;
@@ -205,6 +217,7 @@ pub fn evaluate(
         per_instruction[k].successes += usize::from(ok);
     }
     let k = n as f64;
+    let rate = |flags: &[bool]| flags.iter().filter(|&&s| s).count() as f64 / k;
     let mean = returns.iter().map(|&r| r as f64).sum::<f64>() / k;
     let var = returns.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / k;
     Ok(EvalResult {
@@ -212,7 +225,8 @@ pub fn evaluate(
         episodes: n,
         mean_return: mean,
         std_return: var.sqrt(),
-        success_rate: env.info().has_success.then(|| success.iter().filter(|&&s| s).count() as f64 / k),
+        success_rate: env.info().has_success.then(|| rate(&success)),
+        success_once_rate: env.info().has_success.then(|| rate(&success_once)),
         mean_length: lengths.iter().map(|&l| l as f64).sum::<f64>() / k,
         per_instruction,
     })

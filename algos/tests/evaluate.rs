@@ -1,0 +1,63 @@
+//! `evaluate`'s success figures: at the end of an episode and at any step of it.
+
+use burn::tensor::Device;
+use embodia_algos::{Ppo, PpoConfig, evaluate};
+use embodia_sim::{ActionSpec, EnvSnapshot, ObsSpec, SimError, StepBuffers, TaskInfo, VecEnv};
+
+/// Pendulum whose success criterion is scripted: environment 0 succeeds only at step 3,
+/// environment 1 from step 3 to the end, environment 2 never.
+struct ScriptedSuccess {
+    env: Box<dyn VecEnv>,
+    info: TaskInfo,
+    buffers: StepBuffers,
+    steps: u32,
+}
+
+impl VecEnv for ScriptedSuccess {
+    fn info(&self) -> &TaskInfo {
+        &self.info
+    }
+    fn num_envs(&self) -> usize {
+        self.env.num_envs()
+    }
+    fn obs_spec(&self) -> &ObsSpec {
+        self.env.obs_spec()
+    }
+    fn action_spec(&self) -> &ActionSpec {
+        self.env.action_spec()
+    }
+    fn reset(&mut self, seed: u64) {
+        self.env.reset(seed);
+        self.buffers = self.env.buffers().clone();
+        self.steps = 0;
+    }
+    fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {
+        self.env.step(actions)?;
+        self.steps += 1;
+        self.buffers = self.env.buffers().clone();
+        self.buffers.success = vec![f32::from(self.steps == 3), f32::from(self.steps >= 3), 0.0];
+        Ok(())
+    }
+    fn buffers(&self) -> &StepBuffers {
+        &self.buffers
+    }
+    fn snapshot(&self) -> EnvSnapshot {
+        self.env.snapshot()
+    }
+    fn restore(&mut self, snapshot: &EnvSnapshot) -> Result<(), SimError> {
+        self.env.restore(snapshot)
+    }
+}
+
+#[test]
+fn success_at_any_step_counts_episodes_that_lose_their_success_before_the_end() {
+    let env = embodia_sim::make("pendulum", 3).unwrap();
+    let info = TaskInfo { has_success: true, ..env.info().clone() };
+    let buffers = env.buffers().clone();
+    let mut env = ScriptedSuccess { env, info, buffers, steps: 0 };
+    let ppo = Ppo::new(PpoConfig { num_envs: 3, ..PpoConfig::default() }, &env, Device::flex().autodiff(), 1).unwrap();
+    let result = evaluate(&ppo, &mut env, 7, false).unwrap();
+    assert_eq!(result.episodes, 3);
+    assert_eq!(result.success_rate, Some(1.0 / 3.0), "only environment 1 succeeds at its last step");
+    assert_eq!(result.success_once_rate, Some(2.0 / 3.0), "environments 0 and 1 succeed at some step");
+}
