@@ -623,7 +623,10 @@ fn eval_json(dir: &Path, run: &str) -> serde_json::Map<String, Value> {
     let obj = v.as_object().expect("a JSON object").clone();
     let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["episodes", "mean_length", "mean_return", "std_return", "success_rate", "task"]);
+    assert_eq!(
+        keys,
+        ["episodes", "mean_length", "mean_return", "std_return", "success_once_rate", "success_rate", "task"]
+    );
     assert_eq!(obj["episodes"].as_u64(), Some(3));
     assert!(obj["mean_return"].as_f64().is_some_and(f64::is_finite));
     assert!(obj["std_return"].as_f64().is_some_and(|s| s.is_finite() && s >= 0.0));
@@ -640,6 +643,7 @@ fn eval_json_reports_one_object() {
     let v = eval_json(d, "runs/pend");
     assert_eq!(v["task"], "pendulum");
     assert_eq!(v["success_rate"], Value::Null, "pendulum has no success notion");
+    assert_eq!(v["success_once_rate"], Value::Null);
     assert_eq!(v["mean_length"].as_f64(), Some(200.0), "pendulum episodes are 200 steps");
 
     ok(
@@ -664,6 +668,8 @@ fn eval_json_reports_one_object() {
         "success_rate: {}",
         v["success_rate"]
     );
+    // Mountain car ends on success, so succeeding at some step is succeeding at the end.
+    assert_eq!(v["success_once_rate"], v["success_rate"]);
     assert!(v["mean_length"].as_f64().is_some_and(|l| l > 0.0 && l <= 999.0));
 
     // Without --json: one human-readable line.

@@ -140,7 +140,7 @@ pub struct EvalResult {
     /// `success_once`); differs from `success_rate` on tasks that do not end on success, where
     /// the robot must also hold the result until the time limit. `None` without a success
     /// notion.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub success_once_rate: Option<f64>,
     /// Mean episode length in steps.
     pub mean_length: f64,
