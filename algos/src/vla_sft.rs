@@ -543,9 +543,6 @@ impl Learner for VlaSft {
     }
 }
 
-/// Every step's environment state of every non-empty episode (the order of the samples),
-/// standardized per dimension (std floored at `min_std`), `[samples, dim]`; empty for `dim` 0.
-/// Errors name the first episode whose states do not cover its steps.
 /// Appends `image` (`[size, size, 3]` u8, row-major) shifted by `(dx, dy)` pixels to `out`:
 /// output pixel (x, y) is input pixel (x − dx, y − dy), clamped to the border (DrQ's
 /// replicate-pad and crop).
@@ -560,6 +557,9 @@ fn extend_shifted(out: &mut Vec<u8>, image: &[u8], size: usize, (dx, dy): (i32, 
     }
 }
 
+/// Every step's environment state of every non-empty episode (the order of the samples),
+/// standardized per dimension (std floored at `min_std`), `[samples, dim]`; empty for `dim` 0.
+/// Errors name the first episode whose states do not cover its steps.
 fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Result<Vec<f32>, AlgoError> {
     if dim == 0 {
         return Ok(Vec::new());

@@ -191,7 +191,7 @@ impl VisionEncoder {
     /// Encodes `images` `[batch, views, H, W, 3]` with pixel values in `[0, 255]` (normalized
     /// here to `[-1, 1]`) into tokens `[batch, views·N, width]`. `condition` `[batch,
     /// condition_dim]` (the instruction features) drives FiLM; an encoder without `film`
-    /// ignores it, one with `film` needs it. Shapes must match the configuration (checked by
+    /// ignores it, and without it the stem runs unconditioned. Shapes must match the configuration (checked by
     /// the VLA's input validation).
     pub fn forward(&self, images: Tensor<5>, condition: Option<Tensor<2>>) -> Tensor<3> {
         let [batch, views, h, w, c] = images.dims();
