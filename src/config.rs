@@ -146,6 +146,9 @@ pub enum ConfigError {
         /// The allowed range, in words.
         allowed: String,
     },
+    /// A key that is not a setting (dotted, e.g. `algo.model.vision.flim`).
+    #[error("unknown key `{0}`")]
+    UnknownKey(String),
     /// A value is of the wrong type, or the task is unknown.
     #[error("{0}")]
     Invalid(String),
@@ -396,7 +399,7 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
         let config = from_table(table, &algorithm).map_err(ConfigError::Invalid)?;
         let resolved = toml::Table::try_from(&config).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         if let Some(key) = unknown_key(source, &resolved, "") {
-            return Err(ConfigError::Invalid(format!("unknown key `{key}`")));
+            return Err(ConfigError::UnknownKey(key));
         }
         config.validate()?;
         Ok(config)
@@ -408,10 +411,7 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
         pin(&mut table);
         if let Err(e) = checked(&table, &user) {
             let line = match &e {
-                ConfigError::OutOfRange { field, .. } => line_of_key(&text, field),
-                ConfigError::Invalid(message) => {
-                    message.strip_prefix("unknown key `").and_then(|key| line_of_key(&text, key.trim_end_matches('`')))
-                }
+                ConfigError::OutOfRange { field, .. } | ConfigError::UnknownKey(field) => line_of_key(&text, field),
                 _ => None,
             };
             let message = match line {
