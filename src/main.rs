@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
-use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner};
+use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner, write_episode_outcomes};
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -185,6 +185,11 @@ enum Command {
         /// configured split: `train`, `held_out` (generalization) or `all`.
         #[arg(long, value_parser = ["train", "held_out", "all"])]
         split: Option<String>,
+        /// Also write every episode into this CSV: return, length, success at the end and at
+        /// any step, instruction, and the objects' and targets' positions right after reset (to
+        /// see what failing episodes share).
+        #[arg(long, value_name = "FILE.csv", requires = "run")]
+        episodes_csv: Option<PathBuf>,
     },
     /// Open the rerun viewer on a run's recordings (its .rrd files).
     View {
@@ -791,9 +796,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             render,
             render_frames,
             split,
+            episodes_csv,
             ..
         } => {
-            eval(&run, episodes, json, stochastic, split.as_deref())?;
+            eval(&run, episodes, json, stochastic, split.as_deref(), episodes_csv.as_deref())?;
             if let Some(out) = render {
                 let (config, learner) = load_learner(&run)?;
                 embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
@@ -1155,11 +1161,22 @@ fn with_split(
     Ok(config)
 }
 
-fn eval(run: &Path, episodes: usize, json: bool, stochastic: bool, split: Option<&str>) -> anyhow::Result<()> {
+fn eval(
+    run: &Path,
+    episodes: usize,
+    json: bool,
+    stochastic: bool,
+    split: Option<&str>,
+    episodes_csv: Option<&Path>,
+) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let (mut config, learner) = load_learner(run)?;
     config.env = with_split(&config.task, config.env.take(), split)?;
     let result = evaluate_learner(learner.as_ref(), &config, episodes, stochastic)?;
+    if let Some(path) = episodes_csv {
+        write_episode_outcomes(&result, path)?;
+        eprintln!("wrote {} episodes into {}", result.per_episode.len(), path.display());
+    }
     if json {
         println!("{}", serde_json::to_string(&result)?);
     } else {

@@ -544,6 +544,33 @@ pub fn evaluate_learner(
     Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic)?)
 }
 
+/// Writes an evaluation's episodes as CSV, one row per episode: `episode, return, length,
+/// success, success_once` (empty without a success notion), `instruction` (quoted, empty for
+/// tasks without instructions), then the initial object and marker positions
+/// ([`EvalResult::initial_position_names`]).
+pub fn write_episode_outcomes(result: &EvalResult, path: &Path) -> Result<(), RunError> {
+    let mut text = String::from("episode,return,length,success,success_once,instruction");
+    for name in &result.initial_position_names {
+        text.push(',');
+        text.push_str(name);
+    }
+    text.push('\n');
+    for (i, e) in result.per_episode.iter().enumerate() {
+        let (end, once) = match e.success {
+            Some((end, once)) => (u8::from(end).to_string(), u8::from(once).to_string()),
+            None => (String::new(), String::new()),
+        };
+        let instruction =
+            e.instruction.as_deref().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).unwrap_or_default();
+        text.push_str(&format!("{i},{},{},{end},{once},{instruction}", e.episode_return, e.length));
+        for p in &e.initial_positions {
+            text.push_str(&format!(",{p}"));
+        }
+        text.push('\n');
+    }
+    fs::write(path, text).map_err(io_err(path))
+}
+
 /// Loads the learner of a finished or interrupted run, for evaluation.
 pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
     check_run_dir(dir)?;

@@ -675,6 +675,18 @@ fn eval_json_reports_one_object() {
     // Without --json: one human-readable line.
     let out = ok(d, &["eval", "--run", "runs/pend", "--episodes", "2"]);
     assert_mentions(&out.stdout, &["sac", "pendulum", "1000 env steps", "mean return"]);
+
+    // --episodes-csv: one row per episode; the success columns stay empty without a success notion.
+    let out = ok(d, &["eval", "--run", "runs/car", "--episodes", "2", "--episodes-csv", "car.csv"]);
+    assert_mentions(&out.stderr, &["2 episodes", "car.csv"]);
+    let csv = fs::read_to_string(d.join("car.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "episode,return,length,success,success_once,instruction");
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[1].starts_with("0,") && lines[2].starts_with("1,"), "{csv}");
+    ok(d, &["eval", "--run", "runs/pend", "--episodes", "1", "--episodes-csv", "pend.csv"]);
+    let pend = fs::read_to_string(d.join("pend.csv")).unwrap();
+    assert!(pend.lines().nth(1).is_some_and(|row| row.ends_with(",200,,,")), "{pend}");
     let e = fail_at_once(d, &["eval", "--run", "runs/pend", "--episodes", "0"]);
     assert_mentions(&e, &["--episodes", "allowed: ≥ 1"]);
 }

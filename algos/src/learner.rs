@@ -148,6 +148,31 @@ pub struct EvalResult {
     /// first appearance, the episodes run and how many succeeded; empty for other tasks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_instruction: Vec<InstructionResult>,
+    /// Every episode, in environment order (not in `eval.json`: `embodia eval --episodes-csv`
+    /// writes them), to find what failing episodes share.
+    #[serde(skip)]
+    pub per_episode: Vec<EpisodeOutcome>,
+    /// Names of [`EpisodeOutcome::initial_positions`]' columns: `<path>.x`, `.y`, `.z` for
+    /// every movable object (`objects/<name>`) and marker (targets) of the scene, m, world
+    /// frame; empty for tasks without a [`SceneView`](embodia_sim::view::SceneView).
+    #[serde(skip)]
+    pub initial_position_names: Vec<String>,
+}
+
+/// One episode of an evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeOutcome {
+    /// Undiscounted return.
+    pub episode_return: f32,
+    /// Length in steps.
+    pub length: u32,
+    /// Success at the last step and at any step; `None` without a success notion.
+    pub success: Option<(bool, bool)>,
+    /// The instruction of language-conditioned tasks.
+    pub instruction: Option<String>,
+    /// Object and marker positions right after reset, m, in the order of
+    /// [`EvalResult::initial_position_names`].
+    pub initial_positions: Vec<f32>,
 }
 
 /// Success of the episodes of one instruction in an evaluation.
@@ -185,6 +210,7 @@ pub fn evaluate(
     env.reset(seed);
     // Each environment runs one episode: the instruction it starts with is the episode's.
     let instructions: Vec<Option<String>> = (0..n).map(|i| env.instruction(i).map(str::to_string)).collect();
+    let (initial_position_names, initial_positions) = initial_positions(&*env);
     while finished.iter().any(|f| !f) {
         queue.step(learner, &*env, &mut actions, rng.as_mut())?;
         env.step(&actions)?;
@@ -216,6 +242,16 @@ pub fn evaluate(
         per_instruction[k].episodes += 1;
         per_instruction[k].successes += usize::from(ok);
     }
+    let has_success = env.info().has_success;
+    let per_episode = (0..n)
+        .map(|i| EpisodeOutcome {
+            episode_return: returns[i],
+            length: lengths[i],
+            success: has_success.then_some((success[i], success_once[i])),
+            instruction: instructions[i].clone(),
+            initial_positions: initial_positions[i].clone(),
+        })
+        .collect();
     let k = n as f64;
     let rate = |flags: &[bool]| flags.iter().filter(|&&s| s).count() as f64 / k;
     let mean = returns.iter().map(|&r| r as f64).sum::<f64>() / k;
@@ -225,11 +261,41 @@ pub fn evaluate(
         episodes: n,
         mean_return: mean,
         std_return: var.sqrt(),
-        success_rate: env.info().has_success.then(|| rate(&success)),
-        success_once_rate: env.info().has_success.then(|| rate(&success_once)),
+        success_rate: has_success.then(|| rate(&success)),
+        success_once_rate: has_success.then(|| rate(&success_once)),
         mean_length: lengths.iter().map(|&l| l as f64).sum::<f64>() / k,
         per_instruction,
+        per_episode,
+        initial_position_names,
     })
+}
+
+/// Column names and, per environment, the positions of the scene's movable objects and markers
+/// (see [`EvalResult::initial_position_names`]); no columns without a scene view.
+fn initial_positions(env: &dyn VecEnv) -> (Vec<String>, Vec<Vec<f32>>) {
+    let n = env.num_envs();
+    let Some(view) = env.scene_view() else { return (Vec::new(), vec![Vec::new(); n]) };
+    let objects: Vec<(usize, String)> = (view.bodies().into_iter().enumerate())
+        .filter(|(_, b)| b.path.starts_with("objects/"))
+        .map(|(k, b)| (k, b.path))
+        .collect();
+    let (mut poses, mut markers) = (Vec::new(), Vec::new());
+    let mut names = Vec::new();
+    let mut rows = Vec::with_capacity(n);
+    for i in 0..n {
+        view.poses(i, &mut poses);
+        view.markers(i, &mut markers);
+        let mut row = Vec::new();
+        let named = objects.iter().map(|(k, path)| (path.as_str(), poses[*k].translation));
+        for (path, p) in named.chain(markers.iter().map(|m| (m.path.as_str(), m.position))) {
+            row.extend_from_slice(&p);
+            if i == 0 {
+                names.extend(["x", "y", "z"].map(|axis| format!("{path}.{axis}")));
+            }
+        }
+        rows.push(row);
+    }
+    (names, rows)
 }
 
 /// Uploads a host batch `[rows, cols]` to `device`.

@@ -46,6 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::state_replay::FailedStateReplay;
 use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
 
 /// Which flow-RL variant (`ppo-flow-sde` or `ppo-flow-noise` on the command line).
@@ -222,6 +223,13 @@ pub struct PpoFlowConfig {
     /// failed episodes, which run to the time limit, outweigh the successful ones, which end
     /// early. Default false.
     pub equal_episode_weights: bool,
+    /// GRPO: fraction of each iteration's groups that restart from an initial state that an
+    /// earlier group did not all succeed from, while such states wait
+    /// ([`crate::state_replay`]: each is replayed until a group solves it, at most
+    /// [`crate::state_replay::MAX_REPLAYS`] times); the other groups start from fresh states.
+    /// 0 turns it off. The waiting states are not checkpointed: a resumed run starts with none.
+    /// Default 0.
+    pub replay_failed_states: f64,
     /// A one-step student trained alongside (`--distill-during-rl`; the table's presence turns
     /// it on). Read by the runner, which wraps this learner in a [`crate::DistillAlongside`].
     /// Default absent.
@@ -269,6 +277,7 @@ impl Default for PpoFlowConfig {
             group_size: 8,
             filter_uniform_groups: true,
             equal_episode_weights: false,
+            replay_failed_states: 0.0,
             distill_during_rl: None,
         }
     }
@@ -316,6 +325,15 @@ impl PpoFlowConfig {
                 "≥ 2 and dividing num_envs",
             )?;
         }
+        let replay = self.replay_failed_states;
+        check_range("replay_failed_states", replay, (0.0..=1.0).contains(&replay), "0 ≤ replay_failed_states ≤ 1")?;
+        let grpo_only = "0 unless advantage = \"grpo\" (it replays the initial states of GRPO groups)";
+        check_range(
+            "replay_failed_states",
+            replay,
+            replay == 0.0 || self.advantage == AdvantageEstimator::Grpo,
+            grpo_only,
+        )?;
         check_range(
             "critic_hidden",
             format!("{:?}", self.critic_hidden),
@@ -473,6 +491,8 @@ pub struct PpoFlow {
     episodes: EpisodeStats,
     rollout: Rollout,
     scratch: ChunkScratch,
+    /// Initial states GRPO groups failed from ([`PpoFlowConfig::replay_failed_states`]).
+    failed_states: FailedStateReplay,
     last_split: TimeSplit,
 }
 
@@ -518,6 +538,7 @@ impl PpoFlow {
             episodes: EpisodeStats::default(),
             rollout: Rollout::default(),
             scratch: ChunkScratch::default(),
+            failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
             actor,
             model,
@@ -697,10 +718,14 @@ impl PpoFlow {
         self.clear_rollout();
         let seed = self.rng.random();
         let config = self.config.clone();
-        let episodes = grpo_episodes(env, &config, seed, (p.chunk, p.action_dim), |env, actions| {
+        // Taken out while the sampling closure borrows the learner.
+        let mut replay = std::mem::take(&mut self.failed_states);
+        let episodes = grpo_episodes(env, &config, &mut replay, seed, (p.chunk, p.action_dim), |env, actions| {
             let obs = env.buffers().obs.clone();
             self.sample_chunk(&model, None, &obs, actions)
-        })?;
+        });
+        self.failed_states = replay;
+        let episodes = episodes?;
         for &(ret, len, success) in &episodes.ended {
             self.episodes.push(ret, len, success);
         }
@@ -964,6 +989,7 @@ pub(crate) struct GrpoEpisodes {
 pub(crate) fn grpo_episodes(
     env: &mut dyn VecEnv,
     config: &PpoFlowConfig,
+    replay: &mut FailedStateReplay,
     seed: u64,
     (c, ad): (usize, usize),
     mut sample: impl FnMut(&dyn VecEnv, &mut [f32]) -> Result<(), AlgoError>,
@@ -975,12 +1001,19 @@ pub(crate) fn grpo_episodes(
     env.reset(seed);
     let mut snapshot = env.snapshot();
     share_initial_states(&mut snapshot, config.group_size);
+    let groups = n / config.group_size;
+    replay.restart_groups(
+        &mut snapshot,
+        config.group_size,
+        (config.replay_failed_states * groups as f64).round() as usize,
+    );
     env.restore(&snapshot)?;
     split.sim += start.elapsed().as_secs_f64();
 
     let mut env_actions = vec![0.0f32; n * c * ad];
     let mut step_actions = vec![0.0f32; n * ad];
     let mut returns = vec![0.0f32; n];
+    let mut success = vec![false; n];
     let mut running = vec![true; n];
     let (mut used, mut ended, mut env_steps, mut step) = (Vec::new(), Vec::new(), 0u64, 0);
     while running.iter().any(|&r| r) {
@@ -1003,13 +1036,17 @@ pub(crate) fn grpo_episodes(
                 returns[i] += reward * scale;
                 if b.done(i) {
                     running[i] = false;
-                    ended.push((b.episode_return[i], b.episode_length[i], b.success[i] > 0.0));
+                    success[i] = b.success[i] > 0.0;
+                    ended.push((b.episode_return[i], b.episode_length[i], success[i]));
                 }
             }
         }
         step += 1;
     }
     let start = Instant::now();
+    if config.replay_failed_states > 0.0 {
+        replay.record(&snapshot, config.group_size, &success);
+    }
     let group_advantages = group_advantages(&returns, config.group_size, config.filter_uniform_groups);
     let advantages = episode_advantages(&group_advantages, &used, n, config.equal_episode_weights);
     used.retain(|&idx| group_advantages[idx % n].is_some());
@@ -1354,6 +1391,18 @@ mod tests {
         assert_eq!(PpoFlowConfig { adaptive_lr: false, ..cfg.clone() }.adapted_policy_lr(3e-5, 1.0), 3e-5);
         let err = PpoFlowConfig { target_kl: 0.0, ..cfg }.validate().unwrap_err().to_string();
         assert!(err.contains("algo.adaptive_lr"), "{err}");
+    }
+
+    #[test]
+    fn replaying_failed_states_needs_grpo_and_a_fraction() {
+        let grpo =
+            PpoFlowConfig { advantage: AdvantageEstimator::Grpo, replay_failed_states: 0.5, ..Default::default() };
+        assert!(grpo.validate().is_ok());
+        let err =
+            PpoFlowConfig { advantage: AdvantageEstimator::Gae, ..grpo.clone() }.validate().unwrap_err().to_string();
+        assert!(err.contains("algo.replay_failed_states") && err.contains("grpo"), "{err}");
+        let err = PpoFlowConfig { replay_failed_states: 1.5, ..grpo }.validate().unwrap_err().to_string();
+        assert!(err.contains("algo.replay_failed_states") && err.contains("≤ 1"), "{err}");
     }
 
     #[test]

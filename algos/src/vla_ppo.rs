@@ -37,6 +37,7 @@ use crate::ppo_flow::{
     GroupBatch, TimeSplit, epoch_minibatches, gather_chains, grpo_episodes, kl_guarded_minibatches, ppo_group_loss,
     stochastic_step_groups,
 };
+use crate::state_replay::FailedStateReplay;
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
     Adam, AdvantageEstimator, AlgoError, Checkpoint, EpisodeStats, FlowRlMethod, Learner, MetricRow, PpoFlowConfig,
@@ -77,6 +78,8 @@ pub struct VlaPpo {
     rollout: VlaRollout,
     /// The present observation of every environment (reused buffers).
     observation: VlaInput,
+    /// Initial states GRPO groups failed from ([`PpoFlowConfig::replay_failed_states`]).
+    failed_states: FailedStateReplay,
     last_split: TimeSplit,
 }
 
@@ -120,6 +123,7 @@ impl VlaPpo {
             episodes: EpisodeStats::default(),
             rollout: VlaRollout::default(),
             observation: VlaInput::default(),
+            failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
             actor,
             model,
@@ -180,9 +184,13 @@ impl VlaPpo {
         self.rollout = VlaRollout::default();
         let seed = self.rng.random();
         let config = self.config.clone();
-        let episodes = grpo_episodes(env, &config, seed, layout, |env, actions| {
+        // Taken out while the sampling closure borrows the learner.
+        let mut replay = std::mem::take(&mut self.failed_states);
+        let episodes = grpo_episodes(env, &config, &mut replay, seed, layout, |env, actions| {
             self.sample_chunk(&model, env, &cameras, actions)
-        })?;
+        });
+        self.failed_states = replay;
+        let episodes = episodes?;
         for &(ret, len, success) in &episodes.ended {
             self.episodes.push(ret, len, success);
         }

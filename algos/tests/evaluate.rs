@@ -1,4 +1,5 @@
-//! `evaluate`'s success figures: at the end of an episode and at any step of it.
+//! `evaluate`'s success figures (at the end of an episode and at any step of it) and its
+//! per-episode outcomes.
 
 use burn::tensor::Device;
 use embodia_algos::{Ppo, PpoConfig, evaluate};
@@ -60,4 +61,29 @@ fn success_at_any_step_counts_episodes_that_lose_their_success_before_the_end() 
     assert_eq!(result.episodes, 3);
     assert_eq!(result.success_rate, Some(1.0 / 3.0), "only environment 1 succeeds at its last step");
     assert_eq!(result.success_once_rate, Some(2.0 / 3.0), "environments 0 and 1 succeed at some step");
+    let flags: Vec<_> = result.per_episode.iter().map(|e| e.success).collect();
+    assert_eq!(flags, [Some((false, true)), Some((true, true)), Some((false, false))]);
+    assert!(result.initial_position_names.is_empty(), "the pendulum has no scene view");
+}
+
+#[test]
+fn every_episode_is_reported_with_the_initial_positions_of_objects_and_target() {
+    let mut env = embodia_sim::make("pick-cube", 4).unwrap();
+    let ppo = Ppo::new(PpoConfig { num_envs: 4, ..PpoConfig::default() }, &*env, Device::flex().autodiff(), 1).unwrap();
+    let result = evaluate(&ppo, env.as_mut(), 3, false).unwrap();
+    let names = ["objects/cube.x", "objects/cube.y", "objects/cube.z", "target.x", "target.y", "target.z"];
+    assert_eq!(result.initial_position_names, names);
+    assert_eq!(result.per_episode.len(), 4);
+    for e in &result.per_episode {
+        let [x, y, z, tx, ty, tz] = e.initial_positions[..] else { panic!("{:?}", e.initial_positions) };
+        // pick-cube draws the cube at x ∈ [0.4, 0.6], y ∈ [-0.25, 0.25] m, resting on the table, and
+        // the target in x ∈ [0.4, 0.6], y ∈ [-0.25, 0.25], z ∈ [0.25, 0.5] m.
+        assert!((0.4..=0.6).contains(&x) && (-0.25..=0.25).contains(&y) && (0.02..0.03).contains(&z), "{x} {y} {z}");
+        assert!((0.4..=0.6).contains(&tx) && (-0.25..=0.25).contains(&ty) && (0.25..=0.5).contains(&tz));
+        assert_eq!(e.length, 250, "pick-cube runs to its time limit");
+        assert!(e.success.is_some());
+    }
+    let returns: f64 = result.per_episode.iter().map(|e| e.episode_return as f64).sum();
+    assert!((returns / 4.0 - result.mean_return).abs() < 1e-3);
+    assert_ne!(result.per_episode[0].initial_positions, result.per_episode[1].initial_positions);
 }

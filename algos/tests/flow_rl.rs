@@ -87,11 +87,12 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     sft.act(&obs, &mut reference, None).unwrap();
     use AdvantageEstimator::{Gae, Grpo};
     use embodia_algos::{AdvantageEstimator, CriticInput};
-    for (init, critic, advantage) in [
-        ("sde", CriticInput::Observation, Gae),
-        ("noise", CriticInput::Observation, Gae),
-        ("sde", CriticInput::ExpertFeatures, Gae),
-        ("sde", CriticInput::Observation, Grpo),
+    for (init, critic, advantage, replay_failed_states) in [
+        ("sde", CriticInput::Observation, Gae, 0.0),
+        ("noise", CriticInput::Observation, Gae, 0.0),
+        ("sde", CriticInput::ExpertFeatures, Gae, 0.0),
+        ("sde", CriticInput::Observation, Grpo, 0.0),
+        ("sde", CriticInput::Observation, Grpo, 1.0),
     ] {
         let method = if init == "sde" { embodia_algos::FlowRlMethod::Sde } else { embodia_algos::FlowRlMethod::Noise };
         let config = PpoFlowConfig {
@@ -104,6 +105,7 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
             critic_hidden: vec![32],
             advantage,
             group_size: 4,
+            replay_failed_states,
             ..Default::default()
         };
         let mut env = embodia_sim::make("reach", config.num_envs).unwrap();
