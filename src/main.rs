@@ -186,8 +186,8 @@ enum Command {
         #[arg(long, value_parser = ["train", "held_out", "all"])]
         split: Option<String>,
         /// Also write every episode into this CSV: return, length, success at the end and at
-        /// any step, instruction, and the objects' and targets' positions right after reset (to
-        /// see what failing episodes share).
+        /// any step, instruction, and the objects' and targets' positions right after reset and
+        /// one step before the end (to see what failing episodes share and how they end).
         #[arg(long, value_name = "FILE.csv", requires = "run")]
         episodes_csv: Option<PathBuf>,
     },

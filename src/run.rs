@@ -546,13 +546,15 @@ pub fn evaluate_learner(
 
 /// Writes an evaluation's episodes as CSV, one row per episode: `episode, return, length,
 /// success, success_once` (empty without a success notion), `instruction` (quoted, empty for
-/// tasks without instructions), then the initial object and marker positions
-/// ([`EvalResult::initial_position_names`]).
+/// tasks without instructions), then the object and marker positions right after reset
+/// (`initial.<name>`) and one step before the end (`last.<name>`; names from
+/// [`EvalResult::position_names`]).
 pub fn write_episode_outcomes(result: &EvalResult, path: &Path) -> Result<(), RunError> {
     let mut text = String::from("episode,return,length,success,success_once,instruction");
-    for name in &result.initial_position_names {
-        text.push(',');
-        text.push_str(name);
+    for when in ["initial", "last"] {
+        for name in &result.position_names {
+            text.push_str(&format!(",{when}.{name}"));
+        }
     }
     text.push('\n');
     for (i, e) in result.per_episode.iter().enumerate() {
@@ -563,7 +565,7 @@ pub fn write_episode_outcomes(result: &EvalResult, path: &Path) -> Result<(), Ru
         let instruction =
             e.instruction.as_deref().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).unwrap_or_default();
         text.push_str(&format!("{i},{},{},{end},{once},{instruction}", e.episode_return, e.length));
-        for p in &e.initial_positions {
+        for p in e.initial_positions.iter().chain(&e.last_positions) {
             text.push_str(&format!(",{p}"));
         }
         text.push('\n');

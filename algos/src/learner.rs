@@ -2,6 +2,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_sim::VecEnv;
+use embodia_sim::view::{Marker, ViewPose};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -152,11 +153,12 @@ pub struct EvalResult {
     /// writes them), to find what failing episodes share.
     #[serde(skip)]
     pub per_episode: Vec<EpisodeOutcome>,
-    /// Names of [`EpisodeOutcome::initial_positions`]' columns: `<path>.x`, `.y`, `.z` for
-    /// every movable object (`objects/<name>`) and marker (targets) of the scene, m, world
-    /// frame; empty for tasks without a [`SceneView`](embodia_sim::view::SceneView).
+    /// Names of the columns of [`EpisodeOutcome::initial_positions`] and
+    /// [`EpisodeOutcome::last_positions`]: `<path>.x`, `.y`, `.z` of every movable object
+    /// (`objects/<name>`) and marker (targets) of the scene; empty for tasks without a
+    /// [`SceneView`](embodia_sim::view::SceneView).
     #[serde(skip)]
-    pub initial_position_names: Vec<String>,
+    pub position_names: Vec<String>,
 }
 
 /// One episode of an evaluation.
@@ -170,9 +172,12 @@ pub struct EpisodeOutcome {
     pub success: Option<(bool, bool)>,
     /// The instruction of language-conditioned tasks.
     pub instruction: Option<String>,
-    /// Object and marker positions right after reset, m, in the order of
-    /// [`EvalResult::initial_position_names`].
+    /// Object and marker positions right after reset, m, world frame, in the order of
+    /// [`EvalResult::position_names`].
     pub initial_positions: Vec<f32>,
+    /// The same one control step before the episode's end (the step that ends an episode
+    /// resets its scene), m; the initial positions for a one-step episode.
+    pub last_positions: Vec<f32>,
 }
 
 /// Success of the episodes of one instruction in an evaluation.
@@ -210,7 +215,14 @@ pub fn evaluate(
     env.reset(seed);
     // Each environment runs one episode: the instruction it starts with is the episode's.
     let instructions: Vec<Option<String>> = (0..n).map(|i| env.instruction(i).map(str::to_string)).collect();
-    let (initial_position_names, initial_positions) = initial_positions(&*env);
+    let mut positions = ScenePositions::new(&*env);
+    let mut initial_positions = vec![Vec::new(); n];
+    if let Some(p) = positions.as_mut() {
+        for (i, out) in initial_positions.iter_mut().enumerate() {
+            p.read(&*env, i, out);
+        }
+    }
+    let mut last_positions = initial_positions.clone();
     while finished.iter().any(|f| !f) {
         queue.step(learner, &*env, &mut actions, rng.as_mut())?;
         env.step(&actions)?;
@@ -218,6 +230,11 @@ pub fn evaluate(
         for i in 0..n {
             if finished[i] {
                 continue;
+            }
+            // The step that ends an episode resets its scene: the last positions read are
+            // those one step before the end.
+            if let (Some(p), false) = (positions.as_mut(), b.done(i)) {
+                p.read(&*env, i, &mut last_positions[i]);
             }
             success_once[i] |= b.success[i] > 0.0;
             if !b.done(i) {
@@ -249,7 +266,8 @@ pub fn evaluate(
             length: lengths[i],
             success: has_success.then_some((success[i], success_once[i])),
             instruction: instructions[i].clone(),
-            initial_positions: initial_positions[i].clone(),
+            initial_positions: std::mem::take(&mut initial_positions[i]),
+            last_positions: std::mem::take(&mut last_positions[i]),
         })
         .collect();
     let k = n as f64;
@@ -266,36 +284,43 @@ pub fn evaluate(
         mean_length: lengths.iter().map(|&l| l as f64).sum::<f64>() / k,
         per_instruction,
         per_episode,
-        initial_position_names,
+        position_names: positions.map(|p| p.names).unwrap_or_default(),
     })
 }
 
-/// Column names and, per environment, the positions of the scene's movable objects and markers
-/// (see [`EvalResult::initial_position_names`]); no columns without a scene view.
-fn initial_positions(env: &dyn VecEnv) -> (Vec<String>, Vec<Vec<f32>>) {
-    let n = env.num_envs();
-    let Some(view) = env.scene_view() else { return (Vec::new(), vec![Vec::new(); n]) };
-    let objects: Vec<(usize, String)> = (view.bodies().into_iter().enumerate())
-        .filter(|(_, b)| b.path.starts_with("objects/"))
-        .map(|(k, b)| (k, b.path))
-        .collect();
-    let (mut poses, mut markers) = (Vec::new(), Vec::new());
-    let mut names = Vec::new();
-    let mut rows = Vec::with_capacity(n);
-    for i in 0..n {
-        view.poses(i, &mut poses);
-        view.markers(i, &mut markers);
-        let mut row = Vec::new();
-        let named = objects.iter().map(|(k, path)| (path.as_str(), poses[*k].translation));
-        for (path, p) in named.chain(markers.iter().map(|m| (m.path.as_str(), m.position))) {
-            row.extend_from_slice(&p);
-            if i == 0 {
-                names.extend(["x", "y", "z"].map(|axis| format!("{path}.{axis}")));
-            }
-        }
-        rows.push(row);
+/// Reads the positions of a scene's movable objects (`objects/<name>`) and markers (targets)
+/// for [`EpisodeOutcome`]: `[x, y, z]` each, m, world frame.
+struct ScenePositions {
+    /// Indices of the movable objects among the view's bodies.
+    objects: Vec<usize>,
+    /// `<path>.x`, `.y`, `.z` of every object, then every marker.
+    names: Vec<String>,
+    poses: Vec<ViewPose>,
+    markers: Vec<Marker>,
+}
+
+impl ScenePositions {
+    /// `None` for tasks without a scene view.
+    fn new(env: &dyn VecEnv) -> Option<Self> {
+        let view = env.scene_view()?;
+        let bodies = view.bodies();
+        let objects: Vec<usize> = (0..bodies.len()).filter(|&k| bodies[k].path.starts_with("objects/")).collect();
+        let mut markers = Vec::new();
+        view.markers(0, &mut markers);
+        let paths = objects.iter().map(|&k| bodies[k].path.as_str()).chain(markers.iter().map(|m| m.path.as_str()));
+        let names = paths.flat_map(|path| ["x", "y", "z"].map(|axis| format!("{path}.{axis}"))).collect();
+        Some(Self { objects, names, poses: Vec::new(), markers })
     }
-    (names, rows)
+
+    /// Environment `i`'s positions now into `out` (cleared first).
+    fn read(&mut self, env: &dyn VecEnv, i: usize, out: &mut Vec<f32>) {
+        out.clear();
+        let Some(view) = env.scene_view() else { return };
+        view.poses(i, &mut self.poses);
+        view.markers(i, &mut self.markers);
+        out.extend(self.objects.iter().flat_map(|&k| self.poses[k].translation));
+        out.extend(self.markers.iter().flat_map(|m| m.position));
+    }
 }
 
 /// Uploads a host batch `[rows, cols]` to `device`.

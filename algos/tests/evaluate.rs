@@ -63,16 +63,16 @@ fn success_at_any_step_counts_episodes_that_lose_their_success_before_the_end() 
     assert_eq!(result.success_once_rate, Some(2.0 / 3.0), "environments 0 and 1 succeed at some step");
     let flags: Vec<_> = result.per_episode.iter().map(|e| e.success).collect();
     assert_eq!(flags, [Some((false, true)), Some((true, true)), Some((false, false))]);
-    assert!(result.initial_position_names.is_empty(), "the pendulum has no scene view");
+    assert!(result.position_names.is_empty(), "the pendulum has no scene view");
 }
 
 #[test]
-fn every_episode_is_reported_with_the_initial_positions_of_objects_and_target() {
+fn every_episode_is_reported_with_the_positions_of_objects_and_target_at_its_start_and_end() {
     let mut env = embodia_sim::make("pick-cube", 4).unwrap();
     let ppo = Ppo::new(PpoConfig { num_envs: 4, ..PpoConfig::default() }, &*env, Device::flex().autodiff(), 1).unwrap();
     let result = evaluate(&ppo, env.as_mut(), 3, false).unwrap();
     let names = ["objects/cube.x", "objects/cube.y", "objects/cube.z", "target.x", "target.y", "target.z"];
-    assert_eq!(result.initial_position_names, names);
+    assert_eq!(result.position_names, names);
     assert_eq!(result.per_episode.len(), 4);
     for e in &result.per_episode {
         let [x, y, z, tx, ty, tz] = e.initial_positions[..] else { panic!("{:?}", e.initial_positions) };
@@ -80,6 +80,11 @@ fn every_episode_is_reported_with_the_initial_positions_of_objects_and_target() 
         // the target in x ∈ [0.4, 0.6], y ∈ [-0.25, 0.25], z ∈ [0.25, 0.5] m.
         assert!((0.4..=0.6).contains(&x) && (-0.25..=0.25).contains(&y) && (0.02..0.03).contains(&z), "{x} {y} {z}");
         assert!((0.4..=0.6).contains(&tx) && (-0.25..=0.25).contains(&ty) && (0.25..=0.5).contains(&tz));
+        // The untrained policy's arm may nudge the cube; it stays on the table, and the target
+        // (drawn once per episode) stays put.
+        let [.., lz, ltx, lty, ltz] = e.last_positions[..] else { panic!("{:?}", e.last_positions) };
+        assert!((0.02..0.03).contains(&lz), "cube at z {lz} after the episode");
+        assert_eq!([ltx, lty, ltz], [tx, ty, tz]);
         assert_eq!(e.length, 250, "pick-cube runs to its time limit");
         assert!(e.success.is_some());
     }
