@@ -172,7 +172,7 @@ enum Command {
         /// Also record this many deterministic episodes into RUN/episodes.rrd (link transforms
         /// with visual geometry, targets, observations, actions, rewards; needs the `rerun`
         /// feature).
-        #[arg(long, value_name = "N", requires = "run")]
+        #[arg(long, value_name = "N", conflicts_with = "expert")]
         record_episodes: Option<usize>,
         /// Also draw frames of the first episode (of the policy or the expert) into this PNG,
         /// with embodia's own renderer (rapier tasks).
@@ -188,7 +188,7 @@ enum Command {
         /// Also write every episode into this CSV: return, length, success at the end and at
         /// any step, instruction, and the objects' and targets' positions right after reset and
         /// one step before the end (to see what failing episodes share and how they end).
-        #[arg(long, value_name = "FILE.csv", requires = "run")]
+        #[arg(long, value_name = "FILE.csv", conflicts_with = "expert")]
         episodes_csv: Option<PathBuf>,
     },
     /// Open the rerun viewer on a run's recordings (its .rrd files).

@@ -687,6 +687,12 @@ fn eval_json_reports_one_object() {
     ok(d, &["eval", "--run", "runs/pend", "--episodes", "1", "--episodes-csv", "pend.csv"]);
     let pend = fs::read_to_string(d.join("pend.csv")).unwrap();
     assert!(pend.lines().nth(1).is_some_and(|row| row.ends_with(",200,,,")), "{pend}");
+    // A scripted expert's evaluation keeps no episodes: the options of a run's are refused, not ignored.
+    for option in ["--episodes-csv", "--record-episodes"] {
+        let out = embodia(d, &["eval", "--task", "reach", "--expert", "scripted", option, "2"]);
+        assert_eq!(out.code, Some(2), "a usage error: {}", out.stderr);
+        assert_mentions(&out.stderr, &[option, "--expert"]);
+    }
     let e = fail_at_once(d, &["eval", "--run", "runs/pend", "--episodes", "0"]);
     assert_mentions(&e, &["--episodes", "allowed: ≥ 1"]);
 }
