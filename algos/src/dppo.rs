@@ -28,6 +28,11 @@
 //!    KL of a mini-batch exceeds `target_kl`. During the first `critic_warmup_iterations`
 //!    iterations only the critic learns.
 //!
+//! With `advantage = grpo` (RLinf's GRPO, as in `ppo-flow`), steps 1–3 become: reset the
+//! environments so that groups of `group_size` share an initial state, run every episode to its
+//! end, and give each episode's chunk steps its group-normalized return as advantage; there is
+//! no critic, no value loss and no critic warmup. Not in DPPO, which uses GAE only.
+//!
 //! Deliberate differences from the reference: environments auto-reset (no loss mask), and
 //! when an episode ends inside a chunk the chunk's remaining actions run in the next episode
 //! with their rewards dropped (as in `ppo-flow`); advantages are standardized over the whole
@@ -41,19 +46,22 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::{
-    Activation, DenoiseSettings, DiffusionConfig, DiffusionPolicy, ValueCritic, ValueCriticConfig, load_params, named_params,
-    seeded_init,
+    Activation, DenoiseSettings, DiffusionConfig, DiffusionPolicy, ValueCritic, ValueCriticConfig, load_params,
+    named_params, seeded_init,
 };
 use embodia_sim::VecEnv;
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 use crate::diffusion_sft::{DIFFUSION_KEY, act_diffusion, diffusion_actor_from_checkpoint};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
-use crate::ppo_flow::{TimeSplit, chunk_rewards};
+use crate::ppo_flow::{
+    AdvantageEstimator, GrpoSettings, RewardSource, TimeSplit, chunk_column, chunk_rewards, grpo_episodes, step_rewards,
+};
+use crate::state_replay::FailedStateReplay;
 use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
 
 /// DPPO hyperparameters. Defaults follow DPPO's robomimic state configs where they carry over
@@ -127,6 +135,18 @@ pub struct DppoConfig {
     pub reward_scale: f64,
     /// Hidden widths of the critic `V(s)` on standardized observations. Default [256, 256].
     pub critic_hidden: Vec<usize>,
+    /// Reward of a primitive step (before `reward_scale`). Default task.
+    pub reward: RewardSource,
+    /// Advantage estimator: GAE with the critic (DPPO) or GRPO's group baseline (module docs).
+    /// Default gae.
+    pub advantage: AdvantageEstimator,
+    /// GRPO: environments per group sharing an initial state; divides `num_envs`. Default 8.
+    pub group_size: usize,
+    /// GRPO: drop groups whose returns are all equal (no learning signal). Default true.
+    pub filter_uniform_groups: bool,
+    /// GRPO: every episode counts equally in the loss, not every chunk step
+    /// (`ppo-flow`'s field of the same name). Default false.
+    pub equal_episode_weights: bool,
 }
 
 impl Default for DppoConfig {
@@ -160,6 +180,11 @@ impl Default for DppoConfig {
             critic_warmup_iterations: 2,
             reward_scale: 1.0,
             critic_hidden: vec![256, 256],
+            reward: RewardSource::Task,
+            advantage: AdvantageEstimator::Gae,
+            group_size: 8,
+            filter_uniform_groups: true,
+            equal_episode_weights: false,
         }
     }
 }
@@ -208,12 +233,36 @@ impl DppoConfig {
         check_range("value_loss_coef", self.value_loss_coef, self.value_loss_coef >= 0.0, "≥ 0")?;
         check_range("target_kl", self.target_kl, self.target_kl > 0.0, "> 0")?;
         check_range("reward_scale", self.reward_scale, self.reward_scale > 0.0, "> 0")?;
+        if self.advantage == AdvantageEstimator::Grpo {
+            check_range(
+                "group_size",
+                self.group_size,
+                self.group_size >= 2 && self.num_envs.is_multiple_of(self.group_size),
+                "≥ 2 and dividing num_envs",
+            )?;
+        }
         check_range(
             "critic_hidden",
             format!("{:?}", self.critic_hidden),
             !self.critic_hidden.is_empty() && !self.critic_hidden.contains(&0),
             "at least one positive width",
         )
+    }
+
+    fn grpo(&self) -> bool {
+        self.advantage == AdvantageEstimator::Grpo
+    }
+
+    /// The GRPO fields, for [`grpo_episodes`] (no failed-state replay).
+    fn grpo_settings(&self) -> GrpoSettings {
+        GrpoSettings {
+            group_size: self.group_size,
+            filter_uniform_groups: self.filter_uniform_groups,
+            equal_episode_weights: self.equal_episode_weights,
+            replay_failed_states: 0.0,
+            reward: self.reward,
+            reward_scale: self.reward_scale,
+        }
     }
 
     /// The sampler settings of rollouts and recomputation.
@@ -254,8 +303,13 @@ struct Rollout {
     values: Vec<f32>,
     rewards: Vec<f32>,
     dones: Vec<f32>,
-    advantages: Vec<f32>,
+    /// `[steps, n]`; GAE only.
     returns: Vec<f32>,
+    /// `[steps, n]`.
+    advantages: Vec<f32>,
+    /// Rows (`step·n + env`) that enter the update: all with GAE; with GRPO those sampled
+    /// while the environment's episode ran, in groups not filtered out.
+    used: Vec<usize>,
 }
 
 /// Per-chunk-step scratch of the primitive steps, `[C, n]`.
@@ -301,8 +355,16 @@ pub struct Dppo {
 impl Dppo {
     /// A learner whose policy and normalization are those of the diffusion SFT checkpoint
     /// `init` (its EMA weights) and a fresh critic; `device` must have autodiff enabled.
-    pub fn new(config: DppoConfig, env: &dyn VecEnv, init: &Checkpoint, device: Device, seed: u64) -> Result<Self, AlgoError> {
+    pub fn new(
+        config: DppoConfig,
+        env: &dyn VecEnv,
+        init: &Checkpoint,
+        device: Device,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
         config.validate()?;
+        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
+        check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" {
             return Err(AlgoError::Checkpoint(format!(
@@ -366,41 +428,66 @@ impl Dppo {
         }
     }
 
+    fn clear_rollout(&mut self) {
+        let r = &mut self.rollout;
+        for buf in [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones] {
+            buf.clear();
+        }
+        for buf in [&mut r.advantages, &mut r.returns] {
+            buf.clear();
+        }
+        r.used.clear();
+    }
+
+    /// Samples one chunk for every environment from the raw observations `raw_obs`
+    /// (`[n, obs_dim]`), stores the standardized observation, the chain, the log-probs of the
+    /// fine-tuned steps and, given `critic`, `V(s)`; writes the chunk in environment units to
+    /// `env_actions` (`[n, C, D]`).
+    fn sample_chunk(
+        &mut self,
+        model: &DiffusionPolicy,
+        critic: Option<&ValueCritic>,
+        raw_obs: &[f32],
+        env_actions: &mut [f32],
+    ) -> Result<(), AlgoError> {
+        let (od, hd, k) = (self.actor.policy.obs_dim, self.actor.policy.chunk_width(), self.base.sampling_steps());
+        let n = raw_obs.len() / od;
+        let plain = self.device.clone().inner();
+        let obs = self.actor.normalized_obs(raw_obs);
+        let mut noise = vec![0.0f32; (k + 1) * n * hd];
+        self.draw_noise(&mut noise, n);
+        let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), &plain);
+        let obs_t = to_tensor(&obs, n, od, &plain);
+        let sample = model.sample(obs_t.clone(), noise, &self.config.denoise_settings(), Some(&self.base));
+        self.actor.env_actions(raw_obs, &to_host(sample.actions)?, env_actions);
+        let r = &mut self.rollout;
+        r.obs.extend_from_slice(&obs);
+        r.chains.extend(to_host(sample.chains)?);
+        r.log_probs.extend(to_host(sample.log_prob)?);
+        if let Some(critic) = critic {
+            self.rollout.values.extend(to_host(critic.forward(obs_t))?);
+        }
+        Ok(())
+    }
+
+    /// Collects `chunk_steps` chunk steps from every environment and computes GAE advantages.
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
         use std::time::Instant;
         let mut split = TimeSplit::default();
         let n = env.num_envs();
         let p = self.actor.policy.clone();
-        let (od, ad, c, hd) = (p.obs_dim, p.action_dim, p.chunk, p.chunk_width());
-        let k = self.base.sampling_steps();
-        let plain = self.device.clone().inner();
+        let (od, ad, c) = (p.obs_dim, p.action_dim, p.chunk);
         let model = self.model.valid();
         let critic = self.critic.valid();
-        let settings = self.config.denoise_settings();
         let gamma = self.config.gamma as f32;
-        let r = &mut self.rollout;
-        for buf in [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones] {
-            buf.clear();
-        }
-        let mut noise = vec![0.0f32; (k + 1) * n * hd];
+        self.clear_rollout();
         let mut env_actions = vec![0.0f32; n * c * ad];
         let mut step_actions = vec![0.0f32; n * ad];
         let (mut rewards, mut dones) = (vec![0.0f32; n], vec![0.0f32; n]);
         for _ in 0..self.config.chunk_steps {
             let start = Instant::now();
-            let obs = self.actor.normalized_obs(&env.buffers().obs);
-            self.draw_noise(&mut noise, n);
-            let noise_t = Tensor::<3>::from_data(TensorData::new(noise.clone(), [k + 1, n, hd]), &plain);
-            let obs_t = to_tensor(&obs, n, od, &plain);
-            let sample = model.sample(obs_t.clone(), noise_t, &settings, Some(&self.base));
-            let chunk = to_host(sample.actions)?;
-            self.actor.env_actions(&env.buffers().obs, &chunk, &mut env_actions);
-            let values = to_host(critic.forward(obs_t))?;
-            let r = &mut self.rollout;
-            r.obs.extend_from_slice(&obs);
-            r.chains.extend(to_host(sample.chains)?);
-            r.log_probs.extend(to_host(sample.log_prob)?);
-            r.values.extend(values);
+            let obs = env.buffers().obs.clone();
+            self.sample_chunk(&model, Some(&critic), &obs, &mut env_actions)?;
             split.inference += start.elapsed().as_secs_f64();
 
             let s = &mut self.scratch;
@@ -408,10 +495,7 @@ impl Dppo {
                 buf.clear();
             }
             for j in 0..c {
-                for i in 0..n {
-                    step_actions[i * ad..(i + 1) * ad]
-                        .copy_from_slice(&env_actions[(i * c + j) * ad..(i * c + j + 1) * ad]);
-                }
+                chunk_column(&env_actions, j, c, ad, &mut step_actions);
                 let start = Instant::now();
                 env.step(&step_actions)?;
                 split.sim += start.elapsed().as_secs_f64();
@@ -420,15 +504,14 @@ impl Dppo {
                 self.episodes.push_ended(b);
                 let s = &mut self.scratch;
                 let scale = self.config.reward_scale as f32;
-                s.rewards.extend(b.reward.iter().map(|r| r * scale));
+                s.rewards.extend(step_rewards(b, self.config.reward).map(|r| r * scale));
                 s.terminated.extend_from_slice(&b.terminated);
                 s.truncated.extend_from_slice(&b.truncated);
                 let base = s.trunc_values.len();
                 s.trunc_values.resize(base + n, 0.0);
                 // Truncated, not terminated: bootstrap from V(final_obs).
                 if (0..n).any(|i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0) {
-                    let cut: Vec<usize> =
-                        (0..n).filter(|&i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0).collect();
+                    let cut: Vec<usize> = (0..n).filter(|&i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0).collect();
                     let final_obs: Vec<f32> =
                         cut.iter().flat_map(|&i| b.final_obs[i * od..(i + 1) * od].iter().copied()).collect();
                     let v = self.values(&critic, &final_obs)?;
@@ -467,8 +550,34 @@ impl Dppo {
         for a in &mut r.advantages {
             *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
         }
+        r.used.extend(0..len);
         split.update += start.elapsed().as_secs_f64();
         self.last_split = split;
+        Ok(())
+    }
+
+    /// GRPO collection (module docs): every episode of groups sharing an initial state runs to
+    /// its end; its chunk steps get its group-normalized return as advantage.
+    fn collect_grpo(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        let layout = (self.actor.policy.chunk, self.actor.policy.action_dim);
+        let model = self.model.valid();
+        self.clear_rollout();
+        let seed = self.rng.random();
+        let settings = self.config.grpo_settings();
+        let episodes = grpo_episodes(env, &settings, &mut FailedStateReplay::new(0), seed, layout, |env, actions| {
+            let obs = env.buffers().obs.clone();
+            self.sample_chunk(&model, None, &obs, actions)
+        })?;
+        for &(ret, len, success) in &episodes.ended {
+            self.episodes.push(ret, len, success);
+        }
+        self.env_steps += episodes.env_steps;
+        let r = &mut self.rollout;
+        for _ in 0..episodes.steps {
+            r.advantages.extend_from_slice(&episodes.advantages);
+        }
+        r.used = episodes.used;
+        self.last_split = episodes.split;
         Ok(())
     }
 
@@ -503,7 +612,7 @@ impl Dppo {
                 clip_lo.push(1.0 - eps);
                 clip_hi.push(1.0 + eps);
             }
-            ret.push(r.returns[idx]);
+            ret.push(r.returns.get(idx).copied().unwrap_or(0.0));
         }
         let obs = to_tensor(&obs, m, od, &d);
         let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, m, hd]), &d);
@@ -514,12 +623,17 @@ impl Dppo {
         let clipped = ratio.clone().max_pair(to_tensor(&clip_lo, m, ft, &d)).min_pair(to_tensor(&clip_hi, m, ft, &d));
         let policy_loss = (ratio.clone() * adv.clone()).neg().max_pair((clipped * adv).neg()).mean();
         let approx_kl = ((ratio - 1.0) - log_ratio).mean();
-        let value = self.critic.forward(obs);
-        let value_loss = (value - to_tensor(&ret, m, 1, &d)).square().mean().mul_scalar(0.5);
-        let warmup = self.iterations < cfg.critic_warmup_iterations;
-        let loss = match warmup {
-            true => value_loss.clone().mul_scalar(cfg.value_loss_coef),
-            false => policy_loss.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef),
+        // GRPO has no critic to train.
+        let gae = !cfg.grpo();
+        let value_loss = match gae {
+            true => (self.critic.forward(obs) - to_tensor(&ret, m, 1, &d)).square().mean().mul_scalar(0.5),
+            false => Tensor::zeros([1], &d),
+        };
+        let warmup = gae && self.iterations < cfg.critic_warmup_iterations;
+        let loss = match (warmup, gae) {
+            (true, _) => value_loss.clone().mul_scalar(cfg.value_loss_coef),
+            (false, true) => policy_loss.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef),
+            (false, false) => policy_loss.clone(),
         };
         let host = to_host(Tensor::cat(vec![policy_loss.inner(), value_loss.inner(), approx_kl.inner()], 0))?;
         let stats = [host[0] as f64, host[1] as f64, host[2] as f64];
@@ -533,16 +647,21 @@ impl Dppo {
             check_finite("DPPO policy gradients", norm.unwrap_or(0.0), self.env_steps)?;
             self.model = model;
         }
-        let (critic, norm) = self.value_optim.step(self.config.value_lr, self.critic.clone(), &value_grads, clip);
-        check_finite("DPPO critic gradients", norm.unwrap_or(0.0), self.env_steps)?;
-        self.critic = critic;
+        if gae {
+            let (critic, norm) = self.value_optim.step(self.config.value_lr, self.critic.clone(), &value_grads, clip);
+            check_finite("DPPO critic gradients", norm.unwrap_or(0.0), self.env_steps)?;
+            self.critic = critic;
+        }
         Ok(stats)
     }
 
     fn update(&mut self, n: usize) -> Result<UpdateStats, AlgoError> {
-        let len = self.rollout.rewards.len();
-        let mut order: Vec<usize> = (0..len).collect();
-        let size = len.div_ceil(self.config.mini_batches);
+        let mut order = self.rollout.used.clone();
+        if order.is_empty() {
+            // Every GRPO group was uniform: nothing to learn from this iteration.
+            return Ok(UpdateStats::default());
+        }
+        let size = order.len().div_ceil(self.config.mini_batches);
         let mut sums = [0.0f64; 3];
         let mut count = 0.0;
         'epochs: for _ in 0..self.config.update_epochs {
@@ -572,7 +691,10 @@ impl Learner for Dppo {
     }
 
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
-        self.collect(env)?;
+        match self.config.grpo() {
+            true => self.collect_grpo(env)?,
+            false => self.collect(env)?,
+        }
         let start = std::time::Instant::now();
         let stats = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
@@ -580,14 +702,22 @@ impl Learner for Dppo {
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
         self.episodes.drain_into(&mut row, env.info().has_success);
         row.policy_loss = Some(stats.policy_loss);
-        row.value_loss = Some(stats.value_loss);
+        row.value_loss = (!self.config.grpo()).then_some(stats.value_loss);
         row.kl = Some(stats.kl);
         row.learning_rate = Some(self.config.policy_lr);
         Ok(row)
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
-        act_diffusion(&self.actor, &self.model.valid(), self.config.eta, obs, actions, sampling, &self.device.clone().inner())
+        act_diffusion(
+            &self.actor,
+            &self.model.valid(),
+            self.config.eta,
+            obs,
+            actions,
+            sampling,
+            &self.device.clone().inner(),
+        )
     }
 
     fn chunk_len(&self) -> usize {

@@ -349,6 +349,18 @@ impl PpoFlowConfig {
         check_range("noise_anneal_iterations", self.noise_anneal_iterations, self.noise_anneal_iterations > 0, "≥ 1")
     }
 
+    /// The GRPO fields, for [`grpo_episodes`].
+    pub(crate) fn grpo_settings(&self) -> GrpoSettings {
+        GrpoSettings {
+            group_size: self.group_size,
+            filter_uniform_groups: self.filter_uniform_groups,
+            equal_episode_weights: self.equal_episode_weights,
+            replay_failed_states: self.replay_failed_states,
+            reward: self.reward,
+            reward_scale: self.reward_scale,
+        }
+    }
+
     /// The rollout sampler at training iteration `iteration`: Flow-SDE at the (annealed) noise
     /// level, or Flow-Noise.
     pub(crate) fn noise_method(&self, iteration: u64) -> NoiseMethod {
@@ -718,10 +730,10 @@ impl PpoFlow {
         let model = self.model.valid();
         self.clear_rollout();
         let seed = self.rng.random();
-        let config = self.config.clone();
+        let settings = self.config.grpo_settings();
         // Taken out while the sampling closure borrows the learner.
         let mut replay = std::mem::take(&mut self.failed_states);
-        let episodes = grpo_episodes(env, &config, &mut replay, seed, (p.chunk, p.action_dim), |env, actions| {
+        let episodes = grpo_episodes(env, &settings, &mut replay, seed, (p.chunk, p.action_dim), |env, actions| {
             let obs = env.buffers().obs.clone();
             self.sample_chunk(&model, None, &obs, actions)
         });
@@ -979,6 +991,18 @@ pub(crate) struct GrpoEpisodes {
     pub split: TimeSplit,
 }
 
+/// What a GRPO collection ([`grpo_episodes`]) reads from a learner's configuration (the
+/// fields of the same names in [`PpoFlowConfig`] and [`crate::DppoConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct GrpoSettings {
+    pub group_size: usize,
+    pub filter_uniform_groups: bool,
+    pub equal_episode_weights: bool,
+    pub replay_failed_states: f64,
+    pub reward: RewardSource,
+    pub reward_scale: f64,
+}
+
 /// GRPO collection (module docs): resets `env` from `seed` so that each group of
 /// `config.group_size` environments shares an initial state, then runs chunk steps until every
 /// environment's episode has ended. `sample` samples one chunk for every environment from what
@@ -989,7 +1013,7 @@ pub(crate) struct GrpoEpisodes {
 /// runs on) and, with `filter_uniform_groups`, groups whose returns are all equal are left out.
 pub(crate) fn grpo_episodes(
     env: &mut dyn VecEnv,
-    config: &PpoFlowConfig,
+    config: &GrpoSettings,
     replay: &mut FailedStateReplay,
     seed: u64,
     (c, ad): (usize, usize),

@@ -183,10 +183,10 @@ impl VlaPpo {
         let model = self.model.valid();
         self.rollout = VlaRollout::default();
         let seed = self.rng.random();
-        let config = self.config.clone();
+        let settings = self.config.grpo_settings();
         // Taken out while the sampling closure borrows the learner.
         let mut replay = std::mem::take(&mut self.failed_states);
-        let episodes = grpo_episodes(env, &config, &mut replay, seed, layout, |env, actions| {
+        let episodes = grpo_episodes(env, &settings, &mut replay, seed, layout, |env, actions| {
             self.sample_chunk(&model, env, &cameras, actions)
         });
         self.failed_states = replay;

@@ -3,7 +3,7 @@
 //! are in the README, from `embodia train`.)
 
 use burn::tensor::Device;
-use embodia_algos::{ChunkModel, Checkpoint, DiffusionSft, Dppo, DppoConfig, Learner, SftConfig, evaluate};
+use embodia_algos::{Checkpoint, ChunkModel, DiffusionSft, Dppo, DppoConfig, Learner, SftConfig, evaluate};
 use embodia_policies::FlowPolicyConfig;
 use embodia_sim::rapier::expert::record_task_expert;
 
@@ -104,14 +104,77 @@ fn dppo_recomputes_stored_chains_warms_up_the_critic_then_moves_the_policy() {
     assert_eq!(restored.env_steps(), dppo.env_steps());
 }
 
+/// With `advantage = grpo`: groups share initial states, every episode runs to its end (one
+/// ended episode per environment per iteration), there is no critic loss, a frozen policy's
+/// ratios are exactly 1, and the policy moves once it learns; a misfit group size or a success
+/// reward on a task without success are errors naming the field.
+#[test]
+fn dppo_with_grpo_runs_whole_episodes_in_groups_without_a_critic() {
+    use embodia_algos::{AdvantageEstimator, RewardSource};
+    let (sft, _) = diffusion_sft_on_reach(100);
+    let ckpt = sft.checkpoint().unwrap();
+    // The dense task reward, so that groups are never uniform and every iteration updates.
+    let config = DppoConfig {
+        num_envs: 8,
+        advantage: AdvantageEstimator::Grpo,
+        group_size: 4,
+        update_epochs: 2,
+        ft_steps: 3,
+        policy_lr: 0.0,
+        ..Default::default()
+    };
+    let mut env = embodia_sim::make("reach", config.num_envs).unwrap();
+    env.reset(5);
+    let episode_steps = env.info().max_episode_steps as u64;
+    let obs = env.buffers().obs.clone();
+    let mut frozen = Dppo::new(config.clone(), env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
+    let row = frozen.iterate(env.as_mut()).unwrap();
+    assert_eq!(row.kl, Some(0.0), "the frozen policy's ratios must be exactly 1");
+    assert_eq!(row.value_loss, None, "GRPO has no critic");
+    assert!(row.policy_loss.unwrap().is_finite(), "{row:?}");
+    // Every environment ran exactly one episode of the time limit (reach never terminates early).
+    assert_eq!(row.env_steps, 8 * episode_steps, "{row:?}");
+    assert!(row.return_mean.is_some(), "{row:?}");
+
+    let mut learning =
+        Dppo::new(DppoConfig { policy_lr: 1e-4, ..config.clone() }, env.as_ref(), &ckpt, Device::flex().autodiff(), 3)
+            .unwrap();
+    let mut before = vec![0.0f32; 8 * 4 * 6];
+    learning.act(&obs, &mut before, None).unwrap();
+    let row = learning.iterate(env.as_mut()).unwrap();
+    assert!(row.kl.unwrap() > 0.0 && row.kl.unwrap().is_finite(), "{row:?}");
+    let mut after = vec![0.0f32; before.len()];
+    learning.act(&obs, &mut after, None).unwrap();
+    assert_ne!(before, after, "the policy must move");
+
+    let e =
+        Dppo::new(DppoConfig { group_size: 3, ..config.clone() }, env.as_ref(), &ckpt, Device::flex().autodiff(), 3)
+            .err()
+            .unwrap();
+    assert!(e.to_string().contains("algo.group_size"), "{e}");
+    let pendulum = embodia_sim::make("pendulum", 8).unwrap();
+    let e = Dppo::new(
+        DppoConfig { reward: RewardSource::Success, ..config },
+        pendulum.as_ref(),
+        &ckpt,
+        Device::flex().autodiff(),
+        3,
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("algo.reward") && e.to_string().contains("pendulum"), "{e}");
+}
+
 /// A DPPO learner restored from its checkpoint (through the files) continues exactly as the
 /// original from the same environment state: same losses and the same state two iterations on.
 #[test]
 fn dppo_resumes_exactly() {
     let (sft, _) = diffusion_sft_on_reach(20);
     let init = sft.checkpoint().unwrap();
-    let config = DppoConfig { num_envs: 4, chunk_steps: 5, update_epochs: 2, critic_warmup_iterations: 1, ..Default::default() };
-    let build = |env: &dyn embodia_sim::VecEnv| Dppo::new(config.clone(), env, &init, Device::flex().autodiff(), 5).unwrap();
+    let config =
+        DppoConfig { num_envs: 4, chunk_steps: 5, update_epochs: 2, critic_warmup_iterations: 1, ..Default::default() };
+    let build =
+        |env: &dyn embodia_sim::VecEnv| Dppo::new(config.clone(), env, &init, Device::flex().autodiff(), 5).unwrap();
     let mut env = embodia_sim::make("reach", 4).unwrap();
     env.reset(3);
     let mut learner = build(env.as_ref());
