@@ -356,7 +356,7 @@ pub(crate) fn check_demonstrations(demos: &Demonstrations, od: usize, ad: usize)
 /// Raw `(s_t, a_{t..t+H})` samples of every step of every episode, chunks padded with the
 /// episode's last action and made relative to `s_t` where the actor says so:
 /// `([samples, obs_dim], [samples, H·D])`.
-fn chunk_samples(demos: &Demonstrations, actor: &ChunkActor) -> (Vec<f32>, Vec<f32>) {
+pub(crate) fn chunk_samples(demos: &Demonstrations, actor: &ChunkActor) -> (Vec<f32>, Vec<f32>) {
     let (h, ad, od) = (actor.policy.horizon, actor.policy.action_dim, actor.policy.obs_dim);
     let mut obs = Vec::new();
     let mut chunks = Vec::new();

@@ -15,6 +15,12 @@
 //! with a closed-loop evaluation of the EMA model (one deterministic episode per environment,
 //! every environment drawing its own instruction) whose success rate goes into the metrics.
 //!
+//! With `dagger_episodes` (DAgger, Ross et al. 2011), each iteration then runs that many
+//! episodes of the EMA model in the evaluation environments, labels every step with the task's
+//! scripted expert's action for the state the model reached (`VecEnv::expert_actions`), and
+//! adds the episodes to the training samples: the model learns to recover from its own
+//! mistakes, which demonstrations of the expert's own path never show.
+//!
 //! The runner's step counter counts gradient steps, as for `sft`.
 
 use burn::module::Module;
@@ -23,15 +29,15 @@ use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaConfig, VlaInput, VlaModel};
 use embodia_policies::{FlowPolicyConfig, load_params, named_params, polyak_update, sample_flow_time, seeded_init};
 use embodia_sim::VecEnv;
-use embodia_sim::demonstrations::Demonstrations;
+use embodia_sim::demonstrations::{Demonstrations, Episode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
-use crate::sft::{fitted_actor, warmup_cosine};
+use crate::sft::{chunk_samples, fitted_actor, warmup_cosine};
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
-use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
+use crate::{ActionQueue, Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
 
 /// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
 /// decay 1e-10, grad clip 1.0, EMA 0.99); the learning rate suits a ~1M-parameter model.
@@ -96,6 +102,13 @@ pub struct VlaSftConfig {
     /// so the vision encoder cannot key on exact pixel positions of the few scenes it was
     /// shown. Validation and evaluation images are not shifted. 0: off. Default 0.
     pub image_shift: usize,
+    /// DAgger (module docs): episodes of the EMA model (deterministic, chunks executed as in
+    /// evaluation) run after every iteration's evaluation, every step labelled with the
+    /// task's scripted expert's action, and added to the training samples (before the
+    /// validation episodes; normalization statistics stay the demonstrations'). Needs a task
+    /// with a scripted expert. The added episodes are not checkpointed: a resumed run trains on
+    /// the demonstrations alone until its next round. 0: off. Default 0.
+    pub dagger_episodes: usize,
     /// The model; `proprio_dim` and `action_dim` are set from the task. Default: 48×48 images
     /// (patch 8, 36 tokens per view), ViT 64×2, text 64×1 over 48 byte tokens, backbone 96×2,
     /// expert 64×2, `H = 8`, `C = 4`, `K = 4` (0.47M parameters for lang-cubes).
@@ -127,6 +140,7 @@ impl Default for VlaSftConfig {
             grounding_weight: 0.0,
             validation_episodes: 0,
             image_shift: 0,
+            dagger_episodes: 0,
             model: VlaConfig::new(0, 0)
                 .with_vision(VisionConfig::new().with_image_size(48).with_width(64).with_heads(4).with_max_views(2))
                 .with_text(TextConfig::new().with_max_len(48).with_width(64))
@@ -211,9 +225,11 @@ pub struct VlaSft {
     sample_states: Vec<f32>,
     /// Samples `0..train_samples` are trained on; the rest belong to validation episodes.
     train_samples: usize,
-    /// The validation samples evaluated every iteration, with their fixed noise
-    /// (`[n, H·D]`) and flow times (`[n]`).
+    /// The validation samples evaluated every iteration (offsets from `train_samples`), with
+    /// their fixed noise (`[n, H·D]`) and flow times (`[n]`).
     validation: (Vec<usize>, Vec<f32>, Vec<f32>),
+    /// Seed of the next DAgger round's reset.
+    dagger_seed: u64,
 }
 
 impl VlaSft {
@@ -260,8 +276,7 @@ impl VlaSft {
             denoise_steps: m.denoise_steps,
             ..FlowPolicyConfig::default()
         };
-        let (chunk, sample_proprio, sample_chunks) =
-            fitted_actor(&policy, config.relative_actions, config.min_std, env, &demos)?;
+        let (chunk, _, _) = fitted_actor(&policy, config.relative_actions, config.min_std, env, &demos)?;
         let actor = VlaActor { model: config.model.clone(), cameras: config.cameras.clone(), chunk };
         actor.camera_indices(env)?;
         let size = m.vision.image_size;
@@ -290,34 +305,17 @@ impl VlaSft {
             .collect::<Result<Vec<_>, _>>()?;
         config.model.validate().map_err(|e| vla_error(e.into()))?;
         let model = seeded_init(&device, seed, || config.model.init(&device).expect("validated layout"));
-        let tokenizer = model.tokenizer();
-        let sample_states = standardized_states(&demos, config.model.grounding_dim, config.min_std)?;
-        let mut episode_tokens = Vec::with_capacity(demos.episodes.len());
-        let mut sources = Vec::new();
-        for (e, ep) in demos.episodes.iter().enumerate() {
-            let text = ep.instruction.as_deref().unwrap_or("");
-            let tokens = tokenizer.encode(text).map_err(|err| AlgoError::Config {
-                field: "demonstrations".into(),
-                value: format!("instruction {text:?} of episode {e}"),
-                allowed: err.to_string(),
-            })?;
-            episode_tokens.push(tokens);
-            // The samples of `fitted_actor` are every step of every non-empty episode, in order.
-            if !ep.is_empty() {
-                sources.extend((0..ep.len()).map(|t| SampleSource { episode: e as u32, step: t as u32 }));
-            }
-        }
-        let first_validation = (demos.episodes.len() - config.validation_episodes) as u32;
-        let train_samples = sources.iter().take_while(|s| s.episode < first_validation).count();
-        let held = sources.len() - train_samples;
-        let picked: Vec<usize> = (0..held.min(256)).map(|k| train_samples + k * held / held.min(256)).collect();
+        let held =
+            demos.episodes[demos.episodes.len() - config.validation_episodes..].iter().map(|e| e.len()).sum::<usize>();
+        let picked: Vec<usize> = (0..held.min(256)).map(|k| k * held / held.min(256)).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7A1_1DA7E);
         let mut noise = vec![0.0f32; picked.len() * m.horizon * ad];
         fill_normal(&mut rng, &mut noise);
         let t = picked.iter().map(|_| sample_flow_time(rng.random::<f32>())).collect();
-        Ok(Self {
-            train_samples,
+        let mut sft = Self {
+            train_samples: 0,
             validation: (picked, noise, t),
+            dagger_seed: seed.wrapping_add(0xDA66_E5),
             ema: model.valid(),
             model,
             optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
@@ -326,15 +324,122 @@ impl VlaSft {
             eval_seed: seed.wrapping_add(0x5EED),
             demos,
             demo_cameras,
-            episode_tokens,
-            sources,
-            sample_proprio,
-            sample_chunks,
-            sample_states,
+            episode_tokens: Vec::new(),
+            sources: Vec::new(),
+            sample_proprio: Vec::new(),
+            sample_chunks: Vec::new(),
+            sample_states: Vec::new(),
             actor,
             device,
             config,
-        })
+        };
+        sft.index_samples()?;
+        Ok(sft)
+    }
+
+    /// Rebuilds the samples of every step of every demonstration episode (module docs):
+    /// standardized proprioception and chunks (with the actor's statistics), environment
+    /// states, instruction tokens and sources; the last `validation_episodes` are held out.
+    fn index_samples(&mut self) -> Result<(), AlgoError> {
+        let (mut proprio, mut chunks) = chunk_samples(&self.demos, &self.actor.chunk);
+        self.actor.chunk.obs_norm.normalize(&mut proprio);
+        self.actor.chunk.action_norm.normalize(&mut chunks);
+        (self.sample_proprio, self.sample_chunks) = (proprio, chunks);
+        self.sample_states = standardized_states(&self.demos, self.actor.model.grounding_dim, self.config.min_std)?;
+        let tokenizer = self.model.tokenizer();
+        self.episode_tokens.clear();
+        self.sources.clear();
+        for (e, ep) in self.demos.episodes.iter().enumerate() {
+            let text = ep.instruction.as_deref().unwrap_or("");
+            let tokens = tokenizer.encode(text).map_err(|err| AlgoError::Config {
+                field: "demonstrations".into(),
+                value: format!("instruction {text:?} of episode {e}"),
+                allowed: err.to_string(),
+            })?;
+            self.episode_tokens.push(tokens);
+            // The samples of `chunk_samples` are every step of every non-empty episode, in order.
+            if !ep.is_empty() {
+                self.sources.extend((0..ep.len()).map(|t| SampleSource { episode: e as u32, step: t as u32 }));
+            }
+        }
+        let first_validation = (self.demos.episodes.len() - self.config.validation_episodes) as u32;
+        self.train_samples = self.sources.iter().take_while(|s| s.episode < first_validation).count();
+        Ok(())
+    }
+
+    /// One DAgger round (module docs): `dagger_episodes` episodes of the EMA model in `env`
+    /// from a fresh reset, labelled with the expert's actions, added to the training samples.
+    fn dagger_round(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        let n = env.num_envs();
+        let (od, ad, sd) = (self.demos.obs_dim, self.demos.action_dim, self.demos.state_dim);
+        // The environment's camera of each demonstration camera; the model reads only those of
+        // `cameras`, which the environment renders, so any other is stored black.
+        let cameras: Vec<(Option<usize>, usize)> = self
+            .demos
+            .cameras
+            .iter()
+            .map(|c| {
+                let same = |i: &embodia_sim::ImageSpec| i.name == c.name && i.height == c.height && i.width == c.width;
+                (env.obs_spec().images.iter().position(same), c.height * c.width * c.channels)
+            })
+            .collect();
+        if env.buffers().critic_obs.len() != n * sd {
+            return Err(AlgoError::Config {
+                field: "dagger_episodes".into(),
+                value: self.config.dagger_episodes.to_string(),
+                allowed: format!(
+                    "0: the demonstrations carry {sd} environment-state values per step, the environment {}",
+                    env.buffers().critic_obs.len() / n
+                ),
+            });
+        }
+        let episodes = self.config.dagger_episodes;
+        let quota: Vec<usize> = (0..n).map(|i| episodes / n + usize::from(i < episodes % n)).collect();
+        let empty = || Episode { images: vec![Vec::new(); cameras.len()], ..Episode::default() };
+        let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
+        let mut done = vec![0usize; n];
+        let mut added = Vec::with_capacity(episodes);
+        let (mut labels, mut actions) = (vec![0.0f32; n * ad], vec![0.0f32; n * ad]);
+        env.reset(self.dagger_seed);
+        self.dagger_seed = self.dagger_seed.wrapping_add(1);
+        let mut queue = ActionQueue::new(self, n, ad);
+        while done.iter().zip(&quota).any(|(d, q)| d < q) {
+            env.expert_actions(&mut labels)?;
+            queue.step(self, &*env, &mut actions, None)?;
+            let b = env.buffers();
+            for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
+                if ep.is_empty() {
+                    ep.instruction = env.instruction(i).map(str::to_string);
+                }
+                ep.observations.extend_from_slice(&b.obs[i * od..(i + 1) * od]);
+                ep.actions.extend_from_slice(&labels[i * ad..(i + 1) * ad]);
+                ep.states.extend_from_slice(&b.critic_obs[i * sd..(i + 1) * sd]);
+                for (store, &(camera, len)) in ep.images.iter_mut().zip(&cameras) {
+                    match camera.and_then(|c| env.image(c)) {
+                        Some(images) => store.extend_from_slice(&images[i * len..(i + 1) * len]),
+                        None => store.resize(store.len() + len, 0),
+                    }
+                }
+            }
+            env.step(&actions)?;
+            let b = env.buffers();
+            for i in 0..n {
+                if done[i] == quota[i] {
+                    continue;
+                }
+                running[i].rewards.push(b.reward[i]);
+                if b.done(i) {
+                    done[i] += 1;
+                    let mut ep = std::mem::replace(&mut running[i], empty());
+                    ep.success = b.success[i] > 0.0;
+                    ep.terminated = b.terminated[i] > 0.0;
+                    added.push(ep);
+                }
+            }
+        }
+        let at = self.demos.episodes.len() - self.config.validation_episodes;
+        self.demos.episodes.splice(at..at, added);
+        self.index_samples()
     }
 
     /// Number of training samples (validation episodes' excluded).
@@ -444,12 +549,13 @@ impl VlaSft {
     /// The EMA model's flow-matching and grounding losses on the validation samples (the same
     /// samples, noise and times every call); `None` without validation episodes.
     pub fn validation_losses(&self) -> Result<Option<(f64, Option<f64>)>, AlgoError> {
-        let (indices, noise, t) = &self.validation;
-        if indices.is_empty() {
+        let (offsets, noise, t) = &self.validation;
+        if offsets.is_empty() {
             return Ok(None);
         }
+        let indices: Vec<usize> = offsets.iter().map(|k| self.train_samples + k).collect();
         let plain = self.device.clone().inner();
-        let (flow, grounding) = self.losses(&self.ema, &plain, indices, &[], noise.clone(), t.clone())?;
+        let (flow, grounding) = self.losses(&self.ema, &plain, &indices, &[], noise.clone(), t.clone())?;
         let grounding = grounding.map(|g| to_host(g).map(|v| v[0] as f64)).transpose()?;
         Ok(Some((to_host(flow)?[0] as f64, grounding)))
     }
@@ -478,6 +584,9 @@ impl Learner for VlaSft {
             grounding = g.map(|g| grounding.unwrap_or(0.0) + g);
         }
         let eval = evaluate(self, env, self.eval_seed, false)?;
+        if self.config.dagger_episodes > 0 {
+            self.dagger_round(env)?;
+        }
         let n = self.config.updates_per_iteration as f64;
         let row = MetricRow::supervised(self.steps, loss / n, self.learning_rate(), &eval);
         let validation = self.validation_losses()?;
@@ -607,5 +716,68 @@ mod tests {
         assert_eq!(same, image);
         let bad = VlaSftConfig { image_shift: 48, ..VlaSftConfig::default() };
         assert!(bad.validate_fields().unwrap_err().to_string().contains("image_shift"));
+    }
+
+    /// A DAgger round adds `dagger_episodes` whole episodes of the model's own rollouts, with
+    /// their images, instructions and states, before the held-out episodes (whose losses stay
+    /// the same), and trains on their samples.
+    #[test]
+    fn dagger_adds_labelled_rollouts_before_the_validation_episodes() {
+        use embodia_policies::vla::{TextConfig, VisionConfig};
+        use embodia_sim::camera::{CameraEnv, RenderConfig};
+        let task = embodia_sim::task_config("lang-cubes-ee").unwrap();
+        let mut render = RenderConfig::for_task(&task, 32, 32);
+        render.cameras.retain(|c| c.name == "front");
+        let demos = embodia_sim::rapier::expert::record_task_expert_rendered(
+            "lang-cubes-ee",
+            Some(&task),
+            3,
+            3,
+            7,
+            0.0,
+            Some(render.clone()),
+        )
+        .unwrap();
+        let inner = embodia_sim::make_with("lang-cubes-ee", 2, Some(&task)).unwrap();
+        let mut env = CameraEnv::new(inner, render).unwrap();
+        let model = VlaConfig::new(0, 0)
+            .with_vision(VisionConfig::new().with_image_size(32).with_width(32).with_depth(1).with_heads(2))
+            .with_text(TextConfig::new().with_max_len(48).with_width(32).with_heads(2))
+            .with_backbone_width(32)
+            .with_backbone_depth(1)
+            .with_expert_width(32)
+            .with_expert_depth(1)
+            .with_value_hidden(vec![16]);
+        let config = VlaSftConfig {
+            model,
+            num_envs: 2,
+            batch_size: 4,
+            validation_episodes: 1,
+            dagger_episodes: 3,
+            ..VlaSftConfig::default()
+        };
+        let mut sft = VlaSft::new(config, &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
+        let (samples, validation) = (sft.num_samples(), sft.validation_losses().unwrap());
+        sft.dagger_round(&mut env).unwrap();
+        let episodes = &sft.demos.episodes;
+        assert_eq!(episodes.len(), 6);
+        assert_eq!(episodes[..2], demos.episodes[..2]);
+        assert_eq!(episodes[5], demos.episodes[2], "the held-out episode stays last");
+        assert_eq!(sft.validation_losses().unwrap(), validation);
+        let added = &episodes[2..5];
+        assert_eq!(sft.num_samples(), samples + added.iter().map(Episode::len).sum::<usize>());
+        let (od, ad, sd) = (demos.obs_dim, demos.action_dim, demos.state_dim);
+        let clip = env.action_spec().bounds.high[0];
+        for ep in added {
+            assert!(ep.len() > 0 && ep.instruction.is_some());
+            assert_eq!(
+                (ep.observations.len(), ep.actions.len(), ep.states.len()),
+                (ep.len() * od, ep.len() * ad, ep.len() * sd)
+            );
+            assert_eq!(ep.images[0].len(), ep.len() * 32 * 32 * 3);
+            assert!(ep.actions.iter().all(|a| a.abs() <= clip) && ep.actions.iter().any(|&a| a != 0.0));
+        }
+        // Training reads the new samples.
+        sft.update().unwrap();
     }
 }

@@ -238,6 +238,15 @@ pub trait VecEnv: Send {
         let _ = env;
         None
     }
+    /// The task's scripted expert's action for every environment's present state,
+    /// `[num_envs, action_dim]` (privileged: the expert reads the true state), for labelling the
+    /// states a learned policy visits (DAgger). Call it once per step, before stepping: the
+    /// experts keep their phase between calls and restart with each new episode. The default
+    /// errors: the task has no scripted expert.
+    fn expert_actions(&mut self, actions: &mut [f32]) -> Result<(), SimError> {
+        let _ = actions;
+        Err(SimError::Unsupported(format!("task `{}` has no scripted expert to label states", self.info().name)))
+    }
 }
 
 /// Serializable state of a [`VecEnv`], for exact resume.

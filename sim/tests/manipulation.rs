@@ -424,3 +424,39 @@ fn joint_position_tasks_say_where_the_observation_holds_what_actions_command() {
     // push-t's actions move the command by a delta: no absolute state to be relative to.
     assert!(env("push-t", task_config("push-t").unwrap(), 1).unwrap().action_states().is_empty());
 }
+
+/// `VecEnv::expert_actions` labels whatever state the environments are in: stepping with its
+/// labels reproduces the expert's own episodes (same successes and returns as
+/// `evaluate_expert` from the same seed, over auto-resets, which restart the experts), and a
+/// task without an expert says so.
+#[test]
+fn expert_labels_reproduce_the_expert_through_auto_resets() {
+    let (envs, per_env) = (4, 2);
+    let config = || task_config("pick-cube-ee").unwrap();
+    let eval = evaluate_expert(&mut env("pick-cube-ee", config(), envs).unwrap(), envs * per_env, 5).unwrap();
+    let mut e = env("pick-cube-ee", config(), envs).unwrap();
+    e.reset(5);
+    let ad = e.action_spec().bounds.dim();
+    let mut labels = vec![0.0f32; envs * ad];
+    let (mut ended, mut successes, mut returns) = (vec![0usize; envs], 0usize, 0.0f64);
+    while ended.iter().any(|&k| k < per_env) {
+        e.expert_actions(&mut labels).unwrap();
+        e.step(&labels).unwrap();
+        let b = e.buffers();
+        for (i, ended) in ended.iter_mut().enumerate().filter(|(i, k)| **k < per_env && b.done(*i)) {
+            *ended += 1;
+            successes += usize::from(b.success[i] > 0.0);
+            returns += f64::from(b.episode_return[i]);
+        }
+    }
+    let episodes = (envs * per_env) as f64;
+    assert!(eval.success_rate >= 0.5, "{eval:?}");
+    assert_eq!(successes as f64 / episodes, eval.success_rate);
+    assert!((returns / episodes - eval.mean_return).abs() < 1e-3 * eval.mean_return.abs(), "{returns} vs {eval:?}");
+
+    let err = env("pick-cube-ee", config(), envs).unwrap().expert_actions(&mut [0.0; 3]).unwrap_err();
+    assert!(matches!(err, SimError::ActionLength { .. }), "{err}");
+    let mut pendulum = embodia_sim::make("pendulum", 2).unwrap();
+    let err = pendulum.expert_actions(&mut [0.0; 2]).unwrap_err().to_string();
+    assert!(err.contains("pendulum") && err.contains("no scripted expert"), "{err}");
+}

@@ -149,4 +149,8 @@ impl VecEnv for CameraEnv {
     fn action_states(&self) -> Vec<Option<crate::ActionState>> {
         self.inner.action_states()
     }
+
+    fn expert_actions(&mut self, actions: &mut [f32]) -> Result<(), SimError> {
+        self.inner.expert_actions(actions)
+    }
 }

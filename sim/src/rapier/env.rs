@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rayon::prelude::*;
 
+use super::expert::ExpertLabeler;
 use super::scene::Scene;
 use super::spec::SceneSpec;
 use super::task::TaskConfig;
@@ -42,6 +43,8 @@ pub struct RapierEnv {
     obs_spec: ObsSpec,
     action_spec: ActionSpec,
     buffers: StepBuffers,
+    /// Made at the first [`VecEnv::expert_actions`] call.
+    expert: Option<ExpertLabeler>,
 }
 
 impl RapierEnv {
@@ -51,7 +54,8 @@ impl RapierEnv {
         if num_envs == 0 {
             return Err(SimError::ZeroEnvs);
         }
-        let info = TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
+        let info =
+            TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
         let spec = Arc::new(SceneSpec::new(config, model)?);
         let scenes = (0..num_envs).map(|i| Scene::new(&spec, env_rng(0, i))).collect::<Result<Vec<_>, _>>()?;
         let clip = spec.config.action.clip;
@@ -70,6 +74,7 @@ impl RapierEnv {
             },
             action_spec: ActionSpec { bounds: BoxSpace::uniform(spec.num_actions(), -clip, clip) },
             buffers,
+            expert: None,
             outcomes: vec![Outcome::default(); num_envs],
             scenes,
             spec,
@@ -139,6 +144,16 @@ impl VecEnv for RapierEnv {
         self.scenes.get(env)?.instruction()
     }
 
+    fn expert_actions(&mut self, actions: &mut [f32]) -> Result<(), SimError> {
+        let mut expert = match self.expert.take() {
+            Some(expert) => expert,
+            None => ExpertLabeler::new(self)?,
+        };
+        let labelled = expert.label(self, actions);
+        self.expert = Some(expert);
+        labelled
+    }
+
     fn num_envs(&self) -> usize {
         self.scenes.len()
     }
@@ -199,9 +214,11 @@ impl VecEnv for RapierEnv {
                 obs.copy_from_slice(final_obs);
             }
         };
-        let rows = self.scenes.par_iter_mut().zip(self.outcomes.par_iter_mut()).zip(
-            b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)).zip(actions.par_chunks(ad.max(1))),
-        );
+        let rows = self
+            .scenes
+            .par_iter_mut()
+            .zip(self.outcomes.par_iter_mut())
+            .zip(b.obs.par_chunks_mut(od).zip(b.final_obs.par_chunks_mut(od)).zip(actions.par_chunks(ad.max(1))));
         match self.spec.critic_dim {
             cd if critic => rows.zip(b.final_critic_obs.par_chunks_mut(cd)).for_each(
                 |(((scene, out), ((obs, final_obs), action)), final_critic)| {
@@ -243,7 +260,11 @@ impl VecEnv for RapierEnv {
             rng: self
                 .scenes
                 .iter()
-                .map(|s| RngState { seed: s.rng().get_seed(), stream: s.rng().get_stream(), word_pos: s.rng().get_word_pos() })
+                .map(|s| RngState {
+                    seed: s.rng().get_seed(),
+                    stream: s.rng().get_stream(),
+                    word_pos: s.rng().get_word_pos(),
+                })
                 .collect(),
             obs: Vec::new(),
         }

@@ -68,6 +68,49 @@ pub fn scripted_expert(spec: &SceneSpec) -> Result<Box<dyn ScriptedExpert>, SimE
     }
 }
 
+/// The scripted expert of every environment of a [`RapierEnv`], labelling whatever state the
+/// environments are in, whoever acts (DAgger: the expert's action in the states a learned
+/// policy visits). Call [`ExpertLabeler::label`] once per control step, before the step: each
+/// expert restarts when its environment starts a new episode (elapsed steps 0, or not one more
+/// than at the last call, as after a restore).
+pub struct ExpertLabeler {
+    experts: Vec<Box<dyn ScriptedExpert>>,
+    /// Elapsed control steps of each environment at the last label; `None` before the first.
+    last_elapsed: Vec<Option<u32>>,
+}
+
+impl ExpertLabeler {
+    /// The experts of `env`'s task, one per environment; errors when the task has none.
+    pub fn new(env: &RapierEnv) -> Result<Self, SimError> {
+        let experts = (0..env.num_envs()).map(|_| scripted_expert(env.spec())).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { last_elapsed: vec![None; experts.len()], experts })
+    }
+
+    /// Writes every environment's expert action for its present state into `actions`
+    /// (`[num_envs, action_dim]`), advancing the experts' phases.
+    pub fn label(&mut self, env: &RapierEnv, actions: &mut [f32]) -> Result<(), SimError> {
+        let ad = env.spec().num_actions();
+        if actions.len() != self.experts.len() * ad {
+            return Err(SimError::ActionLength { expected: self.experts.len() * ad, got: actions.len() });
+        }
+        let spec = env.spec();
+        self.experts
+            .par_iter_mut()
+            .zip(self.last_elapsed.par_iter_mut())
+            .zip(env.scenes().par_iter())
+            .zip(actions.par_chunks_mut(ad.max(1)))
+            .for_each(|(((expert, last), scene), action)| {
+                let elapsed = scene.elapsed();
+                if elapsed == 0 || *last != Some(elapsed.wrapping_sub(1)) {
+                    expert.reset(spec, scene);
+                }
+                *last = Some(elapsed);
+                expert.act(spec, scene, action);
+            });
+        Ok(())
+    }
+}
+
 /// Results of [`evaluate_expert`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExpertEval {
