@@ -430,10 +430,8 @@ impl Dppo {
 
     fn clear_rollout(&mut self) {
         let r = &mut self.rollout;
-        for buf in [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones] {
-            buf.clear();
-        }
-        for buf in [&mut r.advantages, &mut r.returns] {
+        let buffers = [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones];
+        for buf in buffers.into_iter().chain([&mut r.advantages, &mut r.returns]) {
             buf.clear();
         }
         r.used.clear();

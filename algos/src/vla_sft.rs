@@ -109,6 +109,11 @@ pub struct VlaSftConfig {
     /// with a scripted expert. The added episodes are not checkpointed: a resumed run trains on
     /// the demonstrations alone until its next round. 0: off. Default 0.
     pub dagger_episodes: usize,
+    /// DAgger's mixture β: at every chunk decision of a DAgger episode, each environment
+    /// executes the expert's actions for the chunk instead of the model's with this
+    /// probability, so the rollouts stay nearer the states the expert visits (every step is
+    /// labelled with the expert's action either way). In [0, 1]. Default 0.5.
+    pub dagger_expert_share: f64,
     /// The model; `proprio_dim` and `action_dim` are set from the task. Default: 48×48 images
     /// (patch 8, 36 tokens per view), ViT 64×2, text 64×1 over 48 byte tokens, backbone 96×2,
     /// expert 64×2, `H = 8`, `C = 4`, `K = 4` (0.47M parameters for lang-cubes).
@@ -141,6 +146,7 @@ impl Default for VlaSftConfig {
             validation_episodes: 0,
             image_shift: 0,
             dagger_episodes: 0,
+            dagger_expert_share: 0.5,
             model: VlaConfig::new(0, 0)
                 .with_vision(VisionConfig::new().with_image_size(48).with_width(64).with_heads(4).with_max_views(2))
                 .with_text(TextConfig::new().with_max_len(48).with_width(64))
@@ -182,6 +188,8 @@ impl VlaSftConfig {
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
         check_range("grounding_weight", self.grounding_weight, self.grounding_weight >= 0.0, "≥ 0")?;
+        let share = self.dagger_expert_share;
+        check_range("dagger_expert_share", share, (0.0..=1.0).contains(&share), "0 ≤ dagger_expert_share ≤ 1")?;
         let size = self.model.vision.image_size;
         check_range("image_shift", self.image_shift, self.image_shift < size, &format!("< the image size {size}"))?;
         // The task widths (and the grounding head's) are placeholders here; every other field
@@ -401,11 +409,23 @@ impl VlaSft {
         let mut added = Vec::with_capacity(episodes);
         let (mut labels, mut actions) = (vec![0.0f32; n * ad], vec![0.0f32; n * ad]);
         env.reset(self.dagger_seed);
+        let mut mixture = ChaCha8Rng::seed_from_u64(self.dagger_seed ^ 0xBE7A);
         self.dagger_seed = self.dagger_seed.wrapping_add(1);
         let mut queue = ActionQueue::new(self, n, ad);
+        let mut expert_drives = vec![false; n];
+        let mut t = 0usize;
         while done.iter().zip(&quota).any(|(d, q)| d < q) {
             env.expert_actions(&mut labels)?;
             queue.step(self, &*env, &mut actions, None)?;
+            // The queue asks the model for a new chunk every `chunk_len` steps.
+            if t % queue.chunk_len() == 0 {
+                for drives in &mut expert_drives {
+                    *drives = mixture.random::<f64>() < self.config.dagger_expert_share;
+                }
+            }
+            for (i, _) in expert_drives.iter().enumerate().filter(|(_, drives)| **drives) {
+                actions[i * ad..(i + 1) * ad].copy_from_slice(&labels[i * ad..(i + 1) * ad]);
+            }
             let b = env.buffers();
             for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
                 if ep.is_empty() {
@@ -422,6 +442,7 @@ impl VlaSft {
                 }
             }
             env.step(&actions)?;
+            t += 1;
             let b = env.buffers();
             for i in 0..n {
                 if done[i] == quota[i] {
