@@ -63,7 +63,8 @@ pub fn runtime(name: &str, ort_library: Option<PathBuf>) -> Result<Runtime, Onnx
 pub fn parse_observations(text: &str, source_name: &str, obs_dim: usize) -> Result<Vec<f32>, ActionsError> {
     let mut obs = Vec::new();
     for (i, raw) in text.lines().enumerate() {
-        let error = |message: String| ActionsError::Observation { source_name: source_name.into(), line: i + 1, message };
+        let error =
+            |message: String| ActionsError::Observation { source_name: source_name.into(), line: i + 1, message };
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;

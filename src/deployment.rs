@@ -12,15 +12,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use embodia_deploy::export::PolicySpec;
 use embodia_deploy::control::{ControlLoop, CycleKind, LoopConfig, Policy, Summary, summarize};
+use embodia_deploy::export::PolicySpec;
 use embodia_deploy::safety::{Action, Mode, Reason, Safety, SafetyConfig, SafetyEvent};
 use embodia_deploy::state::{IoError, JointState, RobotIo};
 use embodia_robots::HardwareMap;
 use embodia_sim::demonstrations::{Demonstrations, Episode};
 use embodia_sim::rapier::kinematics::Ik;
-use embodia_sim::rapier::{Scene, SceneSpec};
 use embodia_sim::rapier::task::{ActionKind, ObsKind, SuccessTerm};
+use embodia_sim::rapier::{Scene, SceneSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rapier3d::prelude::{Pose, Vector};
@@ -86,7 +86,10 @@ impl TaskPolicy {
             .or_else(|| embodia_sim::task_config(&config.task))
             .ok_or_else(|| fail("is not a rapier task: only rapier arm tasks can be deployed".into()))?;
         if task.action.kind != ActionKind::JointPosition {
-            return Err(fail(format!("action kind {:?}: deploy drives servos with joint positions only", task.action.kind)));
+            return Err(fail(format!(
+                "action kind {:?}: deploy drives servos with joint positions only",
+                task.action.kind
+            )));
         }
         if task.scene.robot != map.robot {
             return Err(fail(format!("trained on robot `{}`, deploying to `{}`", task.scene.robot, map.robot)));
@@ -108,18 +111,21 @@ impl TaskPolicy {
         }
         let spec = SceneSpec::new(task, model)?;
         let actuated = spec.model.actuated_joints();
-        let joint_index = map
-            .joints
-            .iter()
-            .map(|j| {
-                actuated
-                    .iter()
-                    .position(|&a| spec.model.joints[a].name == j.joint)
-                    .ok_or_else(|| fail(format!("hardware joint `{}` is not an actuated joint of the model", j.joint)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let joint_index =
+            map.joints
+                .iter()
+                .map(|j| {
+                    actuated.iter().position(|&a| spec.model.joints[a].name == j.joint).ok_or_else(|| {
+                        fail(format!("hardware joint `{}` is not an actuated joint of the model", j.joint))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
         if joint_index.len() != actuated.len() {
-            return Err(fail(format!("the model has {} actuated joints, the hardware map {}", actuated.len(), joint_index.len())));
+            return Err(fail(format!(
+                "the model has {} actuated joints, the hardware map {}",
+                actuated.len(),
+                joint_index.len()
+            )));
         }
         let ee = spec.end_effector.unwrap_or(0);
         let (na, n) = (actuated.len(), spec.num_actions());
@@ -551,7 +557,13 @@ pub fn deploy(
         let final_position = policy.ee_position(&position);
         let d = policy.distance(&position);
         let success = policy.success_distance().is_some_and(|r| d <= r) && stopped_early.is_none();
-        episodes.push(EpisodeOutcome { target: policy.target, final_position, final_distance: d, success, cycles: ran });
+        episodes.push(EpisodeOutcome {
+            target: policy.target,
+            final_position,
+            final_distance: d,
+            success,
+            cycles: ran,
+        });
         if let Some(ep) = policy.recording.take() {
             recorded.push(Episode { success, ..ep });
         }
@@ -564,7 +576,14 @@ pub fn deploy(
         *interventions.entry(reason_name(e)).or_insert(0) += 1;
     }
     let success_rate = episodes.iter().filter(|e| e.success).count() as f64 / episodes.len().max(1) as f64;
-    Ok(DeployReport { episodes, success_rate, timing: TimingReport::of(&timing), interventions, stopped_early, recorded })
+    Ok(DeployReport {
+        episodes,
+        success_rate,
+        timing: TimingReport::of(&timing),
+        interventions,
+        stopped_early,
+        recorded,
+    })
 }
 
 /// Loads a run's exported policy for `map`.
@@ -625,7 +644,11 @@ pub struct Sweep {
 impl Sweep {
     /// A sweep over the limits of `map`.
     pub fn new(map: &HardwareMap) -> Self {
-        Self { lower: map.joints.iter().map(|j| j.lower).collect(), upper: map.joints.iter().map(|j| j.upper).collect(), k: 0 }
+        Self {
+            lower: map.joints.iter().map(|j| j.lower).collect(),
+            upper: map.joints.iter().map(|j| j.upper).collect(),
+            k: 0,
+        }
     }
 }
 
@@ -734,7 +757,12 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
         }
         None => {
             let mut sweep = Sweep::new(&map);
-            let mut lp = ControlLoop::new(&mut robot, &mut sweep, Safety::new(SafetyConfig::default(), &map, period), config.clone());
+            let mut lp = ControlLoop::new(
+                &mut robot,
+                &mut sweep,
+                Safety::new(SafetyConfig::default(), &map, period),
+                config.clone(),
+            );
             lp.run(cycles, &|| false, &mut ControlLoop::until_disabled)?;
             (TimingReport::of(&lp.timing), "joint sweep".to_string(), None)
         }
@@ -821,10 +849,15 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                 let mut r = responder.lock().expect("emulator");
                 let index = r.chain.fault_log().len();
                 r.chain.inject(id, fault, now);
-                let end = now + match fault {
-                    Fault::Silence(d) | Fault::Undervoltage(d) | Fault::Overheat(d) | Fault::Overload(d) | Fault::Delay(d) => d,
-                    _ => Duration::ZERO,
-                };
+                let end = now
+                    + match fault {
+                        Fault::Silence(d)
+                        | Fault::Undervoltage(d)
+                        | Fault::Overheat(d)
+                        | Fault::Overload(d)
+                        | Fault::Delay(d) => d,
+                        _ => Duration::ZERO,
+                    };
                 current = Some((fault, index, end, lp.cycles(), false));
                 injected += 1;
                 stats.entry(fault.kind().to_string()).or_default().injected += 1;

@@ -81,7 +81,8 @@ pub fn export_latency(
     out: &Path,
     runtimes: &[Runtime],
 ) -> Result<(Vec<Latency>, Vec<String>), anyhow::Error> {
-    let widths: Vec<usize> = [config.obs_dim].into_iter().chain(config.hidden.iter().copied()).chain([config.action_dim]).collect();
+    let widths: Vec<usize> =
+        [config.obs_dim].into_iter().chain(config.hidden.iter().copied()).chain([config.action_dim]).collect();
     let spec = PolicySpec::random(&widths, Activation::Elu, ActionHead::Clip, config.seed);
     let model = export::write_export(&spec, Format::Onnx, out)?.remove(0);
     const ROWS: usize = 1000;

@@ -354,9 +354,8 @@ pub fn render_learner_episode(
     let mut env = crate::run::make_env(config, 1)?;
     let seed = config.seed + crate::run::EVAL_SEED_OFFSET;
     let mut queue = embodia_algos::ActionQueue::new(learner, 1, env.action_spec().bounds.dim());
-    let (bodies, frames, ret, success) = capture_episode(env.as_mut(), seed, count, |env, actions| {
-        Ok(queue.step(learner, &*env, actions, None)?)
-    })?;
+    let (bodies, frames, ret, success) =
+        capture_episode(env.as_mut(), seed, count, |env, actions| Ok(queue.step(learner, &*env, actions, None)?))?;
     let title =
         format!("{} on {}: return {ret:.1}{}", config.algorithm, config.task, if success { ", success" } else { "" });
     draw_frames(&bodies, &frames, &title, out)?;

@@ -27,7 +27,8 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn embodia(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).current_dir(dir).stdin(Stdio::null()).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).current_dir(dir).stdin(Stdio::null()).output().unwrap();
     let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
     assert!(!stderr.contains("panicked"), "embodia {args:?} panicked:\n{stderr}");
     (out.status.code(), stdout, stderr)
@@ -63,7 +64,8 @@ fn the_deployed_observation_is_the_simulators() {
         use embodia::deploy::Policy;
         policy.predict(&state, &mut goals).unwrap();
         // The policy's goals, as actions, are what the simulator steps with.
-        let action: Vec<f32> = (0..6).map(|j| ((goals[j] as f32) - spec.default_q[j]) / spec.config.action.scale).collect();
+        let action: Vec<f32> =
+            (0..6).map(|j| ((goals[j] as f32) - spec.default_q[j]) / spec.config.action.scale).collect();
         scene.step(&action);
     }
     assert_eq!(checked, 20);
@@ -110,12 +112,15 @@ fn calibrate_refuses_joints_that_did_not_move_and_deploy_refuses_a_missing_calib
 #[test]
 fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
     let dir = temp_dir("run");
-    let (code, _, err) =
-        embodia(&dir, &["train", "--task", "reach", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/r", "--quiet"]);
+    let (code, _, err) = embodia(
+        &dir,
+        &["train", "--task", "reach", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/r", "--quiet"],
+    );
     assert_eq!(code, Some(0), "{err}");
     for target in ["--dry-run", "--sim"] {
         let record = format!("data/{}", target.trim_start_matches('-'));
-        let args = ["deploy", "--run", "runs/r", target, "--episodes", "1", "--hz", "100", "--json", "--record", &record];
+        let args =
+            ["deploy", "--run", "runs/r", target, "--episodes", "1", "--hz", "100", "--json", "--record", &record];
         let (code, out, err) = embodia(&dir, &args);
         assert_eq!(code, Some(0), "{target}: {err}");
         // The recorded dataset holds the episode's observations and actions, one per cycle.
@@ -162,16 +167,32 @@ fn bench_deploy_injects_every_fault_kind_and_detects_each() {
 fn a_distilled_student_deploys_its_whole_chunk() {
     let dir = temp_dir("student");
     let tiny = [
-        "--set", "algo.num_envs=2", "--set", "algo.batch_size=32", "--set", "algo.updates_per_iteration=20",
-        "--set", "algo.warmup_steps=5",
+        "--set",
+        "algo.num_envs=2",
+        "--set",
+        "algo.batch_size=32",
+        "--set",
+        "algo.updates_per_iteration=20",
+        "--set",
+        "algo.warmup_steps=5",
     ];
-    let mut train = vec!["train", "--task", "reach", "--algo", "sft", "--steps", "40", "--run-dir", "runs/sft", "--quiet"];
+    let mut train =
+        vec!["train", "--task", "reach", "--algo", "sft", "--steps", "40", "--run-dir", "runs/sft", "--quiet"];
     train.extend(tiny);
     train.extend(["--set", "algo.demos=2", "--set", "algo.decay_steps=40", "--set", "algo.policy.denoise_steps=3"]);
     let (code, _, err) = embodia(&dir, &train);
     assert_eq!(code, Some(0), "{err}");
     let mut distill = vec!["distill", "--run", "runs/sft", "--out", "runs/student", "--steps", "40", "--quiet"];
-    distill.extend(["--eval-episodes", "1", "--eval-seeds", "1", "--latency-calls", "10", "--set", "algo.chunk_steps=5"]);
+    distill.extend([
+        "--eval-episodes",
+        "1",
+        "--eval-seeds",
+        "1",
+        "--latency-calls",
+        "10",
+        "--set",
+        "algo.chunk_steps=5",
+    ]);
     distill.extend(tiny);
     let (code, _, err) = embodia(&dir, &distill);
     assert_eq!(code, Some(0), "{err}");
@@ -191,7 +212,8 @@ fn a_distilled_student_deploys_its_whole_chunk() {
     exported.forward(&obs, &mut want, &mut vec![0.0; 2 * exported.max_width()]);
     let mut goals = vec![0.0; chunk * 6];
     policy.predict(&state, &mut goals).unwrap();
-    let spec = SceneSpec::new(embodia::sim::task_config("reach").unwrap(), embodia::robots::builtin("so101").unwrap()).unwrap();
+    let spec = SceneSpec::new(embodia::sim::task_config("reach").unwrap(), embodia::robots::builtin("so101").unwrap())
+        .unwrap();
     let action = &spec.config.action;
     for (i, (row, a)) in goals.chunks(6).zip(want.chunks(n)).enumerate() {
         for j in 0..6 {
@@ -201,7 +223,8 @@ fn a_distilled_student_deploys_its_whole_chunk() {
     }
     assert!(goals[..6] != goals[18..], "the chunk's steps differ");
 
-    let (code, out, err) = embodia(&dir, &["deploy", "--run", "runs/student", "--sim", "--episodes", "1", "--hz", "100", "--json"]);
+    let (code, out, err) =
+        embodia(&dir, &["deploy", "--run", "runs/student", "--sim", "--episodes", "1", "--hz", "100", "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");

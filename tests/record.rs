@@ -25,7 +25,8 @@ fn scratch(name: &str) -> PathBuf {
 #[test]
 fn record_writes_a_dataset_that_info_reads_back() {
     let dir = scratch("record");
-    let args = ["record", "--task", "pick-cube", "--expert", "scripted", "--episodes", "3", "--envs", "2", "--out", "data/pc"];
+    let args =
+        ["record", "--task", "pick-cube", "--expert", "scripted", "--episodes", "3", "--envs", "2", "--out", "data/pc"];
     let (ok, out, err) = embodia(&dir, &args);
     assert!(ok, "{err}");
     assert_eq!(
@@ -39,7 +40,9 @@ fn record_writes_a_dataset_that_info_reads_back() {
 
     let (ok, out, err) = embodia(&dir, &["dataset", "info", "data/pc"]);
     assert!(ok, "{err}");
-    for line in ["task      pick-cube", "episodes  3", "frames    750 (mean length 250.0)", "fps       50", "success   100.0%"] {
+    for line in
+        ["task      pick-cube", "episodes  3", "frames    750 (mean length 250.0)", "fps       50", "success   100.0%"]
+    {
         assert!(out.contains(line), "`{line}` missing from:\n{out}");
     }
     assert!(out.contains("observation.state    float32  [37]"), "{out}");
@@ -87,7 +90,18 @@ fn bad_record_and_info_arguments_are_named() {
 fn record_lang_cubes_with_cameras_round_trips_instructions_and_images() {
     let dir = scratch("lang");
     let args = [
-        "record", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "6", "--envs", "6", "--camera", "32", "--out",
+        "record",
+        "--task",
+        "lang-cubes",
+        "--expert",
+        "scripted",
+        "--episodes",
+        "6",
+        "--envs",
+        "6",
+        "--camera",
+        "32",
+        "--out",
         "data/lang",
     ];
     let (ok, out, err) = embodia(&dir, &args);
@@ -131,13 +145,17 @@ fn record_lang_cubes_with_cameras_round_trips_instructions_and_images() {
     let (ok, out, err) = embodia(&dir, &["dataset", "info", "data/lang"]);
     assert!(ok, "{err}");
     assert!(out.contains("camera    front 32x32x3") && out.contains("instructions "), "{out}");
-    let (ok, _, err) = embodia(&dir, &["record", "--task", "lang-cubes", "--episodes", "1", "--camera", "2", "--out", "data/x"]);
+    let (ok, _, err) =
+        embodia(&dir, &["record", "--task", "lang-cubes", "--episodes", "1", "--camera", "2", "--out", "data/x"]);
     assert!(!ok && err.contains("--camera"), "{err}");
 
     // Held-out variants are selectable for evaluation; other tasks have no split.
-    let (ok, out, err) =
-        embodia(&dir, &["eval", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "4", "--split", "held_out"]);
+    let (ok, out, err) = embodia(
+        &dir,
+        &["eval", "--task", "lang-cubes", "--expert", "scripted", "--episodes", "4", "--split", "held_out"],
+    );
     assert!(ok && out.contains("4 episodes: success"), "{out}{err}");
-    let (ok, _, err) = embodia(&dir, &["eval", "--task", "pick-cube", "--expert", "scripted", "--episodes", "1", "--split", "all"]);
+    let (ok, _, err) =
+        embodia(&dir, &["eval", "--task", "pick-cube", "--expert", "scripted", "--episodes", "1", "--split", "all"]);
     assert!(!ok && err.contains("`--split` needs a language-conditioned task"), "{err}");
 }

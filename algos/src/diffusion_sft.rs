@@ -255,10 +255,13 @@ impl Learner for DiffusionSft {
         }
         let (od, ad) = (self.actor.policy.obs_dim, self.actor.policy.action_dim);
         let (actor, diffusion) = diffusion_actor_from_checkpoint(ckpt, od, ad)?;
-        if actor.policy != self.actor.policy || actor.relative != self.actor.relative || diffusion != self.config.diffusion
+        if actor.policy != self.actor.policy
+            || actor.relative != self.actor.relative
+            || diffusion != self.config.diffusion
         {
             return Err(AlgoError::Checkpoint(
-                "the checkpoint's policy layout, diffusion settings or relative actions differ from the config's".into(),
+                "the checkpoint's policy layout, diffusion settings or relative actions differ from the config's"
+                    .into(),
             ));
         }
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;

@@ -49,7 +49,10 @@ fn list_floats<O: OffsetSizeTrait>(list: &arrow_array::GenericListArray<O>, widt
     for row in 0..list.len() {
         let n = (offsets[row + 1] - offsets[row]).as_usize();
         if n != width {
-            return Err(Problem::Row { row, problem: format!("row has {n} values; info.json declares shape [{width}]") });
+            return Err(Problem::Row {
+                row,
+                problem: format!("row has {n} values; info.json declares shape [{width}]"),
+            });
         }
     }
     let (start, end) = (offsets[0].as_usize(), offsets[list.len()].as_usize());
@@ -105,8 +108,12 @@ pub(crate) fn string_lists(array: &ArrayRef) -> Result<Vec<Vec<String>>, Problem
     };
     match array.data_type() {
         // Rows are not null (checked above).
-        DataType::List(_) => array.as_list::<i32>().iter().map(|row| row.map_or(Ok(vec![]), |r| strings(r.as_ref()))).collect(),
-        DataType::LargeList(_) => array.as_list::<i64>().iter().map(|row| row.map_or(Ok(vec![]), |r| strings(r.as_ref()))).collect(),
+        DataType::List(_) => {
+            array.as_list::<i32>().iter().map(|row| row.map_or(Ok(vec![]), |r| strings(r.as_ref()))).collect()
+        }
+        DataType::LargeList(_) => {
+            array.as_list::<i64>().iter().map(|row| row.map_or(Ok(vec![]), |r| strings(r.as_ref()))).collect()
+        }
         _ => Ok(strings(array.as_ref())?.into_iter().map(|s| vec![s]).collect()),
     }
 }

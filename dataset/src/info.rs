@@ -148,7 +148,8 @@ impl Info {
     /// The features embodia writes for observations of width `obs_dim` and actions of width
     /// `action_dim` (names `obs_0…`, `action_0…`: the task's specs carry no names).
     pub fn embodia_features(obs_dim: usize, action_dim: usize) -> BTreeMap<String, Feature> {
-        let names = |prefix: &str, n: usize| serde_json::json!((0..n).map(|i| format!("{prefix}_{i}")).collect::<Vec<_>>());
+        let names =
+            |prefix: &str, n: usize| serde_json::json!((0..n).map(|i| format!("{prefix}_{i}")).collect::<Vec<_>>());
         let null = serde_json::Value::Null;
         [
             (column::STATE, Feature::new("float32", obs_dim, names("obs", obs_dim))),

@@ -64,11 +64,18 @@ struct Partial {
 pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
     let info = Info::load(root)?;
     let info_path = root.join(INFO_PATH);
-    let meta = |field: &str, problem: String| DatasetError::Meta { path: info_path.clone(), field: field.to_string(), problem };
+    let meta = |field: &str, problem: String| DatasetError::Meta {
+        path: info_path.clone(),
+        field: field.to_string(),
+        problem,
+    };
     if !info.codebase_version.starts_with("v3.") {
         return Err(meta(
             "codebase_version",
-            format!("is {}; embodia reads v3.x datasets (convert v2.1 with LeRobot's convert_dataset_v21_to_v30)", info.codebase_version),
+            format!(
+                "is {}; embodia reads v3.x datasets (convert v2.1 with LeRobot's convert_dataset_v21_to_v30)",
+                info.codebase_version
+            ),
         ));
     }
     if !(info.fps.is_finite() && info.fps > 0.0) {
@@ -104,7 +111,10 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
     let cameras = image_features(&info).map_err(|(field, problem)| meta(&field, problem))?;
     let episodes = read_episode_table(root)?;
     if episodes.len() != info.total_episodes {
-        return Err(meta("total_episodes", format!("is {}; the episode table has {}", info.total_episodes, episodes.len())));
+        return Err(meta(
+            "total_episodes",
+            format!("is {}; the episode table has {}", info.total_episodes, episodes.len()),
+        ));
     }
     let frames: i64 = episodes.iter().map(|e| e.length).sum();
     if frames != info.total_frames as i64 {
@@ -139,7 +149,8 @@ pub fn read(root: &Path) -> Result<Dataset, DatasetError> {
         }
         out.push(p.episode);
     }
-    let demonstrations = Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out, cameras, state_dim };
+    let demonstrations =
+        Demonstrations { task, fps: info.fps as f32, obs_dim, action_dim, episodes: out, cameras, state_dim };
     let stats = match crate::stats::load_norm_stats(root, obs_dim, action_dim)? {
         Some(s) => s,
         None => demonstrations.norm_stats(),
@@ -158,7 +169,10 @@ fn image_features(info: &Info) -> Result<Vec<embodia_sim::ImageSpec>, (String, S
                 out.push(embodia_sim::ImageSpec { name: name.to_string(), height, width, channels })
             }
             other => {
-                return Err((format!("features.{key}.shape"), format!("is {other:?}; expected [height, width, 1|3|4]")));
+                return Err((
+                    format!("features.{key}.shape"),
+                    format!("is {other:?}; expected [height, width, 1|3|4]"),
+                ));
             }
         }
     }
@@ -189,10 +203,12 @@ fn read_tasks(root: &Path) -> Result<Vec<(i64, String)>, DatasetError> {
         (parquet_path, tasks)
     } else {
         let path = root.join(LEGACY_TASKS_PATH);
-        let text = std::fs::read_to_string(&path).map_err(|source| DatasetError::Io { path: parquet_path.clone(), source })?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| DatasetError::Io { path: parquet_path.clone(), source })?;
         let mut tasks = Vec::new();
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
             let task = v.get("task").and_then(|t| t.as_str()).ok_or_else(|| DatasetError::Meta {
                 path: path.clone(),
                 field: format!("line {}: task", i + 1),
@@ -245,7 +261,11 @@ fn read_episode_table(root: &Path) -> Result<Vec<EpisodeMeta>, DatasetError> {
         paths.extend(sorted_entries(&chunk)?.into_iter().filter(|p| p.extension().is_some_and(|e| e == "parquet")));
     }
     if paths.is_empty() {
-        return Err(DatasetError::Meta { path: dir, field: "episodes".into(), problem: "no episode table file".into() });
+        return Err(DatasetError::Meta {
+            path: dir,
+            field: "episodes".into(),
+            problem: "no episode table file".into(),
+        });
     }
     let mut out: Vec<EpisodeMeta> = Vec::new();
     for path in paths {
@@ -258,13 +278,27 @@ fn read_episode_table(root: &Path) -> Result<Vec<EpisodeMeta>, DatasetError> {
             let (chunk, file) = (int("data/chunk_index")?, int("data/file_index")?);
             let (from, to) = (int("dataset_from_index")?, int("dataset_to_index")?);
             for r in 0..b.num_rows() {
-                let e = EpisodeMeta { index: index[r], length: length[r], data_file: (chunk[r], file[r]), from: from[r], to: to[r] };
-                let bad = |problem: String| DatasetError::Column { path: path.clone(), column: "length".into(), episode: Some(e.index), problem };
+                let e = EpisodeMeta {
+                    index: index[r],
+                    length: length[r],
+                    data_file: (chunk[r], file[r]),
+                    from: from[r],
+                    to: to[r],
+                };
+                let bad = |problem: String| DatasetError::Column {
+                    path: path.clone(),
+                    column: "length".into(),
+                    episode: Some(e.index),
+                    problem,
+                };
                 if e.length <= 0 {
                     return Err(bad(format!("is {}; expected at least one frame", e.length)));
                 }
                 if e.to - e.from != e.length {
-                    return Err(bad(format!("is {} but dataset_from_index..dataset_to_index is {}..{}", e.length, e.from, e.to)));
+                    return Err(bad(format!(
+                        "is {} but dataset_from_index..dataset_to_index is {}..{}",
+                        e.length, e.from, e.to
+                    )));
                 }
                 if out.iter().any(|o| o.index == e.index) {
                     return Err(DatasetError::Column {
@@ -297,7 +331,8 @@ fn read_frames(
     let width = |name: &str| info.features[name].width();
     for batch in read_parquet(path, Some(&declared))? {
         let col = |name: &str| batch.column_by_name(name).ok_or_else(|| missing_column(path, name));
-        let episode_of = columns::ints(col(column::EPISODE_INDEX)?).map_err(|p| column_error(path, column::EPISODE_INDEX, p, |_| None))?;
+        let episode_of = columns::ints(col(column::EPISODE_INDEX)?)
+            .map_err(|p| column_error(path, column::EPISODE_INDEX, p, |_| None))?;
         let ep_at = |row: usize| episode_of.get(row).copied();
         let err = |name: &str| {
             let name = name.to_string();
@@ -310,9 +345,11 @@ fn read_frames(
         let env_state = optional(column::ENV_STATE)?
             .map(|c| columns::floats(c, width(column::ENV_STATE)).map_err(err(column::ENV_STATE)))
             .transpose()?;
-        let reward = optional(column::REWARD)?.map(|c| columns::floats(c, 1).map_err(err(column::REWARD))).transpose()?;
+        let reward =
+            optional(column::REWARD)?.map(|c| columns::floats(c, 1).map_err(err(column::REWARD))).transpose()?;
         let done = optional(column::DONE)?.map(|c| columns::bools(c).map_err(err(column::DONE))).transpose()?;
-        let success = optional(column::SUCCESS)?.map(|c| columns::bools(c).map_err(err(column::SUCCESS))).transpose()?;
+        let success =
+            optional(column::SUCCESS)?.map(|c| columns::bools(c).map_err(err(column::SUCCESS))).transpose()?;
         let index = optional(column::INDEX)?.map(|c| columns::ints(c).map_err(err(column::INDEX))).transpose()?;
         let task_index = match ctx.tasks {
             Some(_) => Some(columns::ints(col(column::TASK_INDEX)?).map_err(err(column::TASK_INDEX))?),
@@ -344,12 +381,20 @@ fn read_frames(
             }
             let p = partial.entry(e).or_default();
             if frame[row] != p.frames {
-                return Err(fail(column::FRAME_INDEX, format!("is {} where frame {} was expected", frame[row], p.frames)));
+                return Err(fail(
+                    column::FRAME_INDEX,
+                    format!("is {} where frame {} was expected", frame[row], p.frames),
+                ));
             }
             if let Some(index) = &index
                 && index[row] != m.from + p.frames
             {
-                let problem = format!("is {} at frame {}; expected dataset_from_index + frame = {}", index[row], p.frames, m.from + p.frames);
+                let problem = format!(
+                    "is {} at frame {}; expected dataset_from_index + frame = {}",
+                    index[row],
+                    p.frames,
+                    m.from + p.frames
+                );
                 return Err(fail(column::INDEX, problem));
             }
             let obs = &state[row * od..(row + 1) * od];
@@ -385,7 +430,8 @@ fn read_frames(
                 p.episode.images = vec![Vec::new(); ctx.cameras.len()];
             }
             for ((store, (name, bytes)), cam) in p.episode.images.iter_mut().zip(&images).zip(ctx.cameras) {
-                let pixels = decode_png(&bytes[row], cam).map_err(|problem| fail(name, format!("frame {}: {problem}", p.frames)))?;
+                let pixels = decode_png(&bytes[row], cam)
+                    .map_err(|problem| fail(name, format!("frame {}: {problem}", p.frames)))?;
                 store.extend_from_slice(&pixels);
             }
             // The last frame's flags are the episode's outcome.
@@ -411,13 +457,16 @@ fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch
         builder = builder.with_projection(mask);
     }
     let reader = builder.build().map_err(pq_err(path))?;
-    reader
-        .map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), source: e.into() }))
-        .collect()
+    reader.map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), source: e.into() })).collect()
 }
 
 fn missing_column(path: &Path, name: &str) -> DatasetError {
-    DatasetError::Column { path: path.to_path_buf(), column: name.to_string(), episode: None, problem: "missing".into() }
+    DatasetError::Column {
+        path: path.to_path_buf(),
+        column: name.to_string(),
+        episode: None,
+        problem: "missing".into(),
+    }
 }
 
 fn column_error(path: &Path, name: &str, problem: Problem, episode_at: impl Fn(usize) -> Option<i64>) -> DatasetError {

@@ -28,7 +28,8 @@ pub fn load_norm_stats(root: &Path, obs_dim: usize, action_dim: usize) -> Result
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(DatasetError::Io { path, source }),
     };
-    let json: Value = serde_json::from_str(&text).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
+    let json: Value =
+        serde_json::from_str(&text).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
     let feature = |name: &str, dim: usize| parse_feature(&path, &json, name, dim);
     Ok(Some(NormStats { observation: feature(column::STATE, obs_dim)?, action: feature(column::ACTION, action_dim)? }))
 }
@@ -38,7 +39,10 @@ fn parse_feature(path: &Path, json: &Value, name: &str, dim: usize) -> Result<Fe
     let entry = json.get(name).ok_or_else(|| meta(name.to_string(), "missing".into()))?;
     let vector = |stat: &str| -> Result<Vec<f64>, DatasetError> {
         let field = format!("{name}.{stat}");
-        let values = entry.get(stat).and_then(Value::as_array).ok_or_else(|| meta(field.clone(), "missing or not a list".into()))?;
+        let values = entry
+            .get(stat)
+            .and_then(Value::as_array)
+            .ok_or_else(|| meta(field.clone(), "missing or not a list".into()))?;
         let values: Vec<f64> = values
             .iter()
             .map(|v| v.as_f64().filter(|x| x.is_finite()))

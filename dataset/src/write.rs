@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray, StructArray,
+    ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray,
+    StructArray,
 };
 use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::arrow::ArrowWriter;
@@ -93,7 +94,10 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
     let mut features = Info::embodia_features(od, ad);
     if demos.state_dim > 0 {
         let names = (0..demos.state_dim).map(|i| format!("state_{i}")).collect::<Vec<_>>();
-        features.insert(column::ENV_STATE.into(), crate::Feature::new("float32", demos.state_dim, serde_json::json!(names)));
+        features.insert(
+            column::ENV_STATE.into(),
+            crate::Feature::new("float32", demos.state_dim, serde_json::json!(names)),
+        );
     }
     for c in &demos.cameras {
         features.insert(
@@ -126,7 +130,8 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
         features,
         extra,
     };
-    let value = serde_json::to_value(&info).map_err(|source| DatasetError::Json { path: dir.join(INFO_PATH), source })?;
+    let value =
+        serde_json::to_value(&info).map_err(|source| DatasetError::Json { path: dir.join(INFO_PATH), source })?;
     write_json(&dir.join(INFO_PATH), &value)?;
     Ok(info)
 }
@@ -213,8 +218,13 @@ fn validate(demos: &Demonstrations) -> Result<(), DatasetError> {
                 return bad(format!("episode {e}: `{col}` value {i} is {}", values[i]));
             }
         }
-        if ep.images.len() != demos.cameras.len() && !(demos.cameras.is_empty() && ep.images.iter().all(Vec::is_empty)) {
-            return bad(format!("episode {e} has images of {} cameras; `cameras` lists {}", ep.images.len(), demos.cameras.len()));
+        if ep.images.len() != demos.cameras.len() && !(demos.cameras.is_empty() && ep.images.iter().all(Vec::is_empty))
+        {
+            return bad(format!(
+                "episode {e} has images of {} cameras; `cameras` lists {}",
+                ep.images.len(),
+                demos.cameras.len()
+            ));
         }
         for (c, (images, cam)) in ep.images.iter().zip(&demos.cameras).enumerate() {
             if images.len() != n * cam.len() {
@@ -278,7 +288,8 @@ fn image_column<'a>(
         encoder.set_color(color);
         encoder.set_depth(png::BitDepth::Eight);
         encoder.set_compression(png::Compression::Fast);
-        let fail = |e: png::EncodingError| DatasetError::InvalidDemonstrations(format!("camera `{}`: PNG: {e}", cam.name));
+        let fail =
+            |e: png::EncodingError| DatasetError::InvalidDemonstrations(format!("camera `{}`: PNG: {e}", cam.name));
         let mut writer = encoder.write_header().map_err(fail)?;
         writer.write_image_data(frame).map_err(fail)?;
         writer.finish().map_err(fail)?;
@@ -287,7 +298,8 @@ fn image_column<'a>(
     let n = encoded.len();
     let bytes: ArrayRef = Arc::new(BinaryArray::from_iter_values(encoded.iter()));
     let path: ArrayRef = Arc::new(StringArray::from(vec![None::<&str>; n]));
-    let fields = Fields::from(vec![Field::new("bytes", DataType::Binary, true), Field::new("path", DataType::Utf8, true)]);
+    let fields =
+        Fields::from(vec![Field::new("bytes", DataType::Binary, true), Field::new("path", DataType::Utf8, true)]);
     Ok(Arc::new(StructArray::new(fields, vec![bytes, path], None)))
 }
 
@@ -331,7 +343,8 @@ fn frame_batch(
             index += 1;
         }
     }
-    let image_names: Vec<String> = demos.cameras.iter().map(|c| format!("{}{}", column::IMAGE_PREFIX, c.name)).collect();
+    let image_names: Vec<String> =
+        demos.cameras.iter().map(|c| format!("{}{}", column::IMAGE_PREFIX, c.name)).collect();
     let mut columns: Vec<(&str, ArrayRef)> = vec![
         (column::STATE, fixed_size_list(state, demos.obs_dim)),
         (column::ACTION, fixed_size_list(action, demos.action_dim)),
@@ -418,11 +431,10 @@ fn tasks_batch(tasks: &[String]) -> Result<RecordBatch, DatasetError> {
         "creator": {"library": "embodia", "version": env!("CARGO_PKG_VERSION")},
         "pandas_version": "2.2.3",
     });
-    let columns: Vec<(&str, ArrayRef)> =
-        vec![
-            ("task_index", Arc::new(Int64Array::from((0..tasks.len() as i64).collect::<Vec<_>>()))),
-            ("task", Arc::new(StringArray::from(tasks.to_vec()))),
-        ];
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("task_index", Arc::new(Int64Array::from((0..tasks.len() as i64).collect::<Vec<_>>()))),
+        ("task", Arc::new(StringArray::from(tasks.to_vec()))),
+    ];
     batch(columns, HashMap::from([("pandas".to_string(), pandas.to_string())]))
 }
 
@@ -448,7 +460,8 @@ fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), DatasetError
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io_err(parent))?;
     }
-    let text = serde_json::to_string_pretty(value).map_err(|source| DatasetError::Json { path: path.to_path_buf(), source })?;
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|source| DatasetError::Json { path: path.to_path_buf(), source })?;
     std::fs::write(path, text + "\n").map_err(io_err(path))
 }
 
@@ -470,10 +483,8 @@ fn frame_stats(demos: &Demonstrations, fps: f64, episode_task: &[i64]) -> BTreeM
             index += 1.0;
         }
     }
-    let mut stats = BTreeMap::from([
-        (column::STATE.to_string(), norm.observation),
-        (column::ACTION.to_string(), norm.action),
-    ]);
+    let mut stats =
+        BTreeMap::from([(column::STATE.to_string(), norm.observation), (column::ACTION.to_string(), norm.action)]);
     if demos.state_dim > 0 {
         let rows = demos.episodes.iter().flat_map(|e| e.states.chunks_exact(demos.state_dim));
         stats.insert(column::ENV_STATE.to_string(), FeatureStats::from_rows(demos.state_dim, rows));

@@ -36,7 +36,15 @@ fn synthetic(n: usize) -> Demonstrations {
             }
         })
         .collect();
-    Demonstrations { task: "synthetic".into(), fps: 20.0, obs_dim: od, action_dim: ad, episodes, cameras: Vec::new(), state_dim: 0 }
+    Demonstrations {
+        task: "synthetic".into(),
+        fps: 20.0,
+        obs_dim: od,
+        action_dim: ad,
+        episodes,
+        cameras: Vec::new(),
+        state_dim: 0,
+    }
 }
 
 fn written(name: &str, demos: &Demonstrations) -> PathBuf {
@@ -122,7 +130,8 @@ fn environment_states_round_trip_and_nan_in_them_is_named() {
     let ds = read(&dir).unwrap();
     assert_eq!(ds.demonstrations, demos);
     assert_eq!(ds.info.features["observation.environment_state"].shape, vec![6]);
-    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
     assert_eq!(stats["observation.environment_state"]["mean"].as_array().map(Vec::len), Some(6));
 
     rewrite(&data_file(&dir), |cols| {
@@ -167,11 +176,21 @@ fn frame_columns_follow_lerobot_conventions() {
     assert_eq!(dtype("next.done"), DataType::Boolean);
     assert_eq!(dtype("timestamp"), DataType::Float32);
     assert_eq!(dtype("index"), DataType::Int64);
-    let ints = |name: &str| batch.column_by_name(name).unwrap().as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().to_vec();
+    let ints = |name: &str| {
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .unwrap()
+            .values()
+            .to_vec()
+    };
     assert_eq!(ints("frame_index"), [0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 4]);
     assert_eq!(ints("index"), (0..12).collect::<Vec<i64>>());
     let bools = |name: &str| {
-        let a = batch.column_by_name(name).unwrap().as_any().downcast_ref::<arrow_array::BooleanArray>().unwrap().clone();
+        let a =
+            batch.column_by_name(name).unwrap().as_any().downcast_ref::<arrow_array::BooleanArray>().unwrap().clone();
         (0..a.len()).filter(|&i| a.value(i)).collect::<Vec<_>>()
     };
     // Episode 0 succeeds and terminates; 1 neither; 2 both (see `synthetic`).
@@ -180,17 +199,27 @@ fn frame_columns_follow_lerobot_conventions() {
     let ts = batch.column_by_name("timestamp").unwrap().as_any().downcast_ref::<Float32Array>().unwrap().clone();
     assert_eq!(ts.value(4), 1.0 / 20.0);
 
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
     assert_eq!(info["fps"], serde_json::json!(20));
     assert_eq!(info["data_path"], "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet");
     assert_eq!(info["features"]["observation.state"]["shape"], serde_json::json!([3]));
     assert_eq!(info["features"]["action"]["names"], serde_json::json!(["action_0", "action_1"]));
-    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
     assert_eq!(stats["frame_index"]["max"], serde_json::json!([4.0]));
     assert_eq!(stats["action"]["count"], serde_json::json!([12]));
 
     let episodes = read_batch(&dir.join("meta/episodes/chunk-000/file-000.parquet"));
-    for c in ["episode_index", "tasks", "length", "data/chunk_index", "data/file_index", "dataset_from_index", "dataset_to_index"] {
+    for c in [
+        "episode_index",
+        "tasks",
+        "length",
+        "data/chunk_index",
+        "data/file_index",
+        "dataset_from_index",
+        "dataset_to_index",
+    ] {
         assert!(episodes.column_by_name(c).is_some(), "episode table column {c}");
     }
     let tasks = ParquetRecordBatchReaderBuilder::try_new(File::open(dir.join("meta/tasks.parquet")).unwrap()).unwrap();
@@ -206,7 +235,8 @@ fn a_rate_just_off_an_integer_is_written_as_that_integer() {
     demos.fps = 1.0 / (std::hint::black_box(0.01f32) * 10.0);
     assert_ne!(demos.fps, 10.0);
     let dir = written("fps", &demos);
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta/info.json")).unwrap()).unwrap();
     assert_eq!(info["fps"], serde_json::json!(10));
     let ds = read(&dir).unwrap();
     assert_eq!(ds.demonstrations.fps, 10.0);
@@ -301,7 +331,10 @@ fn nan_is_named_with_column_episode_and_frame() {
     let msg = err.to_string();
     let (_, column, episode, problem) = column_err(err);
     assert_eq!((column.as_str(), episode, problem.as_str()), ("next.reward", Some(2), "frame 2: value 0 is NaN"));
-    assert!(msg.ends_with("data/chunk-000/file-000.parquet: column `next.reward`, episode 2: frame 2: value 0 is NaN"), "{msg}");
+    assert!(
+        msg.ends_with("data/chunk-000/file-000.parquet: column `next.reward`, episode 2: frame 2: value 0 is NaN"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -381,7 +414,8 @@ fn instructions_and_images_round_trip() {
     let back = read(&dir).unwrap();
     assert_eq!(back.demonstrations, d);
     // Image statistics as LeRobot has them: per channel, [3, 1, 1], in [0, 1].
-    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta/stats.json")).unwrap()).unwrap();
     let front = &stats["observation.images.front"];
     assert_eq!(front["mean"].as_array().unwrap().len(), 3);
     assert_eq!(front["count"], serde_json::json!([d.num_steps()]));

@@ -189,7 +189,12 @@ impl<'a> ControlLoop<'a> {
                 self.timing.write_us.push((t3 - t2).as_secs_f64() * 1e6);
                 self.timing.latency_us.push((t3 - t0).as_secs_f64() * 1e6);
                 if let Err(e) = written {
-                    self.events.push(SafetyEvent { cycle: k, at: t3, action: Action::Hold, reason: Reason::WriteFailed(e.0) });
+                    self.events.push(SafetyEvent {
+                        cycle: k,
+                        at: t3,
+                        action: Action::Hold,
+                        reason: Reason::WriteFailed(e.0),
+                    });
                 }
                 CycleKind::Sent
             }
@@ -201,7 +206,12 @@ impl<'a> ControlLoop<'a> {
             Decision::HoldAt(p) => {
                 self.goals.copy_from_slice(&p);
                 if let Err(e) = self.io.write_goals(&p) {
-                    self.events.push(SafetyEvent { cycle: k, at: Instant::now(), action: Action::Hold, reason: Reason::WriteFailed(e.0) });
+                    self.events.push(SafetyEvent {
+                        cycle: k,
+                        at: Instant::now(),
+                        action: Action::Hold,
+                        reason: Reason::WriteFailed(e.0),
+                    });
                 }
                 CycleKind::Held
             }

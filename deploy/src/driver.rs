@@ -60,7 +60,13 @@ pub enum BusError {
 impl BusError {
     /// Errors a repeated request may not hit again (lost or damaged replies).
     pub fn is_transient(&self) -> bool {
-        matches!(self, BusError::Timeout { .. } | BusError::Checksum { .. } | BusError::WrongId { .. } | BusError::WrongLength { .. })
+        matches!(
+            self,
+            BusError::Timeout { .. }
+                | BusError::Checksum { .. }
+                | BusError::WrongId { .. }
+                | BusError::WrongLength { .. }
+        )
     }
 }
 
@@ -99,7 +105,14 @@ pub struct Bus<P: Port> {
 impl<P: Port> Bus<P> {
     /// A driver on `port`.
     pub fn new(port: P, config: BusConfig) -> Self {
-        Self { port, config, decoder: Decoder::new(), tx: [0; MAX_PACKET], rx: [0; 512], params: Vec::with_capacity(256) }
+        Self {
+            port,
+            config,
+            decoder: Decoder::new(),
+            tx: [0; MAX_PACKET],
+            rx: [0; 512],
+            params: Vec::with_capacity(256),
+        }
     }
 
     /// The timing in use.

@@ -137,12 +137,18 @@ mod tract {
             let bad = |e: TractError| model_error(path, format!("{e:#}"));
             let model = tract_onnx::onnx().model_for_path(path).map_err(bad)?.into_optimized().map_err(bad)?;
             let dims = |fact: &TypedFact| fact.shape.iter().map(|d| d.as_usize()).collect::<Vec<_>>();
-            let (inputs, outputs) = (model.input_outlets().map_err(bad)?.len(), model.output_outlets().map_err(bad)?.len());
+            let (inputs, outputs) =
+                (model.input_outlets().map_err(bad)?.len(), model.output_outlets().map_err(bad)?.len());
             if inputs != 1 || outputs != 1 {
-                return Err(model_error(path, format!("has {inputs} inputs and {outputs} outputs; a policy has one of each")));
+                return Err(model_error(
+                    path,
+                    format!("has {inputs} inputs and {outputs} outputs; a policy has one of each"),
+                ));
             }
-            let obs_dim = feature_dim("the input", &dims(model.input_fact(0).map_err(bad)?)).map_err(|m| model_error(path, m))?;
-            let output_dim = feature_dim("the output", &dims(model.output_fact(0).map_err(bad)?)).map_err(|m| model_error(path, m))?;
+            let obs_dim =
+                feature_dim("the input", &dims(model.input_fact(0).map_err(bad)?)).map_err(|m| model_error(path, m))?;
+            let output_dim = feature_dim("the output", &dims(model.output_fact(0).map_err(bad)?))
+                .map_err(|m| model_error(path, m))?;
             let state = model.into_runnable().map_err(bad)?.spawn().map_err(bad)?;
             Ok(Self { path: path.display().to_string(), state, obs_dim, output_dim })
         }
@@ -204,7 +210,10 @@ mod ort_runtime {
             };
             let (inputs, outputs) = (session.inputs(), session.outputs());
             if inputs.len() != 1 || outputs.len() != 1 {
-                return Err(model_error(path, format!("has {} inputs and {} outputs; a policy has one of each", inputs.len(), outputs.len())));
+                return Err(model_error(
+                    path,
+                    format!("has {} inputs and {} outputs; a policy has one of each", inputs.len(), outputs.len()),
+                ));
             }
             let obs_dim = feature_dim("the input", &dims(inputs[0].dtype())).map_err(|m| model_error(path, m))?;
             let output_dim = feature_dim("the output", &dims(outputs[0].dtype())).map_err(|m| model_error(path, m))?;

@@ -273,7 +273,12 @@ impl Safety {
                 }
                 if self.mode == Mode::Active {
                     self.mode = Mode::Holding;
-                    events.push(SafetyEvent { cycle, at: now, action: Action::Hold, reason: Reason::ReadFailed(e.into()) });
+                    events.push(SafetyEvent {
+                        cycle,
+                        at: now,
+                        action: Action::Hold,
+                        reason: Reason::ReadFailed(e.into()),
+                    });
                 }
                 Decision::Skip
             }
@@ -283,12 +288,7 @@ impl Safety {
                 }
                 if self.mode == Mode::Holding {
                     self.mode = Mode::Active;
-                    events.push(SafetyEvent {
-                        cycle,
-                        at: now,
-                        action: Action::Resumed,
-                        reason: Reason::FreshState,
-                    });
+                    events.push(SafetyEvent { cycle, at: now, action: Action::Resumed, reason: Reason::FreshState });
                 }
                 Decision::Run
             }

@@ -90,7 +90,8 @@ impl<P: Port> RobotIo for ServoRobot<P> {
 
     fn read_state(&mut self, s: &mut JointState) -> Result<(), IoError> {
         self.bus.sync_read(STATE_BLOCK.addr, STATE_BLOCK.size, &self.ids, &mut self.raw, &mut self.flags)?;
-        for (j, (joint, b)) in self.map.joints.iter().zip(self.raw.chunks_exact(STATE_BLOCK.size as usize)).enumerate() {
+        for (j, (joint, b)) in self.map.joints.iter().zip(self.raw.chunks_exact(STATE_BLOCK.size as usize)).enumerate()
+        {
             // Block at 56: position (2), speed (2), load (2), voltage (1), temperature (1).
             let word = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
             s.position[j] = joint.to_radians(f64::from(word(0)));

@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use embodia_deploy::control_table as ct;
-use embodia_deploy::{Bus, BusConfig, BusError, EmulatedPort, Fault, PtyEmulator, SerialBusPort, ServoChain, StatusFlags};
+use embodia_deploy::{
+    Bus, BusConfig, BusError, EmulatedPort, Fault, PtyEmulator, SerialBusPort, ServoChain, StatusFlags,
+};
 
 const FAST: BusConfig = BusConfig { timeout: Duration::from_millis(20), retries: 0 };
 
@@ -53,13 +55,19 @@ fn every_reply_fault_is_a_typed_error_and_retries_recover() {
     std::thread::sleep(Duration::from_millis(30));
     assert_eq!(bus.read_register(1, ct::ID), Ok(1));
     inject(Fault::Overheat(Duration::from_millis(60)));
-    assert_eq!(bus.write_register(2, ct::ACCELERATION, 10), Err(BusError::Status { id: 2, flags: StatusFlags(StatusFlags::OVERHEAT) }));
+    assert_eq!(
+        bus.write_register(2, ct::ACCELERATION, 10),
+        Err(BusError::Status { id: 2, flags: StatusFlags(StatusFlags::OVERHEAT) })
+    );
     inject(Fault::Undervoltage(Duration::from_millis(60)));
     let (mut out, mut flags) = ([0u8; 4], [StatusFlags(0); 2]);
     bus.sync_read(ct::PRESENT_POSITION.addr, 2, &[1, 2], &mut out, &mut flags).unwrap();
     assert_eq!(flags[1].0 & StatusFlags::VOLTAGE, StatusFlags::VOLTAGE);
     inject(Fault::Silence(Duration::from_millis(100)));
-    assert!(matches!(bus.sync_read(ct::PRESENT_POSITION.addr, 2, &[1, 2], &mut out, &mut flags), Err(BusError::Timeout { id: 2, .. })));
+    assert!(matches!(
+        bus.sync_read(ct::PRESENT_POSITION.addr, 2, &[1, 2], &mut out, &mut flags),
+        Err(BusError::Timeout { id: 2, .. })
+    ));
     std::thread::sleep(Duration::from_millis(120));
     // Bounded retries: two lost replies in a row are absorbed by two retries, three are not.
     // A generous timeout, so that the answered attempt is not lost to a busy machine's scheduler.

@@ -93,7 +93,12 @@ fn a_silent_servo_holds_within_two_periods_then_torque_goes_off() {
     let mut policy = Swing(0);
     let period = Duration::from_millis(10);
     let config = SafetyConfig { disable_after: Duration::from_millis(100), ..SafetyConfig::default() };
-    let mut lp = ControlLoop::new(&mut robot, &mut policy, Safety::new(config, &map, period), LoopConfig { hz: 100.0, ..LoopConfig::default() });
+    let mut lp = ControlLoop::new(
+        &mut robot,
+        &mut policy,
+        Safety::new(config, &map, period),
+        LoopConfig { hz: 100.0, ..LoopConfig::default() },
+    );
     let mut fault_at = None;
     let mut kinds = Vec::new();
     lp.run(100, &|| false, &mut |lp, kind| {
@@ -121,12 +126,21 @@ fn a_silent_servo_holds_within_two_periods_then_torque_goes_off() {
 
 #[test]
 fn overheat_and_undervoltage_hold_the_present_position_then_disable() {
-    for fault in [Fault::Overheat(Duration::from_secs(1)), Fault::Undervoltage(Duration::from_secs(1)), Fault::Overload(Duration::from_secs(1))] {
+    for fault in [
+        Fault::Overheat(Duration::from_secs(1)),
+        Fault::Undervoltage(Duration::from_secs(1)),
+        Fault::Overload(Duration::from_secs(1)),
+    ] {
         let (responder, mut robot) = emulated_so101();
         let map = so101_map();
         let mut policy = Swing(0);
         let period = Duration::from_millis(10);
-        let mut lp = ControlLoop::new(&mut robot, &mut policy, Safety::new(SafetyConfig::default(), &map, period), LoopConfig { hz: 100.0, ..LoopConfig::default() });
+        let mut lp = ControlLoop::new(
+            &mut robot,
+            &mut policy,
+            Safety::new(SafetyConfig::default(), &map, period),
+            LoopConfig { hz: 100.0, ..LoopConfig::default() },
+        );
         let mut kinds = Vec::new();
         lp.run(60, &|| false, &mut |lp, kind| {
             kinds.push(kind);
@@ -137,7 +151,10 @@ fn overheat_and_undervoltage_hold_the_present_position_then_disable() {
         })
         .unwrap();
         assert_eq!(kinds[5], CycleKind::Held, "{fault:?}: {kinds:?}");
-        assert!(matches!(&lp.events.iter().find(|e| e.action == Action::Hold).unwrap().reason, Reason::ServoFault { joint: 1, .. }));
+        assert!(matches!(
+            &lp.events.iter().find(|e| e.action == Action::Hold).unwrap().reason,
+            Reason::ServoFault { joint: 1, .. }
+        ));
         assert_eq!(*kinds.last().unwrap(), CycleKind::TorqueOff);
         let r = responder.lock().unwrap();
         assert_eq!(r.chain.servo(4).unwrap().get(ct::TORQUE_ENABLE), 0);
@@ -150,7 +167,12 @@ fn sigint_is_a_safe_stop() {
     let (responder, mut robot) = emulated_so101();
     let map = so101_map();
     let mut policy = Swing(0);
-    let mut lp = ControlLoop::new(&mut robot, &mut policy, Safety::new(SafetyConfig::default(), &map, Duration::from_millis(10)), LoopConfig { hz: 100.0, ..LoopConfig::default() });
+    let mut lp = ControlLoop::new(
+        &mut robot,
+        &mut policy,
+        Safety::new(SafetyConfig::default(), &map, Duration::from_millis(10)),
+        LoopConfig { hz: 100.0, ..LoopConfig::default() },
+    );
     let mut kinds = Vec::new();
     lp.run(200, &embodia_deploy::signal::stop_requested, &mut |lp, kind| {
         kinds.push(kind);

@@ -118,7 +118,8 @@ fn corrupt_or_missing_models_and_ragged_inputs_are_reported() {
     let missing = dir.join("missing.onnx");
     for runtime in runtimes() {
         for file in [&truncated, &garbage, &missing] {
-            let err = load(file, &runtime).err().unwrap_or_else(|| panic!("{}: {} loaded", runtime.name(), file.display()));
+            let err =
+                load(file, &runtime).err().unwrap_or_else(|| panic!("{}: {} loaded", runtime.name(), file.display()));
             assert!(matches!(err, OnnxError::Model { .. }), "{}: {err}", runtime.name());
             assert!(err.to_string().contains(&file.display().to_string()), "{}: {err}", runtime.name());
         }

@@ -13,7 +13,8 @@ use embodia_policies::vla::{VlaConfig, VlaInput, VlaModel};
 fn input(model: &VlaModel, batch: usize, views: usize) -> VlaInput {
     let s = model.config().vision.image_size;
     let images = (0..batch * views * s * s * 3).map(|i| (i * 31 % 251) as u8).collect();
-    let texts: Vec<&str> = (0..batch).map(|i| if i % 2 == 0 { "pick up the red cube" } else { "push the blue block left" }).collect();
+    let texts: Vec<&str> =
+        (0..batch).map(|i| if i % 2 == 0 { "pick up the red cube" } else { "push the blue block left" }).collect();
     let proprio = vec![0.1; batch * model.config().proprio_dim];
     VlaInput::new(&model.tokenizer(), batch, views, s, s, images, &texts, proprio).expect("valid input")
 }
@@ -35,7 +36,11 @@ fn time(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
     let views = arg("--views", 1);
     let reps = arg("--reps", 7);
@@ -43,9 +48,16 @@ fn main() {
     println!(
         "VLA forward latency, CPU (burn flex), 64x64 images, {views} view(s), 7-D proprio and actions, median (min) of {reps} calls"
     );
-    println!("{:<6} {:>10} {:>6} {:>8} {:>18} {:>22} {:>14}", "preset", "params", "batch", "K", "prefix ms", "chunk ms (prefix+K)", "chunks/s");
+    println!(
+        "{:<6} {:>10} {:>6} {:>8} {:>18} {:>22} {:>14}",
+        "preset", "params", "batch", "K", "prefix ms", "chunk ms (prefix+K)", "chunks/s"
+    );
     let base = VlaConfig::base(7, 7);
-    println!("base preset (not run): {} parameters, {} prefix tokens per view", base.param_count(), base.vision.tokens_per_view());
+    println!(
+        "base preset (not run): {} parameters, {} prefix tokens per view",
+        base.param_count(),
+        base.vision.tokens_per_view()
+    );
     for (name, config) in [("tiny", VlaConfig::tiny(7, 7)), ("small", VlaConfig::small(7, 7))] {
         let model = seeded_init(&device, 0, || config.init(&device).expect("valid preset"));
         for batch in [1usize, 64] {

@@ -90,7 +90,13 @@ pub struct DiffusionConfig {
 
 impl Default for DiffusionConfig {
     fn default() -> Self {
-        Self { train_steps: 100, schedule: BetaSchedule::Cosine, sampling_steps: 10, denoised_clip: 3.0, spacing: TimestepSpacing::Leading }
+        Self {
+            train_steps: 100,
+            schedule: BetaSchedule::Cosine,
+            sampling_steps: 10,
+            denoised_clip: 3.0,
+            spacing: TimestepSpacing::Leading,
+        }
     }
 }
 
@@ -125,9 +131,7 @@ impl DiffusionConfig {
         match self.schedule {
             BetaSchedule::Cosine => {
                 let s = 0.008;
-                let f = |i: usize| {
-                    ((i as f64 / t as f64 + s) / (1.0 + s) * std::f64::consts::FRAC_PI_2).cos().powi(2)
-                };
+                let f = |i: usize| ((i as f64 / t as f64 + s) / (1.0 + s) * std::f64::consts::FRAC_PI_2).cos().powi(2);
                 (0..t).map(|i| (1.0 - f(i + 1) / f(i)).clamp(0.0, 0.999)).collect()
             }
             BetaSchedule::Linear => {
@@ -330,8 +334,9 @@ impl DiffusionPolicy {
             Some(&prev) => self.alphas_cumprod[prev],
             None => 1.0,
         };
-        let sigma =
-            eta * ((1.0 - alpha_bar_prev) / (1.0 - alpha_bar)).sqrt() * (1.0 - alpha_bar / alpha_bar_prev).max(0.0).sqrt();
+        let sigma = eta
+            * ((1.0 - alpha_bar_prev) / (1.0 - alpha_bar)).sqrt()
+            * (1.0 - alpha_bar / alpha_bar_prev).max(0.0).sqrt();
         DdimCoefficients { timestep, alpha_bar, alpha_bar_prev, sigma }
     }
 
@@ -345,7 +350,8 @@ impl DiffusionPolicy {
         let std = c.sigma.max(settings.min_std);
         if self.denoised_clip > 0.0 {
             let (signal, noise) = (c.alpha_bar.sqrt(), (1.0 - c.alpha_bar).sqrt());
-            let x0 = (x.clone() - eps.mul_scalar(noise)).div_scalar(signal).clamp(-self.denoised_clip, self.denoised_clip);
+            let x0 =
+                (x.clone() - eps.mul_scalar(noise)).div_scalar(signal).clamp(-self.denoised_clip, self.denoised_clip);
             let eps = (x - x0.clone().mul_scalar(signal)).div_scalar(noise);
             let direction = (1.0 - c.alpha_bar_prev - c.sigma * c.sigma).max(0.0).sqrt();
             return DenoiseStep { mean: x0.mul_scalar(c.alpha_bar_prev.sqrt()) + eps.mul_scalar(direction), std };
@@ -396,7 +402,11 @@ impl DiffusionPolicy {
                 (Some(b), Some(f)) if !fine_tuned => b.step(f.clone(), x, i, settings),
                 _ => self.step(features.clone(), x, i, settings),
             };
-            x = if step.std > 0.0 { step.mean.clone() + noise_at(i + 1).mul_scalar(step.std) } else { step.mean.clone() };
+            x = if step.std > 0.0 {
+                step.mean.clone() + noise_at(i + 1).mul_scalar(step.std)
+            } else {
+                step.mean.clone()
+            };
             if fine_tuned {
                 log_probs.push(self.step_log_prob(x.clone(), step.mean, i, settings));
             }
@@ -473,7 +483,13 @@ mod tests {
     #[test]
     fn schedules_are_monotone_and_end_near_pure_noise() {
         for schedule in [BetaSchedule::Cosine, BetaSchedule::Linear] {
-            let c = DiffusionConfig { train_steps: 100, schedule, sampling_steps: 5, denoised_clip: 0.0, ..Default::default() };
+            let c = DiffusionConfig {
+                train_steps: 100,
+                schedule,
+                sampling_steps: 5,
+                denoised_clip: 0.0,
+                ..Default::default()
+            };
             let ab = c.alphas_cumprod();
             assert!(ab.windows(2).all(|w| w[1] < w[0]), "{schedule:?}");
             assert!(ab[0] > 0.99 && ab[99] < 0.01, "{schedule:?}: {} … {}", ab[0], ab[99]);
@@ -493,7 +509,13 @@ mod tests {
     #[test]
     fn ddim_with_eta_one_and_all_steps_is_the_ddpm_posterior() {
         let device = Device::flex();
-        let config = DiffusionConfig { train_steps: 10, schedule: BetaSchedule::Cosine, sampling_steps: 10, denoised_clip: 0.0, ..Default::default() };
+        let config = DiffusionConfig {
+            train_steps: 10,
+            schedule: BetaSchedule::Cosine,
+            sampling_steps: 10,
+            denoised_clip: 0.0,
+            ..Default::default()
+        };
         let policy = crate::seeded_init(&device, 4, || DiffusionPolicy::new(&layout(), &config, &device));
         let (obs, noise) = inputs(3, 10, &device);
         let features = policy.encode(obs);

@@ -33,5 +33,5 @@ pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use one_step::{OneStepHead, OneStepPolicy, OneStepPolicyConfig};
 pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};
-pub use tensor_file::{NameMap, TensorFileError, load_mapped, read_safetensors, write_safetensors};
 pub use squashed::{SquashedGaussianActor, SquashedGaussianActorConfig};
+pub use tensor_file::{NameMap, TensorFileError, load_mapped, read_safetensors, write_safetensors};

@@ -6,8 +6,8 @@ use std::time::Instant;
 use burn::optim::{AdamWConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::sample_flow_time;
-use embodia_policies::vla::{VisionConfig, VlaConfig, VlaInput, VlaModel};
 use embodia_policies::seeded_init;
+use embodia_policies::vla::{VisionConfig, VlaConfig, VlaInput, VlaModel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -118,7 +118,8 @@ pub fn builtin(name: &str) -> Result<RobotModel, BuiltinError> {
         valid: BUILTIN.iter().map(|e| e.info.name.to_string()).collect(),
     })?;
     match entry.source {
-        Source::Urdf(file, text) => parse_urdf(text, None).map_err(|e| BuiltinError::Urdf(e.in_file(std::path::Path::new("assets/robots").join(file)))),
+        Source::Urdf(file, text) => parse_urdf(text, None)
+            .map_err(|e| BuiltinError::Urdf(e.in_file(std::path::Path::new("assets/robots").join(file)))),
         Source::Code(build) => Ok(build()),
         Source::Classic => Err(BuiltinError::Classic(name.to_string())),
     }
@@ -206,8 +207,15 @@ mod tests {
 
     #[test]
     fn every_urdf_robot_parses_with_its_declared_dof() {
-        let expected =
-            [("reacher2", 2), ("so101", 6), ("arm7", 8), ("quadruped12", 12), ("ant", 8), ("cartpole", 2), ("pusher2d", 2)];
+        let expected = [
+            ("reacher2", 2),
+            ("so101", 6),
+            ("arm7", 8),
+            ("quadruped12", 12),
+            ("ant", 8),
+            ("cartpole", 2),
+            ("pusher2d", 2),
+        ];
         for (name, dof) in expected {
             let model = builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(model.actuated_joints().len(), dof, "{name}");

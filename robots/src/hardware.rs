@@ -100,8 +100,14 @@ pub enum HardwareError {
 pub const STS3215_TICKS_PER_REV: f64 = 4096.0;
 
 /// SO-101 joint names and servo ids, as in LeRobot's `so101_follower`.
-pub const SO101_SERVOS: [(&str, u8); 6] =
-    [("shoulder_pan", 1), ("shoulder_lift", 2), ("elbow_flex", 3), ("wrist_flex", 4), ("wrist_roll", 5), ("gripper", 6)];
+pub const SO101_SERVOS: [(&str, u8); 6] = [
+    ("shoulder_pan", 1),
+    ("shoulder_lift", 2),
+    ("elbow_flex", 3),
+    ("wrist_flex", 4),
+    ("wrist_roll", 5),
+    ("gripper", 6),
+];
 
 impl HardwareMap {
     /// The uncalibrated map of a built-in robot: servo ids as LeRobot assigns them, direction
@@ -150,19 +156,24 @@ impl HardwareMap {
     /// calibration in errors. Refuses a calibration with missing or unknown joints, other ids,
     /// ranges outside the encoder, inverted or too narrow ranges.
     pub fn calibrated(&self, cal: &Calibration, path: &str) -> Result<Self, HardwareError> {
-        let invalid = |field: String, message: String| HardwareError::Invalid { path: path.to_string(), field, message };
+        let invalid =
+            |field: String, message: String| HardwareError::Invalid { path: path.to_string(), field, message };
         if let Some(unknown) = cal.joints.keys().find(|k| !self.joints.iter().any(|j| &j.joint == *k)) {
             return Err(invalid(unknown.clone(), format!("no such joint on {}", self.robot)));
         }
         let mut out = self.clone();
         for j in &mut out.joints {
-            let c = cal.joints.get(&j.joint).ok_or_else(|| invalid(j.joint.clone(), "missing (not calibrated)".into()))?;
+            let c =
+                cal.joints.get(&j.joint).ok_or_else(|| invalid(j.joint.clone(), "missing (not calibrated)".into()))?;
             let field = |f: &str| format!("{}.{f}", j.joint);
             if c.id != j.id {
                 return Err(invalid(field("id"), format!("{} differs from the servo id {} of this joint", c.id, j.id)));
             }
             if c.drive_mode > 1 {
-                return Err(invalid(field("drive_mode"), format!("{} (allowed: 0 = direct, 1 = inverted)", c.drive_mode)));
+                return Err(invalid(
+                    field("drive_mode"),
+                    format!("{} (allowed: 0 = direct, 1 = inverted)", c.drive_mode),
+                ));
             }
             let max_tick = j.ticks_per_rev as i64 - 1;
             for (name, v) in [("range_min", c.range_min), ("range_max", c.range_max)] {
@@ -252,7 +263,12 @@ mod tests {
     fn full_cal() -> Calibration {
         let joints = SO101_SERVOS
             .iter()
-            .map(|&(n, id)| (n.to_string(), JointCalibration { id, drive_mode: 0, homing_offset: 0, range_min: 800, range_max: 3300 }))
+            .map(|&(n, id)| {
+                (
+                    n.to_string(),
+                    JointCalibration { id, drive_mode: 0, homing_offset: 0, range_min: 800, range_max: 3300 },
+                )
+            })
             .collect();
         Calibration { joints }
     }
@@ -291,10 +307,23 @@ mod tests {
             f(&mut c);
             so101().calibrated(&c, "cal.json").unwrap_err().to_string()
         };
-        assert_eq!(err(&|c| { c.joints.remove("gripper"); }), "cal.json: gripper: missing (not calibrated)");
-        assert!(err(&|c| c.joints.get_mut("wrist_roll").unwrap().id = 9).starts_with("cal.json: wrist_roll.id: 9 differs"));
-        assert!(err(&|c| c.joints.get_mut("wrist_flex").unwrap().range_max = 5000).starts_with("cal.json: wrist_flex.range_max: 5000 is outside"));
-        assert!(err(&|c| c.joints.get_mut("shoulder_lift").unwrap().range_min = 3290).contains("shoulder_lift.range_max: range 3290..3300 spans 10 ticks"));
+        assert_eq!(
+            err(&|c| {
+                c.joints.remove("gripper");
+            }),
+            "cal.json: gripper: missing (not calibrated)"
+        );
+        assert!(
+            err(&|c| c.joints.get_mut("wrist_roll").unwrap().id = 9).starts_with("cal.json: wrist_roll.id: 9 differs")
+        );
+        assert!(
+            err(&|c| c.joints.get_mut("wrist_flex").unwrap().range_max = 5000)
+                .starts_with("cal.json: wrist_flex.range_max: 5000 is outside")
+        );
+        assert!(
+            err(&|c| c.joints.get_mut("shoulder_lift").unwrap().range_min = 3290)
+                .contains("shoulder_lift.range_max: range 3290..3300 spans 10 ticks")
+        );
         assert!(err(&|c| c.joints.get_mut("shoulder_pan").unwrap().drive_mode = 2).contains("shoulder_pan.drive_mode"));
         let mut c = full_cal();
         let extra = c.joints["gripper"];

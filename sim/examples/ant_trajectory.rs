@@ -45,7 +45,10 @@ fn main() {
                 let scene = &env.scenes()[0];
                 let p = scene.world().bodies[scene.robot().root()].translation();
                 torso.push(format!("[{:.5},{:.5},{:.5}]", p.x, p.y, p.z));
-                joints.push(format!("[{}]", scene.joint_positions().iter().map(|q| format!("{q:.5}")).collect::<Vec<_>>().join(",")));
+                joints.push(format!(
+                    "[{}]",
+                    scene.joint_positions().iter().map(|q| format!("{q:.5}")).collect::<Vec<_>>().join(",")
+                ));
             }
             runs.push(format!(
                 "{{\"solver_iterations\":{iters},\"sequence\":\"{sequence}\",\"torso\":[{}],\"joints\":[{}]}}",

@@ -31,7 +31,10 @@ pub mod view;
 
 pub use rapier::TaskConfig;
 use std::sync::LazyLock;
-pub use vec_env::{ActionSpec, ActionState, BoxSpace, EnvSnapshot, ImageSpec, ObsSpec, RngState, SolveMetric, StepBuffers, TaskInfo, VecEnv};
+pub use vec_env::{
+    ActionSpec, ActionState, BoxSpace, EnvSnapshot, ImageSpec, ObsSpec, RngState, SolveMetric, StepBuffers, TaskInfo,
+    VecEnv,
+};
 
 /// Errors of the simulator crate. None of them leaves an environment half-updated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -148,7 +151,9 @@ mod tests {
     #[test]
     fn unknown_task_lists_valid_names() {
         let err = make("foo", 1).err().expect("must fail");
-        assert!(err.to_string().starts_with("unknown task `foo`; valid tasks: pendulum, mountain-car-continuous, cartpole"));
+        assert!(
+            err.to_string().starts_with("unknown task `foo`; valid tasks: pendulum, mountain-car-continuous, cartpole")
+        );
         match err {
             SimError::UnknownTask { name, valid } => {
                 assert_eq!(name, "foo");

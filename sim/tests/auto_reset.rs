@@ -49,9 +49,12 @@ fn state(scene: &Scene) -> Vec<f32> {
 
 fn assert_close(what: &str, a: &[f32], b: &[f32], tol: f32) {
     assert_eq!(a.len(), b.len(), "{what}: lengths differ");
-    let (k, err) = a.iter().zip(b).map(|(x, y)| (x - y).abs()).enumerate().fold((0, 0.0f32), |m, (k, e)| {
-        if e > m.1 { (k, e) } else { m }
-    });
+    let (k, err) = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .enumerate()
+        .fold((0, 0.0f32), |m, (k, e)| if e > m.1 { (k, e) } else { m });
     assert!(err <= tol, "{what}: index {k} differs by {err} ({} vs {})", a[k], b[k]);
 }
 
@@ -104,4 +107,3 @@ fn pick_cube_auto_reset_matches_a_fresh_reset() {
     // the last action, a force) shows as 1e-2 or more from the first step.
     auto_reset_matches_a_fresh_reset("pick-cube", 2, 100, 2e-3);
 }
-

@@ -43,7 +43,8 @@ fn rapier_cartpole_matches_the_analytic_cartpole() {
     world.gravity = Vector::new(0.0, 0.0, -9.81);
     world.integration_parameters.dt = dt as f32;
     let model = builtin::cartpole();
-    let mut robot = Articulation::spawn(&mut world, &model, ActuatorConfig::torque(), &SpawnOptions::default()).unwrap();
+    let mut robot =
+        Articulation::spawn(&mut world, &model, ActuatorConfig::torque(), &SpawnOptions::default()).unwrap();
     let theta0 = 0.2;
     robot.set_state(&mut world, Pose::IDENTITY, Vector::ZERO, Vector::ZERO, &[0.0, theta0 as f32], &[0.0, 0.0]);
     // Reference: RK4 on the closed-form equations, 10 substeps per physics step.
@@ -100,7 +101,10 @@ fn same_rollout_with_one_and_two_threads() {
     };
     let (one, two) = (run(1), run(2));
     assert!(one.iter().all(|x| x.is_finite()));
-    assert_eq!(one.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), two.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        one.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        two.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -173,7 +177,11 @@ fn every_rapier_task_steps_with_random_actions_and_stays_finite() {
         for step in 0..20 {
             e.step(&actions(step, 2 * ad)).unwrap();
             let b = e.buffers();
-            assert!(b.obs.iter().chain(&b.reward).all(|x| x.is_finite()), "{}: non-finite at step {step}", task.info.name);
+            assert!(
+                b.obs.iter().chain(&b.reward).all(|x| x.is_finite()),
+                "{}: non-finite at step {step}",
+                task.info.name
+            );
         }
     }
 }
@@ -190,7 +198,8 @@ fn ant_run_solver_iterations_do_not_move_the_ant() {
         let mut e = env("ant-run", config, 1);
         e.reset(0);
         for k in 0..steps {
-            let a: Vec<f32> = (0..8).map(|j| amplitude * (std::f32::consts::TAU * 0.05 * k as f32 + j as f32).sin()).collect();
+            let a: Vec<f32> =
+                (0..8).map(|j| amplitude * (std::f32::consts::TAU * 0.05 * k as f32 + j as f32).sin()).collect();
             e.step(&a).unwrap();
         }
         let s = &e.scenes()[0];

@@ -39,8 +39,7 @@ use serde::{Deserialize, Serialize};
 pub use expert::{ActionExpert, PrefixCache};
 pub use model::{VlaBatch, VlaContext, VlaFeatures, VlaModel};
 pub use tokenizer::{
-    BOS_TOKEN, BYTE_TOKENS, ByteTokenizer, EOS_TOKEN, PAD_TOKEN, TOKENIZER_NAME, TokenBatch, TokenizerError,
-    VOCAB_SIZE,
+    BOS_TOKEN, BYTE_TOKENS, ByteTokenizer, EOS_TOKEN, PAD_TOKEN, TOKENIZER_NAME, TokenBatch, TokenizerError, VOCAB_SIZE,
 };
 pub use vision::{VisionConfig, VisionEncoder, VisionStem, spatial_softmax};
 
@@ -178,7 +177,12 @@ impl VlaConfig {
     pub fn base(proprio_dim: usize, action_dim: usize) -> Self {
         Self::new(proprio_dim, action_dim)
             .with_vision(
-                VisionConfig::new().with_image_size(224).with_patch_size(16).with_width(512).with_depth(8).with_heads(8),
+                VisionConfig::new()
+                    .with_image_size(224)
+                    .with_patch_size(16)
+                    .with_width(512)
+                    .with_depth(8)
+                    .with_heads(8),
             )
             .with_text(TextConfig::new().with_max_len(48).with_width(512).with_depth(4).with_heads(8))
             .with_backbone_width(640)
@@ -226,9 +230,27 @@ impl VlaConfig {
         // (width, depth, heads, mlp_ratio) fields of each transformer, by their config paths.
         for (names, width, depth, heads, ratio) in [
             (["vision.width", "vision.depth", "vision.mlp_ratio"], v.width, v.depth, v.heads, v.mlp_ratio),
-            (["text.width", "text.depth", "text.mlp_ratio"], self.text.width, self.text.depth, self.text.heads, self.text.mlp_ratio),
-            (["backbone_width", "backbone_depth", "mlp_ratio"], self.backbone_width, self.backbone_depth, self.backbone_heads, self.mlp_ratio),
-            (["expert_width", "expert_depth", "mlp_ratio"], self.expert_width, self.expert_depth, self.expert_heads, self.mlp_ratio),
+            (
+                ["text.width", "text.depth", "text.mlp_ratio"],
+                self.text.width,
+                self.text.depth,
+                self.text.heads,
+                self.text.mlp_ratio,
+            ),
+            (
+                ["backbone_width", "backbone_depth", "mlp_ratio"],
+                self.backbone_width,
+                self.backbone_depth,
+                self.backbone_heads,
+                self.mlp_ratio,
+            ),
+            (
+                ["expert_width", "expert_depth", "mlp_ratio"],
+                self.expert_width,
+                self.expert_depth,
+                self.expert_heads,
+                self.mlp_ratio,
+            ),
         ] {
             if depth == 0 {
                 return bad(names[1], "0".into(), "≥ 1");

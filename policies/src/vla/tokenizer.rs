@@ -131,7 +131,10 @@ mod tests {
     fn layout_is_bos_bytes_eos_pad() {
         let tok = ByteTokenizer::new(8).unwrap();
         let (ids, mask) = tok.encode("hi").unwrap();
-        assert_eq!(ids, vec![BOS_TOKEN, b'h' as u32, b'i' as u32, EOS_TOKEN, PAD_TOKEN, PAD_TOKEN, PAD_TOKEN, PAD_TOKEN]);
+        assert_eq!(
+            ids,
+            vec![BOS_TOKEN, b'h' as u32, b'i' as u32, EOS_TOKEN, PAD_TOKEN, PAD_TOKEN, PAD_TOKEN, PAD_TOKEN]
+        );
         assert_eq!(mask, vec![true, true, true, true, false, false, false, false]);
     }
 }

@@ -61,15 +61,7 @@ impl EeDelta {
             }
         }
         let rotation = top_down(ik.pose(Pose::IDENTITY, default_q).rotation);
-        Self {
-            ik,
-            active: active.to_vec(),
-            lower,
-            upper,
-            q: default_q.to_vec(),
-            target: Vector::ZERO,
-            rotation,
-        }
+        Self { ik, active: active.to_vec(), lower, upper, q: default_q.to_vec(), target: Vector::ZERO, rotation }
     }
 
     /// Starts from joint positions `q` (`[num_actuated]`): the target becomes the end
@@ -96,7 +88,8 @@ impl EeDelta {
         let lead = self.target + delta - measured;
         let length = lead.length();
         self.target = if length > MAX_LEAD { measured + lead * (MAX_LEAD / length) } else { measured + lead };
-        let target = IkTarget { position: self.target, rotation: Some(self.rotation), rotation_weight: ROTATION_WEIGHT };
+        let target =
+            IkTarget { position: self.target, rotation: Some(self.rotation), rotation_weight: ROTATION_WEIGHT };
         self.ik.solve(Pose::IDENTITY, &target, &mut self.q, &self.active, &self.lower, &self.upper, IK_ITERATIONS);
         for &j in &self.active {
             command[j] = self.q[j];

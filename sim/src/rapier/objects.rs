@@ -11,8 +11,8 @@ use rand_chacha::ChaCha8Rng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::terms::uniform;
 use super::task::Range;
+use super::terms::uniform;
 
 /// Spacing of the grid of points that [`Objects::coverage`] samples the goal footprint with, m.
 pub const COVERAGE_CELL: f32 = 0.005;

@@ -29,7 +29,11 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 pub fn rapier_tasks() -> [RapierTask; 11] {
     [
         RapierTask {
-            info: info("cartpole", "rapier cart-pole: push the cart to keep the pole upright (Isaac Lab Cartpole)", false),
+            info: info(
+                "cartpole",
+                "rapier cart-pole: push the cart to keep the pole upright (Isaac Lab Cartpole)",
+                false,
+            ),
             config: cartpole,
         },
         RapierTask {
@@ -38,7 +42,11 @@ pub fn rapier_tasks() -> [RapierTask; 11] {
             config: || reach("so101", "gripper_frame", [[0.26, 0.34], [-0.10, 0.10], [0.18, 0.32]]),
         },
         RapierTask {
-            info: info("reach-arm7", "7-DoF Panda-like arm: move the hand to a random point; success within 2 cm", true),
+            info: info(
+                "reach-arm7",
+                "7-DoF Panda-like arm: move the hand to a random point; success within 2 cm",
+                true,
+            ),
             config: reach_arm7,
         },
         RapierTask {
@@ -202,7 +210,13 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
             objects: Vec::new(),
             table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointPosition, joints: Vec::new(), scale: 0.5, clip: 1.0, gripper: None },
+        action: ActionConfig {
+            kind: ActionKind::JointPosition,
+            joints: Vec::new(),
+            scale: 0.5,
+            clip: 1.0,
+            gripper: None,
+        },
         observations: ObservationGroups {
             policy: vec![
                 ObsTerm::of(ObsKind::JointPos),
@@ -222,7 +236,13 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
         ]),
         terminations: Vec::new(),
         success: SuccessTerm::EeNearTarget { distance: 0.02 },
-        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0, language: None },
+        command: CommandConfig {
+            target: Some(target),
+            target_yaw: None,
+            velocity: None,
+            resample_s: 0.0,
+            language: None,
+        },
         events: EventConfig { joint_position_noise: [-0.1, 0.1], ..EventConfig::default() },
         episode_steps: 200,
         solve_threshold: 0.95,
@@ -279,7 +299,13 @@ pub fn ant_run() -> TaskConfig {
             objects: Vec::new(),
             table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointEffort, joints: Vec::new(), scale: 150.0, clip: 1.0, gripper: None },
+        action: ActionConfig {
+            kind: ActionKind::JointEffort,
+            joints: Vec::new(),
+            scale: 150.0,
+            clip: 1.0,
+            gripper: None,
+        },
         observations: ObservationGroups {
             policy: vec![
                 ObsTerm::of(ObsKind::BaseHeight),
@@ -299,7 +325,11 @@ pub fn ant_run() -> TaskConfig {
         terminations: vec![TerminationTerm::BaseHeightOut { min: 0.2, max: 1.0 }],
         success: SuccessTerm::ForwardSpeed { speed: 1.0 },
         command: CommandConfig { target: None, target_yaw: None, velocity: None, resample_s: 0.0, language: None },
-        events: EventConfig { joint_position_noise: [-0.1, 0.1], joint_velocity_noise: [-0.1, 0.1], ..EventConfig::default() },
+        events: EventConfig {
+            joint_position_noise: [-0.1, 0.1],
+            joint_velocity_noise: [-0.1, 0.1],
+            ..EventConfig::default()
+        },
         episode_steps: 1000,
         solve_threshold: 0.9,
     }
@@ -325,7 +355,11 @@ pub fn quadruped_velocity() -> TaskConfig {
             base_position: [0.0, 0.0, 0.32],
             default_joint_positions: stand.into_iter().collect(),
             end_effector: None,
-            actuator: ActuatorConfig { mode: ControlMode::Position, armature: 0.01, ..ActuatorConfig::position(20.0, 0.5) },
+            actuator: ActuatorConfig {
+                mode: ControlMode::Position,
+                armature: 0.01,
+                ..ActuatorConfig::position(20.0, 0.5)
+            },
             physics_dt: 0.005,
             decimation: 4,
             ground: true,
@@ -339,7 +373,13 @@ pub fn quadruped_velocity() -> TaskConfig {
             objects: Vec::new(),
             table: None,
         },
-        action: ActionConfig { kind: ActionKind::JointPosition, joints: Vec::new(), scale: 0.25, clip: 100.0, gripper: None },
+        action: ActionConfig {
+            kind: ActionKind::JointPosition,
+            joints: Vec::new(),
+            scale: 0.25,
+            clip: 100.0,
+            gripper: None,
+        },
         observations: ObservationGroups {
             policy: vec![
                 ObsTerm::of(ObsKind::BaseLinVel).scaled(2.0).noisy(0.1),
@@ -483,7 +523,13 @@ fn lift(
         ]),
         terminations: Vec::new(),
         success: SuccessTerm::ObjectAtGoal { distance: 0.025, max_joint_speed: 0.2 },
-        command: CommandConfig { target: Some(target), target_yaw: None, velocity: None, resample_s: 0.0, language: None },
+        command: CommandConfig {
+            target: Some(target),
+            target_yaw: None,
+            velocity: None,
+            resample_s: 0.0,
+            language: None,
+        },
         events: EventConfig { joint_position_noise: [-0.05, 0.05], ..EventConfig::default() },
         episode_steps: 250,
         solve_threshold: 0.8,
@@ -502,13 +548,7 @@ pub fn pick_cube() -> TaskConfig {
     lift(
         "arm7",
         "tcp",
-        &[
-            ("joint2", 0.24),
-            ("joint4", -1.92),
-            ("joint6", 2.16),
-            ("joint7", 0.785),
-            ("finger_joint1", 0.04),
-        ],
+        &[("joint2", 0.24), ("joint4", -1.92), ("joint6", 2.16), ("joint7", 0.785), ("finger_joint1", 0.04)],
         &["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7"],
         GripperAction { joint: "finger_joint1".into(), open: 0.04, closed: 0.0 },
         ActuatorConfig { armature: 0.1, ..ActuatorConfig::position(400.0, 40.0) },
