@@ -800,5 +800,7 @@ mod tests {
         }
         // Training reads the new samples.
         sft.update().unwrap();
+        let bad = VlaSftConfig { dagger_expert_share: 1.5, ..VlaSftConfig::default() };
+        assert!(bad.validate_fields().unwrap_err().to_string().contains("algo.dagger_expert_share"));
     }
 }
