@@ -566,14 +566,10 @@ impl Dppo {
             let obs = env.buffers().obs.clone();
             self.sample_chunk(&model, None, &obs, actions)
         })?;
-        for &(ret, len, success) in &episodes.ended {
-            self.episodes.push(ret, len, success);
-        }
+        episodes.push_ended(&mut self.episodes);
         self.env_steps += episodes.env_steps;
         let r = &mut self.rollout;
-        for _ in 0..episodes.steps {
-            r.advantages.extend_from_slice(&episodes.advantages);
-        }
+        r.advantages = episodes.row_advantages();
         r.used = episodes.used;
         self.last_split = episodes.split;
         Ok(())

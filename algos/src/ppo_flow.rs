@@ -739,15 +739,10 @@ impl PpoFlow {
         });
         self.failed_states = replay;
         let episodes = episodes?;
-        for &(ret, len, success) in &episodes.ended {
-            self.episodes.push(ret, len, success);
-        }
+        episodes.push_ended(&mut self.episodes);
         self.env_steps += episodes.env_steps;
         let r = &mut self.rollout;
-        r.advantages.clear();
-        for _ in 0..episodes.steps {
-            r.advantages.extend_from_slice(&episodes.advantages);
-        }
+        r.advantages = episodes.row_advantages();
         r.used = episodes.used;
         // Read by the (zero-weighted) value loss only.
         r.returns.clear();
@@ -989,6 +984,21 @@ pub(crate) struct GrpoEpisodes {
     pub env_steps: u64,
     /// Time spent: stepping, sampling (`sample`), computing advantages.
     pub split: TimeSplit,
+}
+
+impl GrpoEpisodes {
+    /// The advantage of every row `step·n + env`, `[steps·n]`: each episode's, repeated over
+    /// the chunk steps (rows outside `used` are never read).
+    pub fn row_advantages(&self) -> Vec<f32> {
+        self.advantages.repeat(self.steps)
+    }
+
+    /// Adds the ended episodes to `stats`.
+    pub fn push_ended(&self, stats: &mut EpisodeStats) {
+        for &(ret, len, success) in &self.ended {
+            stats.push(ret, len, success);
+        }
+    }
 }
 
 /// What a GRPO collection ([`grpo_episodes`]) reads from a learner's configuration (the

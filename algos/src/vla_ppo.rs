@@ -191,14 +191,10 @@ impl VlaPpo {
         });
         self.failed_states = replay;
         let episodes = episodes?;
-        for &(ret, len, success) in &episodes.ended {
-            self.episodes.push(ret, len, success);
-        }
+        episodes.push_ended(&mut self.episodes);
         self.env_steps += episodes.env_steps;
         let r = &mut self.rollout;
-        for _ in 0..episodes.steps {
-            r.advantages.extend_from_slice(&episodes.advantages);
-        }
+        r.advantages = episodes.row_advantages();
         r.used = episodes.used;
         self.last_split = episodes.split;
         debug_assert_eq!(r.advantages.len(), episodes.steps * n);
