@@ -21,12 +21,16 @@
 //! adds the episodes to the training samples: the model learns to recover from its own
 //! mistakes, which demonstrations of the expert's own path never show.
 //!
+//! With a grounding head (`grounding_weight`) read by the action expert
+//! (`model.grounding_to_expert`), `grounding_teacher_forcing` trains the expert on the true
+//! state (plus noise) while the head learns to predict it; acting uses the prediction.
+//!
 //! The runner's step counter counts gradient steps, as for `sft`.
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
-use embodia_policies::vla::{VlaConfig, VlaInput, VlaModel};
+use embodia_policies::vla::{VlaConfig, VlaContext, VlaInput, VlaModel};
 use embodia_policies::{FlowPolicyConfig, load_params, named_params, polyak_update, sample_flow_time, seeded_init};
 use embodia_sim::VecEnv;
 use embodia_sim::demonstrations::{Demonstrations, Episode};
@@ -92,6 +96,18 @@ pub struct VlaSftConfig {
     /// actions alone (an embodied chain-of-thought target, as ECoT's object boxes). Needs
     /// demonstrations with environment states; sets `model.grounding_dim`. 0: off. Default 0.
     pub grounding_weight: f32,
+    /// Teacher forcing of the grounding input (needs `model.grounding_to_expert`): the action
+    /// expert trains on the sample's true standardized state plus Gaussian noise of std
+    /// `grounding_input_noise` instead of the head's prediction, so that it learns to act on
+    /// that input rather than on what else the prefix memorized of the training scenes (with
+    /// the true state as an input the VLA succeeds in 47–81% of episodes, README). Acting,
+    /// evaluation, validation losses and RL use the head's prediction: perception, then
+    /// control, as in modular and chain-of-thought policies. Default false.
+    pub grounding_teacher_forcing: bool,
+    /// Std of the noise added to the true state under `grounding_teacher_forcing`, standardized
+    /// units: about the head's error on unseen scenes, so that the expert tolerates it.
+    /// Default 0.3.
+    pub grounding_input_noise: f32,
     /// Demonstration episodes (the last ones) kept out of training: every iteration reports
     /// the EMA model's flow-matching and grounding losses on up to 256 of their samples
     /// (`val_loss`, `val_aux_loss` in the metrics), to tell fitting from generalizing to unseen
@@ -143,6 +159,8 @@ impl Default for VlaSftConfig {
             relative_actions: true,
             demo_noise: 0.05,
             grounding_weight: 0.0,
+            grounding_teacher_forcing: false,
+            grounding_input_noise: 0.3,
             validation_episodes: 0,
             image_shift: 0,
             dagger_episodes: 0,
@@ -188,6 +206,16 @@ impl VlaSftConfig {
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
         check_range("grounding_weight", self.grounding_weight, self.grounding_weight >= 0.0, "≥ 0")?;
+        check_range("grounding_input_noise", self.grounding_input_noise, self.grounding_input_noise >= 0.0, "≥ 0")?;
+        if self.grounding_teacher_forcing && !(self.model.grounding_to_expert && self.grounding_weight > 0.0) {
+            return Err(AlgoError::Config {
+                field: "grounding_teacher_forcing".into(),
+                value: "true".into(),
+                allowed: "false unless grounding_weight > 0 and model.grounding_to_expert = true (the expert \
+                          must read the grounding head)"
+                    .into(),
+            });
+        }
         let share = self.dagger_expert_share;
         check_range("dagger_expert_share", share, (0.0..=1.0).contains(&share), "0 ≤ dagger_expert_share ≤ 1")?;
         let size = self.model.vision.image_size;
@@ -501,7 +529,9 @@ impl VlaSft {
     }
 
     /// The flow-matching loss of `model` on samples `indices` with `noise` (`[n, H·D]`) and
-    /// times `t` (`[n]`), and with a grounding head its grounding loss; each `[1]`.
+    /// times `t` (`[n]`), and with a grounding head its grounding loss; each `[1]`. With
+    /// `teacher_noise` (`[n, grounding_dim]`), the action expert reads the true state plus that
+    /// noise instead of the head's prediction (`grounding_teacher_forcing`).
     fn losses(
         &self,
         model: &VlaModel,
@@ -510,6 +540,7 @@ impl VlaSft {
         shifts: &[(i32, i32)],
         noise: Vec<f32>,
         t: Vec<f32>,
+        teacher_noise: Option<Vec<f32>>,
     ) -> Result<(Tensor<1>, Option<Tensor<1>>), AlgoError> {
         let m = &self.actor.model;
         let (h, ad, n, gd) = (m.horizon, m.action_dim, indices.len(), m.grounding_dim);
@@ -517,17 +548,24 @@ impl VlaSft {
             indices.iter().flat_map(|&i| &self.sample_chunks[i * h * ad..(i + 1) * h * ad]).copied().collect();
         let batch = model.prepare(&self.input(indices, shifts), device).map_err(vla_error)?;
         let context = model.encode(&batch);
+        let states: Vec<f32> =
+            indices.iter().flat_map(|&i| &self.sample_states[i * gd..(i + 1) * gd]).copied().collect();
+        let states = (gd > 0).then(|| Tensor::<2>::from_data(TensorData::new(states, [n, gd]), device));
+        let grounding =
+            model.grounding(&context).zip(states.clone()).map(|(predicted, s)| (predicted - s).square().mean());
+        let expert_context = match (teacher_noise, states) {
+            (Some(teacher_noise), Some(s)) => VlaContext {
+                grounding: Some(s + Tensor::from_data(TensorData::new(teacher_noise, [n, gd]), device)),
+                ..context
+            },
+            _ => context,
+        };
         let flow = model.flow_matching_loss_at(
-            &context,
+            &expert_context,
             Tensor::from_data(TensorData::new(chunks, [n, h, ad]), device),
             Tensor::from_data(TensorData::new(noise, [n, h, ad]), device),
             Tensor::from_data(TensorData::new(t, [n, 1]), device),
         );
-        let grounding = model.grounding(&context).map(|predicted| {
-            let states: Vec<f32> =
-                indices.iter().flat_map(|&i| &self.sample_states[i * gd..(i + 1) * gd]).copied().collect();
-            (predicted - Tensor::from_data(TensorData::new(states, [n, gd]), device)).square().mean()
-        });
         Ok((flow, grounding))
     }
 
@@ -549,7 +587,13 @@ impl VlaSft {
         } else {
             Vec::new()
         };
-        let (mut loss, grounding) = self.losses(&self.model, &self.device, &indices, &shifts, noise, t)?;
+        let teacher_noise = self.config.grounding_teacher_forcing.then(|| {
+            let mut z = vec![0.0f32; bs * self.actor.model.grounding_dim];
+            fill_normal(&mut self.rng, &mut z);
+            z.iter().map(|v| v * self.config.grounding_input_noise).collect()
+        });
+        let (mut loss, grounding) =
+            self.losses(&self.model, &self.device, &indices, &shifts, noise, t, teacher_noise)?;
         let value = check_finite("VLA SFT loss", to_host(loss.clone().inner())?[0] as f64, self.steps)?;
         let mut grounding_value = None;
         if let Some(grounding) = grounding {
@@ -576,7 +620,7 @@ impl VlaSft {
         }
         let indices: Vec<usize> = offsets.iter().map(|k| self.train_samples + k).collect();
         let plain = self.device.clone().inner();
-        let (flow, grounding) = self.losses(&self.ema, &plain, &indices, &[], noise.clone(), t.clone())?;
+        let (flow, grounding) = self.losses(&self.ema, &plain, &indices, &[], noise.clone(), t.clone(), None)?;
         let grounding = grounding.map(|g| to_host(g).map(|v| v[0] as f64)).transpose()?;
         Ok(Some((to_host(flow)?[0] as f64, grounding)))
     }
@@ -717,6 +761,40 @@ fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use embodia_sim::camera::{CameraEnv, RenderConfig};
+    use embodia_sim::rapier::TaskConfig;
+
+    /// Two lang-cubes-ee environments with the front camera at 32×32, and three rendered
+    /// expert demonstrations of `task`.
+    fn lang_cubes_ee(task: TaskConfig) -> (CameraEnv, Demonstrations) {
+        let mut render = RenderConfig::for_task(&task, 32, 32);
+        render.cameras.retain(|c| c.name == "front");
+        let demos = embodia_sim::rapier::expert::record_task_expert_rendered(
+            "lang-cubes-ee",
+            Some(&task),
+            3,
+            3,
+            7,
+            0.0,
+            Some(render.clone()),
+        )
+        .unwrap();
+        let inner = embodia_sim::make_with("lang-cubes-ee", 2, Some(&task)).unwrap();
+        (CameraEnv::new(inner, render).unwrap(), demos)
+    }
+
+    /// A VLA small enough for unit tests, 32×32 images.
+    fn tiny_model() -> VlaConfig {
+        use embodia_policies::vla::{TextConfig, VisionConfig};
+        VlaConfig::new(0, 0)
+            .with_vision(VisionConfig::new().with_image_size(32).with_width(32).with_depth(1).with_heads(2))
+            .with_text(TextConfig::new().with_max_len(48).with_width(32).with_heads(2))
+            .with_backbone_width(32)
+            .with_backbone_depth(1)
+            .with_expert_width(32)
+            .with_expert_depth(1)
+            .with_value_hidden(vec![16])
+    }
 
     #[test]
     fn shifted_images_move_content_and_replicate_the_border() {
@@ -744,33 +822,9 @@ mod tests {
     /// the same), and trains on their samples.
     #[test]
     fn dagger_adds_labelled_rollouts_before_the_validation_episodes() {
-        use embodia_policies::vla::{TextConfig, VisionConfig};
-        use embodia_sim::camera::{CameraEnv, RenderConfig};
-        let task = embodia_sim::task_config("lang-cubes-ee").unwrap();
-        let mut render = RenderConfig::for_task(&task, 32, 32);
-        render.cameras.retain(|c| c.name == "front");
-        let demos = embodia_sim::rapier::expert::record_task_expert_rendered(
-            "lang-cubes-ee",
-            Some(&task),
-            3,
-            3,
-            7,
-            0.0,
-            Some(render.clone()),
-        )
-        .unwrap();
-        let inner = embodia_sim::make_with("lang-cubes-ee", 2, Some(&task)).unwrap();
-        let mut env = CameraEnv::new(inner, render).unwrap();
-        let model = VlaConfig::new(0, 0)
-            .with_vision(VisionConfig::new().with_image_size(32).with_width(32).with_depth(1).with_heads(2))
-            .with_text(TextConfig::new().with_max_len(48).with_width(32).with_heads(2))
-            .with_backbone_width(32)
-            .with_backbone_depth(1)
-            .with_expert_width(32)
-            .with_expert_depth(1)
-            .with_value_hidden(vec![16]);
+        let (mut env, demos) = lang_cubes_ee(embodia_sim::task_config("lang-cubes-ee").unwrap());
         let config = VlaSftConfig {
-            model,
+            model: tiny_model(),
             num_envs: 2,
             batch_size: 4,
             validation_episodes: 1,
@@ -802,5 +856,49 @@ mod tests {
         sft.update().unwrap();
         let bad = VlaSftConfig { dagger_expert_share: 1.5, ..VlaSftConfig::default() };
         assert!(bad.validate_fields().unwrap_err().to_string().contains("algo.dagger_expert_share"));
+    }
+
+    /// Under teacher forcing the action expert reads the samples' true states (the flow loss
+    /// moves when they change); without it, the head's prediction (it does not).
+    #[test]
+    fn teacher_forcing_feeds_the_expert_the_true_state() {
+        use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+        let mut task = embodia_sim::task_config("lang-cubes-ee").unwrap();
+        task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::TargetPos)]);
+        let (env, demos) = lang_cubes_ee(task);
+        let model = VlaConfig { grounding_to_expert: true, ..tiny_model() };
+        let config = VlaSftConfig {
+            model,
+            num_envs: 2,
+            batch_size: 4,
+            grounding_weight: 1.0,
+            grounding_teacher_forcing: true,
+            ..VlaSftConfig::default()
+        };
+        let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
+        let (m, gd) = (&sft.actor.model, sft.actor.model.grounding_dim);
+        assert_eq!(gd, 6);
+        let indices = [0, 5, 10];
+        let noise = vec![0.3f32; indices.len() * m.horizon * m.action_dim];
+        let t = vec![0.5f32; indices.len()];
+        let losses = |sft: &VlaSft, teacher: bool| {
+            let teacher_noise = teacher.then(|| vec![0.0; indices.len() * gd]);
+            let (flow, grounding) =
+                sft.losses(&sft.model, &sft.device, &indices, &[], noise.clone(), t.clone(), teacher_noise).unwrap();
+            (to_host(flow.inner()).unwrap()[0], to_host(grounding.unwrap().inner()).unwrap()[0])
+        };
+        let (forced, predicted) = (losses(&sft, true), losses(&sft, false));
+        assert_eq!(forced.1, predicted.1, "the head's loss does not depend on what the expert reads");
+        assert_ne!(forced.0, predicted.0);
+        sft.sample_states.iter_mut().for_each(|s| *s += 1.0);
+        let (forced_moved, predicted_moved) = (losses(&sft, true), losses(&sft, false));
+        assert_ne!(forced_moved.0, forced.0, "the teacher-forced expert reads the states");
+        assert_eq!(predicted_moved.0, predicted.0, "the plain expert reads the prediction only");
+        assert_ne!(predicted_moved.1, predicted.1);
+        sft.update().unwrap();
+
+        let plain = VlaSftConfig { model: tiny_model(), ..config };
+        let err = VlaSft::new(plain, &env, demos, Device::flex().autodiff(), 1).err().unwrap().to_string();
+        assert!(err.contains("grounding_teacher_forcing"), "{err}");
     }
 }
