@@ -48,7 +48,7 @@ pub use ppo_flow::{
 pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};
 pub use sft::{ChunkModel, Sft, SftConfig};
-pub use vla_actor::{VLA_ACTOR_KEY, VlaActor};
+pub use vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor};
 pub use vla_ppo::VlaPpo;
 pub use vla_sft::{VlaSft, VlaSftConfig};
 

@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::learner::{fill_normal, to_host};
-use crate::{AlgoError, Checkpoint, ChunkActor};
+use crate::{AlgoError, Checkpoint, ChunkActor, Standardizer};
 
 /// Metadata key of the [`VlaActor`] in checkpoints.
 pub const VLA_ACTOR_KEY: &str = "vla_actor";
@@ -29,6 +29,20 @@ pub struct VlaActor {
     /// actions. Its `policy` mirrors the model's chunk layout: `obs_dim = proprio_dim`,
     /// `action_dim`, `horizon`, `chunk`, `denoise_steps`; its network fields are unused.
     pub chunk: ChunkActor,
+    /// Standardization of the environment state the grounding head predicts
+    /// (`model.grounding_dim` features, the task's critic observation); `None` without a head.
+    #[serde(default)]
+    pub state_norm: Option<Standardizer>,
+}
+
+/// What the action expert reads as the grounding input (`model.grounding_to_expert`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grounding {
+    /// The grounding head's prediction from the prefix: how the model acts.
+    Predicted,
+    /// The environments' true state (their critic observation), standardized with
+    /// [`VlaActor::state_norm`]: a diagnostic of the action expert under perfect perception.
+    TrueState,
 }
 
 impl VlaActor {
@@ -109,13 +123,14 @@ impl VlaActor {
 
     /// ODE actions `[n, C, D]` of `model` (plain device) for what `env` observes now, into
     /// `out`, from `x_1 ~ N(0, I)` drawn with `sampling`, or from one fixed draw
-    /// ([`ChunkActor::deterministic_noise`]) without it.
+    /// ([`ChunkActor::deterministic_noise`]) without it; the expert reads `grounding`.
     pub fn act(
         &self,
         model: &VlaModel,
         env: &dyn VecEnv,
         out: &mut [f32],
         sampling: Option<&mut ChaCha8Rng>,
+        grounding: Grounding,
         device: &Device,
     ) -> Result<(), AlgoError> {
         let cameras = self.camera_indices(env)?;
@@ -134,9 +149,35 @@ impl VlaActor {
         }
         let batch = model.prepare(&input, device).map_err(vla_error)?;
         let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
-        let sample = model.sample(&model.encode(&batch), noise, NoiseMethod::Ode, StochasticSteps::None);
+        let mut context = model.encode(&batch);
+        if grounding == Grounding::TrueState {
+            context.grounding = Some(self.true_grounding(env, device)?);
+        }
+        let sample = model.sample(&context, noise, NoiseMethod::Ode, StochasticSteps::None);
         self.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, out);
         Ok(())
+    }
+
+    /// The environments' critic observation standardized with [`Self::state_norm`],
+    /// `[n, grounding_dim]`.
+    fn true_grounding(&self, env: &dyn VecEnv, device: &Device) -> Result<Tensor<2>, AlgoError> {
+        let unavailable = |why: String| AlgoError::Config {
+            field: "algo.evaluate_with_true_grounding".into(),
+            value: "true".into(),
+            allowed: format!("false: {why}"),
+        };
+        let norm = self.state_norm.as_ref().ok_or_else(|| unavailable("the model has no grounding head".into()))?;
+        let n = env.num_envs();
+        let mut states = env.buffers().critic_obs.clone();
+        if states.len() != n * norm.dim() {
+            return Err(unavailable(format!(
+                "the task's critic observation has {} values per environment, the grounding head {}",
+                states.len() / n.max(1),
+                norm.dim()
+            )));
+        }
+        norm.normalize(&mut states);
+        Ok(Tensor::from_data(TensorData::new(states, [n, norm.dim()]), device))
     }
 
     /// Reads the actor of a checkpoint and checks it against the task's observation and action

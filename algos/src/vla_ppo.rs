@@ -38,7 +38,7 @@ use crate::ppo_flow::{
     stochastic_step_groups,
 };
 use crate::state_replay::FailedStateReplay;
-use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
+use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
     Adam, AdvantageEstimator, AlgoError, Checkpoint, EpisodeStats, FlowRlMethod, Learner, MetricRow, PpoFlowConfig,
     RewardSource, check_range,
@@ -324,7 +324,7 @@ impl Learner for VlaPpo {
         actions: &mut [f32],
         sampling: Option<&mut ChaCha8Rng>,
     ) -> Result<(), AlgoError> {
-        self.actor.act(&self.model.valid(), env, actions, sampling, &self.device.clone().inner())
+        self.actor.act(&self.model.valid(), env, actions, sampling, Grounding::Predicted, &self.device.clone().inner())
     }
 
     fn chunk_len(&self) -> usize {

@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::sft::{chunk_samples, fitted_actor, warmup_cosine};
-use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
-use crate::{ActionQueue, Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
+use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
+use crate::{ActionQueue, Adam, AlgoError, Checkpoint, Learner, MetricRow, Standardizer, check_range, evaluate};
 
 /// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
 /// decay 1e-10, grad clip 1.0, EMA 0.99); the learning rate suits a ~1M-parameter model.
@@ -108,6 +108,11 @@ pub struct VlaSftConfig {
     /// units: about the head's error on unseen scenes, so that the expert tolerates it.
     /// Default 0.3.
     pub grounding_input_noise: f32,
+    /// Diagnostic: evaluations (in training and `embodia eval` of the run) act with the
+    /// environment's true state, standardized as in training, as the grounding input instead
+    /// of the head's prediction ([`Grounding::TrueState`]): how well the action expert acts
+    /// when perception is perfect. Needs `model.grounding_to_expert`. Default false.
+    pub evaluate_with_true_grounding: bool,
     /// Demonstration episodes (the last ones) kept out of training: every iteration reports
     /// the EMA model's flow-matching and grounding losses on up to 256 of their samples
     /// (`val_loss`, `val_aux_loss` in the metrics), to tell fitting from generalizing to unseen
@@ -161,6 +166,7 @@ impl Default for VlaSftConfig {
             grounding_weight: 0.0,
             grounding_teacher_forcing: false,
             grounding_input_noise: 0.3,
+            evaluate_with_true_grounding: false,
             validation_episodes: 0,
             image_shift: 0,
             dagger_episodes: 0,
@@ -207,14 +213,20 @@ impl VlaSftConfig {
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
         check_range("grounding_weight", self.grounding_weight, self.grounding_weight >= 0.0, "≥ 0")?;
         check_range("grounding_input_noise", self.grounding_input_noise, self.grounding_input_noise >= 0.0, "≥ 0")?;
-        if self.grounding_teacher_forcing && !(self.model.grounding_to_expert && self.grounding_weight > 0.0) {
-            return Err(AlgoError::Config {
-                field: "grounding_teacher_forcing".into(),
-                value: "true".into(),
-                allowed: "false unless grounding_weight > 0 and model.grounding_to_expert = true (the expert \
-                          must read the grounding head)"
-                    .into(),
-            });
+        let expert_reads_grounding = self.model.grounding_to_expert && self.grounding_weight > 0.0;
+        for (field, on) in [
+            ("grounding_teacher_forcing", self.grounding_teacher_forcing),
+            ("evaluate_with_true_grounding", self.evaluate_with_true_grounding),
+        ] {
+            if on && !expert_reads_grounding {
+                return Err(AlgoError::Config {
+                    field: field.into(),
+                    value: "true".into(),
+                    allowed: "false unless grounding_weight > 0 and model.grounding_to_expert = true (the expert \
+                              must read the grounding head)"
+                        .into(),
+                });
+            }
         }
         let share = self.dagger_expert_share;
         check_range("dagger_expert_share", share, (0.0..=1.0).contains(&share), "0 ≤ dagger_expert_share ≤ 1")?;
@@ -313,7 +325,7 @@ impl VlaSft {
             ..FlowPolicyConfig::default()
         };
         let (chunk, _, _) = fitted_actor(&policy, config.relative_actions, config.min_std, env, &demos)?;
-        let actor = VlaActor { model: config.model.clone(), cameras: config.cameras.clone(), chunk };
+        let actor = VlaActor { model: config.model.clone(), cameras: config.cameras.clone(), chunk, state_norm: None };
         actor.camera_indices(env)?;
         let size = m.vision.image_size;
         let demo_cameras = config
@@ -381,7 +393,8 @@ impl VlaSft {
         self.actor.chunk.obs_norm.normalize(&mut proprio);
         self.actor.chunk.action_norm.normalize(&mut chunks);
         (self.sample_proprio, self.sample_chunks) = (proprio, chunks);
-        self.sample_states = standardized_states(&self.demos, self.actor.model.grounding_dim, self.config.min_std)?;
+        (self.actor.state_norm, self.sample_states) =
+            standardized_states(&self.demos, self.actor.model.grounding_dim, self.config.min_std)?;
         let tokenizer = self.model.tokenizer();
         self.episode_tokens.clear();
         self.sources.clear();
@@ -673,7 +686,9 @@ impl Learner for VlaSft {
         actions: &mut [f32],
         sampling: Option<&mut ChaCha8Rng>,
     ) -> Result<(), AlgoError> {
-        self.actor.act(&self.ema, env, actions, sampling, &self.device.clone().inner())
+        let grounding =
+            if self.config.evaluate_with_true_grounding { Grounding::TrueState } else { Grounding::Predicted };
+        self.actor.act(&self.ema, env, actions, sampling, grounding, &self.device.clone().inner())
     }
 
     fn chunk_len(&self) -> usize {
@@ -732,11 +747,16 @@ fn extend_shifted(out: &mut Vec<u8>, image: &[u8], size: usize, (dx, dy): (i32, 
 }
 
 /// Every step's environment state of every non-empty episode (the order of the samples),
-/// standardized per dimension (std floored at `min_std`), `[samples, dim]`; empty for `dim` 0.
-/// Errors name the first episode whose states do not cover its steps.
-fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Result<Vec<f32>, AlgoError> {
+/// standardized per dimension (std floored at `min_std`), `[samples, dim]`, and the
+/// standardization; `None` and empty for `dim` 0. Errors name the first episode whose states do
+/// not cover its steps.
+fn standardized_states(
+    demos: &Demonstrations,
+    dim: usize,
+    min_std: f32,
+) -> Result<(Option<Standardizer>, Vec<f32>), AlgoError> {
     if dim == 0 {
-        return Ok(Vec::new());
+        return Ok((None, Vec::new()));
     }
     if let Some((e, ep)) = demos.episodes.iter().enumerate().find(|(_, ep)| ep.states.len() != ep.len() * dim) {
         return Err(AlgoError::Config {
@@ -745,17 +765,10 @@ fn standardized_states(demos: &Demonstrations, dim: usize, min_std: f32) -> Resu
             allowed: format!("{dim} per step"),
         });
     }
-    let rows = || demos.episodes.iter().flat_map(|e| e.states.chunks_exact(dim));
-    let stats = embodia_sim::demonstrations::FeatureStats::from_rows(dim, rows());
-    let mut out = Vec::with_capacity(demos.num_steps() * dim);
-    for row in rows() {
-        out.extend(
-            row.iter()
-                .enumerate()
-                .map(|(j, &x)| ((f64::from(x) - stats.mean[j]) / stats.std[j].max(f64::from(min_std))) as f32),
-        );
-    }
-    Ok(out)
+    let mut states: Vec<f32> = demos.episodes.iter().flat_map(|e| e.states.iter().copied()).collect();
+    let norm = Standardizer::fit(&states, dim, min_std);
+    norm.normalize(&mut states);
+    Ok((Some(norm), states))
 }
 
 #[cfg(test)]
@@ -859,7 +872,8 @@ mod tests {
     }
 
     /// Under teacher forcing the action expert reads the samples' true states (the flow loss
-    /// moves when they change); without it, the head's prediction (it does not).
+    /// moves when they change); without it, the head's prediction (it does not). Acting can
+    /// read the environments' true state instead of the prediction.
     #[test]
     fn teacher_forcing_feeds_the_expert_the_true_state() {
         use embodia_sim::rapier::task::{ObsKind, ObsTerm};
@@ -876,7 +890,8 @@ mod tests {
             ..VlaSftConfig::default()
         };
         let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
-        let (m, gd) = (&sft.actor.model, sft.actor.model.grounding_dim);
+        let m = sft.actor.model.clone();
+        let gd = m.grounding_dim;
         assert_eq!(gd, 6);
         let indices = [0, 5, 10];
         let noise = vec![0.3f32; indices.len() * m.horizon * m.action_dim];
@@ -897,8 +912,22 @@ mod tests {
         assert_ne!(predicted_moved.1, predicted.1);
         sft.update().unwrap();
 
+        // Acting with the true state as the grounding input (the diagnostic) changes the actions
+        // of this untrained head.
+        let mut predicted = vec![0.0f32; 2 * m.chunk * m.action_dim];
+        let mut true_state = predicted.clone();
+        sft.act_env(&env, &mut predicted, None).unwrap();
+        sft.config.evaluate_with_true_grounding = true;
+        sft.act_env(&env, &mut true_state, None).unwrap();
+        assert_ne!(predicted, true_state);
+
         let plain = VlaSftConfig { model: tiny_model(), ..config };
-        let err = VlaSft::new(plain, &env, demos, Device::flex().autodiff(), 1).err().unwrap().to_string();
-        assert!(err.contains("grounding_teacher_forcing"), "{err}");
+        for field in ["grounding_teacher_forcing", "evaluate_with_true_grounding"] {
+            let mut bad = plain.clone();
+            bad.grounding_teacher_forcing = field == "grounding_teacher_forcing";
+            bad.evaluate_with_true_grounding = field == "evaluate_with_true_grounding";
+            let err = VlaSft::new(bad, &env, demos.clone(), Device::flex().autodiff(), 1).err().unwrap().to_string();
+            assert!(err.contains(field), "{err}");
+        }
     }
 }
