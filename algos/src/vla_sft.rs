@@ -714,7 +714,11 @@ impl Learner for VlaSft {
         if algo != "vla-sft" {
             return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `vla-sft`")));
         }
-        let actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
+        let mut actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
+        // Checkpoints written before the actor kept the state standardization.
+        if actor.state_norm.is_none() {
+            actor.state_norm.clone_from(&self.actor.state_norm);
+        }
         // The samples were standardized with statistics of the same demonstrations.
         if actor != self.actor {
             return Err(AlgoError::Checkpoint(
