@@ -1190,6 +1190,9 @@ fn eval(
         for r in &result.per_instruction {
             println!("  {:>3} of {:>3} successful  {}", r.successes, r.episodes, r.instruction);
         }
+        for (name, value) in learner.eval_diagnostics() {
+            println!("  {name}: {value:.4}");
+        }
     }
     Ok(())
 }

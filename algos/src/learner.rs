@@ -62,6 +62,13 @@ pub trait Learner {
     fn student(&self) -> Option<&crate::Distill> {
         None
     }
+
+    /// Statistics gathered while acting since the last call, as (name, value), then cleared:
+    /// what an evaluation reveals beyond success and return (the VLA's closed-loop grounding
+    /// error). Empty for learners without any.
+    fn eval_diagnostics(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
 }
 
 /// Feeds a learner's action chunks to an environment one step at a time: queries the learner

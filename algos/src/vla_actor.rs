@@ -124,6 +124,8 @@ impl VlaActor {
     /// ODE actions `[n, C, D]` of `model` (plain device) for what `env` observes now, into
     /// `out`, from `x_1 ~ N(0, I)` drawn with `sampling`, or from one fixed draw
     /// ([`ChunkActor::deterministic_noise`]) without it; the expert reads `grounding`.
+    /// Returns the grounding head's prediction, `[n, grounding_dim]` standardized, for a model
+    /// with a head.
     pub fn act(
         &self,
         model: &VlaModel,
@@ -132,7 +134,7 @@ impl VlaActor {
         sampling: Option<&mut ChaCha8Rng>,
         grounding: Grounding,
         device: &Device,
-    ) -> Result<(), AlgoError> {
+    ) -> Result<Option<Vec<f32>>, AlgoError> {
         let cameras = self.camera_indices(env)?;
         let mut input = VlaInput::default();
         self.observe(env, &cameras, &model.tokenizer(), &mut input)?;
@@ -150,17 +152,19 @@ impl VlaActor {
         let batch = model.prepare(&input, device).map_err(vla_error)?;
         let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
         let mut context = model.encode(&batch);
+        let predicted = context.grounding.clone().map(to_host).transpose()?;
         if grounding == Grounding::TrueState {
-            context.grounding = Some(self.true_grounding(env, device)?);
+            let states = self.true_grounding(env)?;
+            context.grounding = Some(Tensor::from_data(TensorData::new(states, [n, self.model.grounding_dim]), device));
         }
         let sample = model.sample(&context, noise, NoiseMethod::Ode, StochasticSteps::None);
         self.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, out);
-        Ok(())
+        Ok(predicted)
     }
 
     /// The environments' critic observation standardized with [`Self::state_norm`],
     /// `[n, grounding_dim]`.
-    fn true_grounding(&self, env: &dyn VecEnv, device: &Device) -> Result<Tensor<2>, AlgoError> {
+    pub fn true_grounding(&self, env: &dyn VecEnv) -> Result<Vec<f32>, AlgoError> {
         let unavailable = |why: String| AlgoError::Config {
             field: "algo.evaluate_with_true_grounding".into(),
             value: "true".into(),
@@ -177,7 +181,7 @@ impl VlaActor {
             )));
         }
         norm.normalize(&mut states);
-        Ok(Tensor::from_data(TensorData::new(states, [n, norm.dim()]), device))
+        Ok(states)
     }
 
     /// Reads the actor of a checkpoint and checks it against the task's observation and action

@@ -324,7 +324,15 @@ impl Learner for VlaPpo {
         actions: &mut [f32],
         sampling: Option<&mut ChaCha8Rng>,
     ) -> Result<(), AlgoError> {
-        self.actor.act(&self.model.valid(), env, actions, sampling, Grounding::Predicted, &self.device.clone().inner())
+        self.actor.act(
+            &self.model.valid(),
+            env,
+            actions,
+            sampling,
+            Grounding::Predicted,
+            &self.device.clone().inner(),
+        )?;
+        Ok(())
     }
 
     fn chunk_len(&self) -> usize {

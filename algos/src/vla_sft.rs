@@ -27,6 +27,8 @@
 //!
 //! The runner's step counter counts gradient steps, as for `sft`.
 
+use std::cell::RefCell;
+
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -271,6 +273,8 @@ pub struct VlaSft {
     sample_chunks: Vec<f32>,
     /// Standardized environment states, `[samples, grounding_dim]`; empty without grounding.
     sample_states: Vec<f32>,
+    /// The grounding head's closed-loop errors while acting ([`Learner::eval_diagnostics`]).
+    grounding_errors: RefCell<GroundingErrors>,
     /// Samples `0..train_samples` are trained on; the rest belong to validation episodes.
     train_samples: usize,
     /// The validation samples evaluated every iteration (offsets from `train_samples`), with
@@ -377,6 +381,7 @@ impl VlaSft {
             sample_proprio: Vec::new(),
             sample_chunks: Vec::new(),
             sample_states: Vec::new(),
+            grounding_errors: RefCell::default(),
             actor,
             device,
             config,
@@ -688,7 +693,30 @@ impl Learner for VlaSft {
     ) -> Result<(), AlgoError> {
         let grounding =
             if self.config.evaluate_with_true_grounding { Grounding::TrueState } else { Grounding::Predicted };
-        self.actor.act(&self.ema, env, actions, sampling, grounding, &self.device.clone().inner())
+        let predicted = self.actor.act(&self.ema, env, actions, sampling, grounding, &self.device.clone().inner())?;
+        // A task without the critic terms the head was trained on has nothing to compare with.
+        if let (Some(predicted), Ok(truth)) = (predicted, self.actor.true_grounding(env)) {
+            self.grounding_errors.borrow_mut().add(self.actor.model.grounding_dim, &predicted, &truth);
+        }
+        Ok(())
+    }
+
+    /// The grounding head's closed-loop error over the decisions since the last call:
+    /// `grounding_mse` (standardized, comparable with the `aux_loss` and `val_aux_loss`
+    /// columns) and `grounding_rmse[j]` per state feature in the task's units (metres for
+    /// positions).
+    fn eval_diagnostics(&self) -> Vec<(String, f64)> {
+        let errors = self.grounding_errors.take();
+        let Some(norm) = self.actor.state_norm.as_ref().filter(|_| errors.count > 0) else { return Vec::new() };
+        let mse: Vec<f64> = errors.sum_sq.iter().map(|s| s / errors.count as f64).collect();
+        let mut out = vec![("grounding_mse".to_string(), mse.iter().sum::<f64>() / mse.len() as f64)];
+        out.extend(
+            mse.iter()
+                .zip(&norm.std)
+                .enumerate()
+                .map(|(j, (m, &std))| (format!("grounding_rmse[{j}]"), m.sqrt() * f64::from(std))),
+        );
+        out
     }
 
     fn chunk_len(&self) -> usize {
@@ -733,6 +761,29 @@ impl Learner for VlaSft {
         self.steps = ckpt.get("steps")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
+    }
+}
+
+/// Squared errors of the grounding head's predictions against the true states (standardized),
+/// summed per feature over environments and decisions.
+#[derive(Debug, Default)]
+struct GroundingErrors {
+    /// `[grounding_dim]`.
+    sum_sq: Vec<f64>,
+    /// Environment decisions summed.
+    count: usize,
+}
+
+impl GroundingErrors {
+    /// Adds one decision of every environment: `predicted` and `truth` `[n, dim]`.
+    fn add(&mut self, dim: usize, predicted: &[f32], truth: &[f32]) {
+        self.sum_sq.resize(dim, 0.0);
+        for (p, t) in predicted.chunks_exact(dim).zip(truth.chunks_exact(dim)) {
+            for ((sum, &p), &t) in self.sum_sq.iter_mut().zip(p).zip(t) {
+                *sum += f64::from(p - t).powi(2);
+            }
+            self.count += 1;
+        }
     }
 }
 
@@ -924,6 +975,12 @@ mod tests {
         sft.config.evaluate_with_true_grounding = true;
         sft.act_env(&env, &mut true_state, None).unwrap();
         assert_ne!(predicted, true_state);
+        // Both decisions compared the head's prediction with the true state.
+        let diagnostics = sft.eval_diagnostics();
+        assert_eq!(diagnostics.len(), 1 + gd);
+        assert_eq!(diagnostics[0].0, "grounding_mse");
+        assert!(diagnostics.iter().all(|(_, v)| v.is_finite() && *v > 0.0), "{diagnostics:?}");
+        assert!(sft.eval_diagnostics().is_empty(), "cleared by the call");
 
         let plain = VlaSftConfig { model: tiny_model(), ..config };
         for field in ["grounding_teacher_forcing", "evaluate_with_true_grounding"] {
