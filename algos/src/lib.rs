@@ -50,7 +50,7 @@ pub use sac::{Sac, SacConfig, TargetEntropy};
 pub use sft::{ChunkModel, Sft, SftConfig};
 pub use vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor};
 pub use vla_ppo::VlaPpo;
-pub use vla_sft::{VlaSft, VlaSftConfig};
+pub use vla_sft::{DaggerLabels, VlaSft, VlaSftConfig};
 
 /// Errors of the learners.
 #[derive(Debug, thiserror::Error)]

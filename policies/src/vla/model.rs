@@ -341,11 +341,24 @@ impl VlaModel {
         noise: Tensor<3>,
         t: Tensor<2>,
     ) -> Tensor<1> {
+        self.flow_matching_sample_losses_at(context, actions, noise, t).mean()
+    }
+
+    /// Every sample's flow-matching loss (the mean over its horizon and action dimensions),
+    /// `[B]`, so that a caller can weight or mask samples. Arguments as
+    /// [`VlaModel::flow_matching_loss`].
+    pub fn flow_matching_sample_losses_at(
+        &self,
+        context: &VlaContext,
+        actions: Tensor<3>,
+        noise: Tensor<3>,
+        t: Tensor<2>,
+    ) -> Tensor<1> {
         let [b, h, d] = actions.dims();
         let t3 = t.clone().reshape([b, 1, 1]);
         let x_t = noise.clone() * t3.clone() + actions.clone() * t3.neg().add_scalar(1.0);
         let v = self.velocity(context, x_t, t);
-        (v - (noise - actions)).reshape([b, h * d]).square().mean()
+        (v - (noise - actions)).reshape([b, h * d]).square().mean_dim(1).reshape([b])
     }
 
     /// Draws action chunks with `method` (spec §1.3); `noise`: standard normal
