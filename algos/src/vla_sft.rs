@@ -428,8 +428,10 @@ impl VlaSft {
         self.actor.chunk.obs_norm.normalize(&mut proprio);
         self.actor.chunk.action_norm.normalize(&mut chunks);
         (self.sample_proprio, self.sample_chunks) = (proprio, chunks);
+        // Fitted once, to the demonstrations: DAgger episodes do not move the head's units.
+        let fitted = self.actor.state_norm.as_ref();
         (self.actor.state_norm, self.sample_states) =
-            standardized_states(&self.demos, self.actor.model.grounding_dim, self.config.min_std)?;
+            standardized_states(&self.demos, self.actor.model.grounding_dim, fitted, self.config.min_std)?;
         let tokenizer = self.model.tokenizer();
         self.episode_tokens.clear();
         self.sources.clear();
@@ -791,16 +793,22 @@ impl Learner for VlaSft {
             return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `vla-sft`")));
         }
         let mut actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
-        // Checkpoints written before the actor kept the state standardization.
-        if actor.state_norm.is_none() {
-            actor.state_norm.clone_from(&self.actor.state_norm);
-        }
+        // The grounding head predicts in its checkpoint's state units (checkpoints written
+        // before the actor kept them have none: this run's). Those of runs whose DAgger rounds
+        // refitted them (before 2026-12-03) differ from the demonstrations' own, so they are
+        // adopted rather than compared, and the samples restandardized.
+        let state_norm = actor.state_norm.take().or_else(|| self.actor.state_norm.clone());
+        actor.state_norm.clone_from(&self.actor.state_norm);
         // The samples were standardized with statistics of the same demonstrations.
         if actor != self.actor {
             return Err(AlgoError::Checkpoint(
                 "the checkpoint's model, cameras or normalization differ from this run's config and demonstrations"
                     .into(),
             ));
+        }
+        if state_norm != self.actor.state_norm {
+            self.actor.state_norm = state_norm;
+            self.index_samples()?;
         }
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         self.ema = load_params(self.ema.clone(), &ckpt.params("ema"))?;
@@ -856,6 +864,7 @@ fn extend_shifted(out: &mut Vec<u8>, image: &[u8], size: usize, (dx, dy): (i32, 
 fn standardized_states(
     demos: &Demonstrations,
     dim: usize,
+    fitted: Option<&Standardizer>,
     min_std: f32,
 ) -> Result<(Option<Standardizer>, Vec<f32>), AlgoError> {
     if dim == 0 {
@@ -869,7 +878,7 @@ fn standardized_states(
         });
     }
     let mut states: Vec<f32> = demos.episodes.iter().flat_map(|e| e.states.iter().copied()).collect();
-    let norm = Standardizer::fit(&states, dim, min_std);
+    let norm = fitted.cloned().unwrap_or_else(|| Standardizer::fit(&states, dim, min_std));
     norm.normalize(&mut states);
     Ok((Some(norm), states))
 }
@@ -994,9 +1003,10 @@ mod tests {
             ..VlaSftConfig::default()
         };
         let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
-        let demo_samples = sft.num_samples();
+        let (demo_samples, state_norm) = (sft.num_samples(), sft.actor.state_norm.clone());
         sft.dagger_round(&mut env).unwrap();
         assert!(sft.num_samples() > demo_samples);
+        assert_eq!(sft.actor.state_norm, state_norm, "the head's units stay the demonstrations'");
         let (demo, dagger) = (0, demo_samples);
         assert!(sft.has_action_label(demo) && !sft.has_action_label(dagger));
         assert!(sft.has_action_label(sft.train_samples), "validation samples are demonstrations");
@@ -1021,6 +1031,18 @@ mod tests {
         sft.config.dagger_labels = DaggerLabels::Actions;
         assert!(losses(&sft, &[dagger], &noise[hd..]).0 > 0.0);
         sft.update().unwrap();
+
+        // A checkpoint whose state units differ (DAgger rounds refitted them before 2026-12-03)
+        // restores with its own units, the samples restandardized in them.
+        let mut ckpt = sft.checkpoint().unwrap();
+        let mut actor: VlaActor = ckpt.get(VLA_ACTOR_KEY).unwrap();
+        actor.state_norm.as_mut().unwrap().mean[0] += 0.5;
+        ckpt.put(VLA_ACTOR_KEY, &actor).unwrap();
+        let mut restored = VlaSft::new(config.clone(), &env, demos, Device::flex().autodiff(), 1).unwrap();
+        let before = restored.sample_states.clone();
+        restored.restore(&ckpt).unwrap();
+        assert_eq!(restored.actor.state_norm, actor.state_norm);
+        assert_ne!(restored.sample_states, before);
 
         let bad = VlaSftConfig { grounding_weight: 0.0, ..config };
         assert!(bad.validate_fields().unwrap_err().to_string().contains("dagger_labels"));
