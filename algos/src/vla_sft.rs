@@ -263,9 +263,9 @@ pub enum DaggerLabels {
     /// loss) and, with a grounding head, their true states (grounding loss).
     Actions,
     /// The true states alone (grounding loss): the head learns to perceive where the model's
-    /// own mistakes take it, which demonstrations never show it (session 22 measured its error
-    /// at 0.19 on a working policy's paths and 6.1 on the model's own); the action expert
-    /// trains on demonstrations only. Needs `grounding_weight > 0`.
+    /// own mistakes take it, which demonstrations never show it (its closed-loop error fell
+    /// from 6.1 to 0.68 on lang-cubes-ee, README); the action expert trains on demonstrations
+    /// only. Needs `grounding_weight > 0`.
     Grounding,
 }
 
