@@ -579,7 +579,15 @@ pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunEr
     let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
     let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
     let env = make_env(&config, 1)?;
-    let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
+    let learner = match &config.algo {
+        // Without recording its demonstrations again: the checkpoint holds what acting needs.
+        AlgoConfig::VlaSft(c) => {
+            let mut learner = VlaSft::for_evaluation(c.clone(), env.as_ref(), &ckpt, default_device(), config.seed)?;
+            learner.restore(&ckpt)?;
+            Box::new(learner)
+        }
+        _ => restore_learner(&config, env.as_ref(), &ckpt)?,
+    };
     Ok((config, learner))
 }
 

@@ -980,6 +980,11 @@ pub(crate) struct GrpoEpisodes {
     pub advantages: Vec<f32>,
     /// (return, length, success) of each episode, in the order they ended.
     pub ended: Vec<(f32, u32, bool)>,
+    /// The reward (`config.reward`, scaled) summed over each row's chunk while its episode ran,
+    /// `[steps·n]`: what GAE over these episodes reads.
+    pub chunk_rewards: Vec<f32>,
+    /// 1 on the row whose chunk ended its environment's episode, else 0, `[steps·n]`.
+    pub chunk_dones: Vec<f32>,
     /// Environment steps taken.
     pub env_steps: u64,
     /// Time spent: stepping, sampling (`sample`), computing advantages.
@@ -991,6 +996,34 @@ impl GrpoEpisodes {
     /// the chunk steps (rows outside `used` are never read).
     pub fn row_advantages(&self) -> Vec<f32> {
         self.advantages.repeat(self.steps)
+    }
+
+    /// GAE(γ, λ) over the episodes' chunk steps with `values` (`[steps·n]`, V of each row's
+    /// observation): (advantages, returns), each `[steps·n]`, the advantages standardized over
+    /// the `used` rows. Every episode ran to its end, so nothing is bootstrapped past it: an
+    /// episode cut by the time limit counts as terminated (its final observation is gone once
+    /// the environment auto-resets; with a success reward, nothing more would have come).
+    pub fn gae(&self, values: &[f32], n: usize, gamma: f64, lambda: f64) -> (Vec<f32>, Vec<f32>) {
+        let rows = self.chunk_rewards.len();
+        let (mut advantages, mut returns) = (vec![0.0f32; rows], vec![0.0f32; rows]);
+        let last_values = vec![0.0f32; n];
+        compute_gae(
+            &self.chunk_rewards,
+            values,
+            &self.chunk_dones,
+            &last_values,
+            n,
+            gamma as f32,
+            lambda as f32,
+            &mut advantages,
+            &mut returns,
+        );
+        let mut used: Vec<f32> = self.used.iter().map(|&i| advantages[i]).collect();
+        standardize(&mut used);
+        for (&i, a) in self.used.iter().zip(used) {
+            advantages[i] = a;
+        }
+        (advantages, returns)
     }
 
     /// Adds the ended episodes to `stats`.
@@ -1051,11 +1084,15 @@ pub(crate) fn grpo_episodes(
     let mut success = vec![false; n];
     let mut running = vec![true; n];
     let (mut used, mut ended, mut env_steps, mut step) = (Vec::new(), Vec::new(), 0u64, 0);
+    let (mut chunk_rewards, mut chunk_dones) = (Vec::new(), Vec::new());
     while running.iter().any(|&r| r) {
         let start = Instant::now();
         sample(&*env, &mut env_actions)?;
         used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
         split.inference += start.elapsed().as_secs_f64();
+        let row = chunk_rewards.len();
+        chunk_rewards.resize(row + n, 0.0);
+        chunk_dones.resize(row + n, 0.0);
         for j in 0..c {
             chunk_column(&env_actions, j, c, ad, &mut step_actions);
             let start = Instant::now();
@@ -1069,8 +1106,10 @@ pub(crate) fn grpo_episodes(
                     continue;
                 }
                 returns[i] += reward * scale;
+                chunk_rewards[row + i] += reward * scale;
                 if b.done(i) {
                     running[i] = false;
+                    chunk_dones[row + i] = 1.0;
                     success[i] = b.success[i] > 0.0;
                     ended.push((b.episode_return[i], b.episode_length[i], success[i]));
                 }
@@ -1086,7 +1125,7 @@ pub(crate) fn grpo_episodes(
     let advantages = episode_advantages(&group_advantages, &used, n, config.equal_episode_weights);
     used.retain(|&idx| group_advantages[idx % n].is_some());
     split.update += start.elapsed().as_secs_f64();
-    Ok(GrpoEpisodes { steps: step, used, advantages, ended, env_steps, split })
+    Ok(GrpoEpisodes { steps: step, used, advantages, ended, chunk_rewards, chunk_dones, env_steps, split })
 }
 
 /// The advantage of every chunk step of each environment's episode, `[n]`: its group advantage
@@ -1378,6 +1417,37 @@ mod tests {
         assert!(adv[4..].iter().all(Option::is_none), "{adv:?}");
         let kept = group_advantages(&returns, 4, false);
         assert!(kept[4..].iter().all(|a| *a == Some(0.0)), "{kept:?}");
+    }
+
+    /// Two environments run to their episodes' ends: env 0 after two chunk steps (reward 1 on
+    /// the second), env 1 after three (no reward); env 0's third row belongs to its next episode.
+    #[test]
+    fn gae_over_whole_episodes_stops_at_each_end_and_standardizes_the_used_rows() {
+        let episodes = GrpoEpisodes {
+            steps: 3,
+            used: vec![0, 1, 2, 3, 5],
+            advantages: vec![0.0; 2],
+            ended: Vec::new(),
+            chunk_rewards: vec![0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+            chunk_dones: vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0],
+            env_steps: 0,
+            split: TimeSplit::default(),
+        };
+        let values = [0.5f32; 6];
+        let (advantages, returns) = episodes.gae(&values, 2, 0.9, 1.0);
+        // By hand, γ 0.9, λ 1: env 0: A₁ = 1 − 0.5 = 0.5, A₀ = (0.9·0.5 − 0.5) + 0.9·0.5 = 0.4;
+        // env 1: A₂ = −0.5, A₁ = (0.45 − 0.5) − 0.45 = −0.5, A₀ = −0.5. R = A + V.
+        let expected = [(0, 0.9), (2, 1.0), (1, 0.0), (3, 0.0), (5, 0.0)];
+        for (row, ret) in expected {
+            assert!((returns[row] - ret).abs() < 1e-6, "row {row}: {} vs {ret}", returns[row]);
+        }
+        let raw = [0.4f64, 0.5, -0.5, -0.5, -0.5];
+        let mean = raw.iter().sum::<f64>() / 5.0;
+        let std = (raw.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / 5.0).sqrt();
+        for (&row, a) in [0usize, 2, 1, 3, 5].iter().zip(raw) {
+            let standardized = (a - mean) / (std + 1e-5);
+            assert!((f64::from(advantages[row]) - standardized).abs() < 1e-5, "row {row}");
+        }
     }
 
     #[test]

@@ -1,25 +1,35 @@
 //! πRL's PPO for the VLA (RLinf's recipe for π0 / π0.5): Flow-SDE or Flow-Noise sampling with
-//! GRPO advantages, from a `vla-sft` checkpoint, on every instruction of a language-conditioned
-//! task at once (multi-task RL in parallel environments). The second half of πRL's recipe.
+//! GRPO or GAE advantages, from a `vla-sft` checkpoint, on every instruction of a
+//! language-conditioned task at once (multi-task RL in parallel environments). The second half
+//! of πRL's recipe.
 //!
-//! Per iteration, as [`PpoFlow`](crate::PpoFlow) with `advantage = grpo`:
-//! 1. reset the environments so that groups of `group_size` share an initial state (the same
-//!    instruction, the same objects: the group baseline compares like with like);
+//! Per iteration (RLinf's LIBERO mode: no auto-reset within an iteration, the loss masked after
+//! each episode's end):
+//! 1. reset the environments; with `advantage = grpo`, groups of `group_size` share an initial
+//!    state (the same instruction, the same objects: the group baseline compares like with like);
 //! 2. run every environment's episode to its end, one chunk step at a time: render, observe
 //!    (images, instruction, proprioception), encode the prefix once, sample a chunk with the
 //!    rollout policy (Flow-SDE: one stochastic denoising step `k*` shared by the batch;
-//!    Flow-Noise: all steps with the learned std), store the observation, the chain, `k*` and
-//!    the old log-probs `[C·D]`, execute the chunk;
-//! 3. give each episode's chunk steps the group-normalized return as advantage (weighted so
-//!    that every episode counts equally with `equal_episode_weights`); groups whose returns
-//!    are all equal are left out (`filter_uniform_groups`);
-//! 4. `update_epochs` passes over shuffled mini-batches: recompute log-probs and entropies from
-//!    the stored chains (re-encoding the stored observations with the present weights), clipped
-//!    surrogate, entropy bonus, one backward pass, one AdamW step on the whole model.
+//!    Flow-Noise: all steps with the learned std), store the observation, the chain, `k*`, the
+//!    old log-probs `[C·D]` and the value head's value, execute the chunk;
+//! 3. advantages:
+//!    - `grpo`: each episode's chunk steps get the group-normalized return (weighted so that every
+//!      episode counts equally with `equal_episode_weights`); groups whose returns are all
+//!      equal are left out (`filter_uniform_groups`);
+//!    - `gae`: GAE(γ, λ) over each episode's chunk steps with the model's value head (spec
+//!      §1.4: on the prefix pooled over its valid tokens, π0.5's `value_after_vlm`, or on the
+//!      expert's features, per the model's `value_input`), standardized over the episodes'
+//!      steps; an episode cut by the time limit counts as terminated (its final images are
+//!      gone after the auto-reset; RLinf bootstraps it);
+//! 4. `update_epochs` passes over shuffled mini-batches: recompute log-probs, entropies and (GAE)
+//!    values from the stored chains (re-encoding the stored observations with the present
+//!    weights), clipped surrogate, clipped Huber value loss, entropy bonus, one backward pass,
+//!    one AdamW step on the value head at `value_lr` and one on the rest at `policy_lr` (0
+//!    during `critic_warmup_iterations`).
 //!
-//! The hyperparameters are [`PpoFlowConfig`]'s (the critic's are unused: GRPO has none). Not
-//! implemented for the VLA: GAE with the value head (`advantage = gae`) and one-step students
-//! alongside (`distill_during_rl`); each is refused with an error naming the field.
+//! The hyperparameters are [`PpoFlowConfig`]'s; `critic` and `critic_hidden` are unused (the
+//! VLA's critic is its value head). Not implemented for the VLA: one-step students alongside
+//! (`distill_during_rl`), refused with an error naming the field.
 
 use std::time::Instant;
 
@@ -56,19 +66,26 @@ struct VlaRollout {
     stochastic_step: Vec<usize>,
     /// Old log-probs, `[rows, C·D]`.
     log_probs: Vec<f32>,
+    /// The value head's values at rollout time, `[rows]` (GAE).
+    values: Vec<f32>,
     /// Advantages, `[rows]`.
     advantages: Vec<f32>,
+    /// Value targets, `[rows]` (GAE).
+    returns: Vec<f32>,
     /// Rows that enter the update.
     used: Vec<usize>,
 }
 
-/// PPO with GRPO advantages for a VLA started from a `vla-sft` checkpoint.
+/// PPO with GRPO or GAE advantages for a VLA started from a `vla-sft` checkpoint.
 pub struct VlaPpo {
     config: PpoFlowConfig,
     device: Device,
     actor: VlaActor,
     model: VlaModel,
+    /// Every parameter but the value head's.
     optim: Adam,
+    /// The value head's parameters (GAE).
+    value_optim: Adam,
     rng: ChaCha8Rng,
     env_steps: u64,
     iterations: u64,
@@ -94,8 +111,6 @@ impl VlaPpo {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
-        let unsupported = "not implemented for the VLA (GRPO only: set advantage = \"grpo\")";
-        check_range("advantage", "gae", config.advantage == AdvantageEstimator::Grpo, unsupported)?;
         check_range(
             "distill_during_rl",
             "set",
@@ -114,8 +129,10 @@ impl VlaPpo {
         let actor = VlaActor::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
         actor.camera_indices(env)?;
         let model = load_params(actor.model.init(&device).map_err(vla_error)?, &init.params("ema"))?;
+        let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
-            optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
+            optim: optim(),
+            value_optim: optim(),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x71A_F10F),
             env_steps: 0,
             iterations: 0,
@@ -172,10 +189,13 @@ impl VlaPpo {
         r.chains.extend(to_host(sample.chains)?);
         r.stochastic_step.push(k_star);
         r.log_probs.extend(to_host(sample.log_prob)?);
+        if self.config.advantage == AdvantageEstimator::Gae {
+            r.values.extend(to_host(sample.value)?);
+        }
         Ok(())
     }
 
-    /// GRPO collection (module docs, steps 1–3).
+    /// Collection (module docs, steps 1–3).
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
         let n = env.num_envs();
         let layout = (self.actor.model.chunk, self.actor.model.action_dim);
@@ -183,7 +203,12 @@ impl VlaPpo {
         let model = self.model.valid();
         self.rollout = VlaRollout::default();
         let seed = self.rng.random();
-        let settings = self.config.grpo_settings();
+        let gae = self.config.advantage == AdvantageEstimator::Gae;
+        let mut settings = self.config.grpo_settings();
+        if gae {
+            // Independent initial states; every episode's steps enter the update.
+            (settings.group_size, settings.filter_uniform_groups) = (1, false);
+        }
         // Taken out while the sampling closure borrows the learner.
         let mut replay = std::mem::take(&mut self.failed_states);
         let episodes = grpo_episodes(env, &settings, &mut replay, seed, layout, |env, actions| {
@@ -193,10 +218,16 @@ impl VlaPpo {
         let episodes = episodes?;
         episodes.push_ended(&mut self.episodes);
         self.env_steps += episodes.env_steps;
-        let r = &mut self.rollout;
-        r.advantages = episodes.row_advantages();
-        r.used = episodes.used;
         self.last_split = episodes.split;
+        let r = &mut self.rollout;
+        if gae {
+            let start = Instant::now();
+            (r.advantages, r.returns) = episodes.gae(&r.values, n, self.config.gamma, self.config.lambda);
+            self.last_split.update += start.elapsed().as_secs_f64();
+        } else {
+            r.advantages = episodes.row_advantages();
+        }
+        r.used = episodes.used;
         debug_assert_eq!(r.advantages.len(), episodes.steps * n);
         Ok(())
     }
@@ -217,15 +248,16 @@ impl VlaPpo {
         input
     }
 
-    /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer step unless
-    /// the KL guard refuses it. Returns (policy loss, value loss (0), entropy, approx KL) and
-    /// whether it stepped.
+    /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer steps unless
+    /// the KL guard refuses it. Returns (policy loss, value loss (0 under GRPO), entropy, approx
+    /// KL) and whether it stepped.
     fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 4], bool), AlgoError> {
         let m = &self.actor.model;
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
         let layout = (m.chunk, m.action_dim);
         let d = self.device.clone();
         let method = self.config.noise_method(self.iterations);
+        let gae = self.config.advantage == AdvantageEstimator::Gae;
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.method);
         let mut total: Option<Tensor<1>> = None;
@@ -237,7 +269,10 @@ impl VlaPpo {
             let old_lp: Vec<f32> =
                 members.iter().flat_map(|&i| r.log_probs[i * cd..(i + 1) * cd].iter().copied()).collect();
             let adv: Vec<f32> = members.iter().map(|&i| r.advantages[i]).collect();
-            let zeros = vec![0.0f32; rows];
+            let (old_v, ret): (Vec<f32>, Vec<f32>) = match gae {
+                true => members.iter().map(|&i| (r.values[i], r.returns[i])).unzip(),
+                false => (vec![0.0; rows], vec![0.0; rows]),
+            };
             let batch = self.model.prepare(&self.gather_obs(members), &d).map_err(vla_error)?;
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, rows, hd]), &d);
             let eval = self.model.evaluate_chain(
@@ -245,7 +280,7 @@ impl VlaPpo {
                 chains,
                 method,
                 self.config.method.stochastic_steps(g),
-                false,
+                gae,
             );
             let group = GroupBatch {
                 log_prob: eval.log_prob,
@@ -253,8 +288,8 @@ impl VlaPpo {
                 value: eval.value,
                 old_lp: &old_lp,
                 adv: &adv,
-                old_v: &zeros,
-                ret: &zeros,
+                old_v: &old_v,
+                ret: &ret,
             };
             let (loss, group_stats) = ppo_group_loss(&self.config, group, layout, b, &d)?;
             for (s, g) in stats.iter_mut().zip(group_stats) {
@@ -270,11 +305,20 @@ impl VlaPpo {
         if self.config.kl_stops_update(stats[3]) {
             return Ok((stats, false));
         }
-        let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        let mut grads = loss.backward();
+        let value_grads = GradientsParams::from_module(&mut grads, self.model.value_head());
+        let grads = GradientsParams::from_grads(grads, &self.model);
         let clip = Some(self.config.max_grad_norm);
-        let (model, norm) = self.optim.step(self.policy_lr, self.model.clone(), &grads, clip);
+        let warming_up = gae && self.iterations < self.config.critic_warmup_iterations;
+        let policy_lr = if warming_up { 0.0 } else { self.policy_lr };
+        let (model, norm) = self.optim.step(policy_lr, self.model.clone(), &grads, clip);
         check_finite("VLA PPO gradients", norm.unwrap_or(0.0), self.env_steps)?;
         self.model = model;
+        if gae {
+            let (model, norm) = self.value_optim.step(self.config.value_lr, self.model.clone(), &value_grads, clip);
+            check_finite("VLA PPO value gradients", norm.unwrap_or(0.0), self.env_steps)?;
+            self.model = model;
+        }
         Ok((stats, true))
     }
 
@@ -302,12 +346,13 @@ impl Learner for VlaPpo {
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
         self.collect(env)?;
         let start = Instant::now();
-        let [policy_loss, _, entropy, kl] = self.update(env.num_envs())?;
+        let [policy_loss, value_loss, entropy, kl] = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
         self.episodes.drain_into(&mut row, env.info().has_success);
         row.policy_loss = Some(policy_loss);
+        row.value_loss = (self.config.advantage == AdvantageEstimator::Gae).then_some(value_loss);
         row.entropy = Some(entropy);
         row.kl = Some(kl);
         row.learning_rate = Some(self.policy_lr);
@@ -345,6 +390,9 @@ impl Learner for VlaPpo {
         let (steps, state) = self.optim.state();
         ckpt.insert_params("optim.model", state);
         ckpt.put("optim_model_steps", &steps)?;
+        let (steps, state) = self.value_optim.state();
+        ckpt.insert_params("optim.value", state);
+        ckpt.put("optim_value_steps", &steps)?;
         ckpt.put("algo", &self.name())?;
         ckpt.put(VLA_ACTOR_KEY, &self.actor)?;
         ckpt.put("env_steps", &self.env_steps)?;
@@ -363,6 +411,10 @@ impl Learner for VlaPpo {
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         let plain = self.device.clone().inner();
         self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        // Runs written before GAE (GRPO only) have no value optimizer state.
+        if let Ok(steps) = ckpt.get("optim_value_steps") {
+            self.value_optim.load_state(steps, &ckpt.params("optim.value"), &self.model, &plain)?;
+        }
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;
         self.policy_lr = ckpt.get("policy_lr").unwrap_or(self.config.policy_lr);

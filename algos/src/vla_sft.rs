@@ -385,16 +385,61 @@ impl VlaSft {
             })
             .collect::<Result<Vec<_>, _>>()?;
         config.model.validate().map_err(|e| vla_error(e.into()))?;
-        let model = seeded_init(&device, seed, || config.model.init(&device).expect("validated layout"));
+        let mut sft = Self::assemble(config, actor, demos, demo_cameras, device, seed);
+        sft.index_samples()?;
+        Ok(sft)
+    }
+
+    /// A learner that acts with the EMA model, normalization and cameras of the `vla-sft`
+    /// checkpoint `ckpt` (restore it next), without demonstrations: what evaluation needs,
+    /// since recording them again would only rebuild statistics the checkpoint holds. It
+    /// cannot train: [`Self::update`] refuses. `config` is the run's; the model layout is the
+    /// checkpoint's.
+    pub fn for_evaluation(
+        mut config: VlaSftConfig,
+        env: &dyn VecEnv,
+        ckpt: &Checkpoint,
+        device: Device,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
+        let actor = VlaActor::from_checkpoint(ckpt, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
+        actor.camera_indices(env)?;
+        config.model = actor.model.clone();
+        config.model.validate().map_err(|e| vla_error(e.into()))?;
+        config.validation_episodes = 0;
+        let demos = Demonstrations {
+            task: env.info().name.to_string(),
+            fps: 0.0,
+            obs_dim: actor.model.proprio_dim,
+            action_dim: actor.model.action_dim,
+            episodes: Vec::new(),
+            cameras: Vec::new(),
+            state_dim: actor.model.grounding_dim,
+        };
+        Ok(Self::assemble(config, actor, demos, Vec::new(), device, seed))
+    }
+
+    /// The learner around `actor` with a freshly initialized model (`config.model`, validated)
+    /// and nothing indexed yet; `demo_cameras` are the demonstration cameras of the views.
+    fn assemble(
+        config: VlaSftConfig,
+        actor: VlaActor,
+        demos: Demonstrations,
+        demo_cameras: Vec<usize>,
+        device: Device,
+        seed: u64,
+    ) -> Self {
+        let m = &config.model;
+        let model = seeded_init(&device, seed, || m.init(&device).expect("validated layout"));
         let held =
             demos.episodes[demos.episodes.len() - config.validation_episodes..].iter().map(|e| e.len()).sum::<usize>();
         let picked: Vec<usize> = (0..held.min(256)).map(|k| k * held / held.min(256)).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7A1_1DA7E);
-        let mut noise = vec![0.0f32; picked.len() * m.horizon * ad];
+        let mut noise = vec![0.0f32; picked.len() * m.horizon * m.action_dim];
         fill_normal(&mut rng, &mut noise);
         let t = picked.iter().map(|_| sample_flow_time(rng.random::<f32>())).collect();
-        let mut sft = Self {
-            demo_episodes: episodes - config.validation_episodes,
+        Self {
+            demo_episodes: demos.episodes.len() - config.validation_episodes,
             train_samples: 0,
             validation: (picked, noise, t),
             dagger_seed: seed.wrapping_add(0xDA66_E5),
@@ -415,9 +460,7 @@ impl VlaSft {
             actor,
             device,
             config,
-        };
-        sft.index_samples()?;
-        Ok(sft)
+        }
     }
 
     /// Rebuilds the samples of every step of every demonstration episode (module docs):
@@ -643,6 +686,13 @@ impl VlaSft {
         let m = &self.actor.model;
         let (hd, bs) = (m.horizon * m.action_dim, self.config.batch_size);
         let n = self.num_samples();
+        if n == 0 {
+            return Err(AlgoError::Config {
+                field: "demonstrations".into(),
+                value: "none".into(),
+                allowed: "training samples (a learner built for evaluation cannot train)".into(),
+            });
+        }
         let indices: Vec<usize> = (0..bs).map(|_| self.rng.random_range(0..n)).collect();
         let mut noise = vec![0.0f32; bs * hd];
         fill_normal(&mut self.rng, &mut noise);
@@ -985,6 +1035,41 @@ mod tests {
 
     /// Under `dagger_labels = "grounding"` the DAgger episodes' samples train the grounding
     /// head only: the flow loss of a mixed batch is that of its demonstration samples alone.
+    #[test]
+    fn a_learner_for_evaluation_acts_as_the_trained_one_without_demonstrations() {
+        use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+        let mut task = embodia_sim::task_config("lang-cubes-ee").unwrap();
+        task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos)]);
+        let (mut env, demos) = lang_cubes_ee(task);
+        let config = VlaSftConfig {
+            model: tiny_model(),
+            num_envs: 2,
+            batch_size: 4,
+            grounding_weight: 1.0,
+            ..VlaSftConfig::default()
+        };
+        let mut sft = VlaSft::new(config.clone(), &env, demos, Device::flex().autodiff(), 1).unwrap();
+        for _ in 0..3 {
+            sft.update().unwrap();
+        }
+        let ckpt = sft.checkpoint().unwrap();
+        // Another seed: everything it acts with must come from the checkpoint.
+        let mut eval = VlaSft::for_evaluation(config, &env, &ckpt, Device::flex().autodiff(), 9).unwrap();
+        eval.restore(&ckpt).unwrap();
+        env.reset(5);
+        let act = |learner: &VlaSft| {
+            let mut actions = vec![0.0f32; 2 * 4 * learner.actor.model.action_dim];
+            learner.act_env(&env, &mut actions, None).unwrap();
+            actions
+        };
+        assert_eq!(act(&eval), act(&sft));
+        let (diagnostics, trained) = (eval.eval_diagnostics(), sft.eval_diagnostics());
+        assert!(diagnostics.iter().any(|(name, _)| name == "grounding_mse"), "{diagnostics:?}");
+        assert_eq!(diagnostics, trained, "the same grounding errors, in the same state units");
+        let err = eval.update().unwrap_err();
+        assert!(err.to_string().contains("evaluation"), "{err}");
+    }
+
     #[test]
     fn grounding_dagger_episodes_train_the_head_alone() {
         use embodia_sim::rapier::task::{ObsKind, ObsTerm};

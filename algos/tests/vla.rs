@@ -4,7 +4,7 @@
 //! every variant.)
 
 use burn::tensor::Device;
-use embodia_algos::{Learner, PpoFlowConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate};
+use embodia_algos::{AdvantageEstimator, Learner, PpoFlowConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate};
 use embodia_policies::vla::{TextConfig, VisionConfig, VlaConfig};
 use embodia_sim::TaskConfig;
 use embodia_sim::VecEnv;
@@ -99,7 +99,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     let config = PpoFlowConfig {
         num_envs: 8,
         group_size: 4,
-        advantage: embodia_algos::AdvantageEstimator::Grpo,
+        advantage: AdvantageEstimator::Grpo,
         reward: embodia_algos::RewardSource::Success,
         filter_uniform_groups: false,
         mini_batches: 4,
@@ -145,9 +145,40 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     };
     let moved = act(&rl);
     assert_ne!(moved, act(&sft), "the policy must move");
-    let mut restored = VlaPpo::new(config, &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+    let mut restored = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
     restored.restore(&rl.checkpoint().unwrap()).unwrap();
     assert_eq!(act(&restored), moved, "a restored learner acts as the saved one");
+
+    // GAE with the model's value head (πRL's PPO): during the critic warm-up only the value
+    // head learns, so the policy acts as the SFT one; a restored learner (value optimizer
+    // included) continues exactly. (Each continues on a fresh environment: a rapier world's
+    // contact state after a reset depends in its last bits on the world's history.)
+    let config = PpoFlowConfig {
+        num_envs: 8,
+        advantage: AdvantageEstimator::Gae,
+        value_lr: 1e-3,
+        critic_warmup_iterations: 10,
+        ..config
+    };
+    let mut train_env = env(&task, config.num_envs);
+    let mut gae = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 5).unwrap();
+    let row = gae.iterate(&mut train_env).unwrap();
+    let (value_loss, kl) = (row.value_loss.expect("a value loss under GAE"), row.kl.unwrap());
+    eprintln!("VLA PPO with GAE, critic warm-up: value loss {value_loss:.4}, approx KL {kl:e}");
+    assert!(value_loss.is_finite() && value_loss > 0.0, "value loss {value_loss}");
+    assert!(kl.abs() < 1e-5, "approx KL {kl} while only the value head learns");
+    assert_eq!(act(&gae), act(&sft), "the warm-up moved the policy");
+    let value_head = |params: embodia_policies::NamedParams| -> Vec<f32> {
+        params.into_iter().filter(|(name, _)| name.starts_with("value_head")).flat_map(|(_, (_, v))| v).collect()
+    };
+    let trained = value_head(gae.checkpoint().unwrap().params("model"));
+    assert!(!trained.is_empty());
+    assert_ne!(trained, value_head(init.params("ema")), "the value head learns");
+    let mut restored = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 5).unwrap();
+    restored.restore(&gae.checkpoint().unwrap()).unwrap();
+    let (mut env_a, mut env_b) = (env(&task, config.num_envs), env(&task, config.num_envs));
+    let (next, again) = (gae.iterate(&mut env_a).unwrap(), restored.iterate(&mut env_b).unwrap());
+    assert_eq!(next.value_loss, again.value_loss);
 }
 
 #[test]
