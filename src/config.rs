@@ -34,9 +34,9 @@ pub const ALGORITHMS: [(&str, &str); 10] = [
     ),
     (
         "vla-ppo-flow-sde",
-        "πRL Flow-SDE with GRPO advantages on the VLA, every instruction at once (--init runs/<vla-sft-run>)",
+        "πRL Flow-SDE on the VLA (GRPO, or GAE with its value head), every instruction at once (--init runs/<vla-sft-run>)",
     ),
-    ("vla-ppo-flow-noise", "πRL Flow-Noise with GRPO advantages on the VLA (--init runs/<vla-sft-run>)"),
+    ("vla-ppo-flow-noise", "πRL Flow-Noise on the VLA (GRPO, or GAE with its value head) (--init runs/<vla-sft-run>)"),
 ];
 
 /// Algorithms whose step budget counts gradient steps, not environment steps.
@@ -83,7 +83,7 @@ pub enum AlgoConfig {
     Dppo(DppoConfig),
     /// Behaviour cloning of the VLA.
     VlaSft(VlaSftConfig),
-    /// PPO with GRPO advantages on the VLA (`vla-ppo-flow-sde`, `vla-ppo-flow-noise`).
+    /// PPO with GRPO or GAE advantages on the VLA (`vla-ppo-flow-sde`, `vla-ppo-flow-noise`).
     VlaPpo(PpoFlowConfig),
 }
 
