@@ -1033,14 +1033,12 @@ mod tests {
         assert!(bad.validate_fields().unwrap_err().to_string().contains("algo.dagger_expert_share"));
     }
 
-    /// Under `dagger_labels = "grounding"` the DAgger episodes' samples train the grounding
-    /// head only: the flow loss of a mixed batch is that of its demonstration samples alone.
-    #[test]
-    fn a_learner_for_evaluation_acts_as_the_trained_one_without_demonstrations() {
-        use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+    /// [`lang_cubes_ee`] with `critic` as the environment state, and a tiny model with a
+    /// grounding head that predicts it.
+    fn with_grounding(critic: Vec<embodia_sim::rapier::task::ObsKind>) -> (CameraEnv, Demonstrations, VlaSftConfig) {
         let mut task = embodia_sim::task_config("lang-cubes-ee").unwrap();
-        task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos)]);
-        let (mut env, demos) = lang_cubes_ee(task);
+        task.observations.critic = Some(critic.into_iter().map(embodia_sim::rapier::task::ObsTerm::of).collect());
+        let (env, demos) = lang_cubes_ee(task);
         let config = VlaSftConfig {
             model: tiny_model(),
             num_envs: 2,
@@ -1048,6 +1046,13 @@ mod tests {
             grounding_weight: 1.0,
             ..VlaSftConfig::default()
         };
+        (env, demos, config)
+    }
+
+    #[test]
+    fn a_learner_for_evaluation_acts_as_the_trained_one_without_demonstrations() {
+        use embodia_sim::rapier::task::ObsKind;
+        let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos]);
         let mut sft = VlaSft::new(config.clone(), &env, demos, Device::flex().autodiff(), 1).unwrap();
         for _ in 0..3 {
             sft.update().unwrap();
@@ -1070,22 +1075,18 @@ mod tests {
         assert!(err.to_string().contains("evaluation"), "{err}");
     }
 
+    /// Under `dagger_labels = "grounding"` the DAgger episodes' samples train the grounding
+    /// head only: the flow loss of a mixed batch is that of its demonstration samples alone.
     #[test]
     fn grounding_dagger_episodes_train_the_head_alone() {
-        use embodia_sim::rapier::task::{ObsKind, ObsTerm};
-        let mut task = embodia_sim::task_config("lang-cubes-ee").unwrap();
-        task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::TargetPos)]);
-        let (mut env, demos) = lang_cubes_ee(task);
+        use embodia_sim::rapier::task::ObsKind;
+        let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos, ObsKind::TargetPos]);
         let config = VlaSftConfig {
-            model: tiny_model(),
-            num_envs: 2,
-            batch_size: 4,
-            grounding_weight: 1.0,
             validation_episodes: 1,
             dagger_episodes: 2,
             dagger_expert_share: 0.0,
             dagger_labels: DaggerLabels::Grounding,
-            ..VlaSftConfig::default()
+            ..config
         };
         let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
         let (demo_samples, state_norm) = (sft.num_samples(), sft.actor.state_norm.clone());
