@@ -23,6 +23,7 @@ pub mod render;
 pub mod run;
 pub mod viz;
 pub mod vla_bench;
+pub mod vla_model_bench;
 
 pub use embodia_algos as algos;
 pub use embodia_dataset as dataset;

@@ -475,8 +475,6 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Images per second of the CPU camera renderer: every camera (colour and depth) of every
-    /// environment of a batch of a rapier task, physics stepped (untimed) between renders.
     /// πRL's recipe on a language-conditioned family: SFT of the VLA on scripted demonstrations
     /// with camera images (success S0), then GRPO on every training variant for a wall-time
     /// budget (S1); success on training and held-out variants, RL time split.
@@ -512,6 +510,28 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Cost of the VLA on the selected device (--device): forward latency of the prefix and of a
+    /// whole action chunk, and of one SFT gradient step, per preset and batch size.
+    VlaModel {
+        /// Presets, comma-separated: tiny (1.2M parameters), small (10.8M), base (105M).
+        #[arg(long, value_delimiter = ',', default_value = "tiny,small")]
+        presets: Vec<String>,
+        /// Batch sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,64")]
+        batches: Vec<usize>,
+        /// Camera views per sample (1 or 2).
+        #[arg(long, default_value_t = 1)]
+        views: usize,
+        /// Timed calls per figure, after two warm-up calls.
+        #[arg(long, default_value_t = 7)]
+        reps: usize,
+        /// Also time SFT gradient steps (flow-matching loss, backward, Adam).
+        #[arg(long)]
+        train: bool,
+        /// Also print one JSON object with all results.
+        #[arg(long)]
+        json: bool,
+    },
     /// A language-conditioned family: the scripted expert's success per variant (episodes end
     /// on success), then env-steps/s under random actions without a camera, with the front
     /// camera, and with front + wrist cameras.
@@ -535,6 +555,8 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Images per second of the CPU camera renderer: every camera (colour and depth) of every
+    /// environment of a batch of a rapier task, physics stepped (untimed) between renders.
     Render {
         /// Rapier task.
         #[arg(long, default_value = "pick-cube")]
@@ -911,6 +933,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 out,
             };
             bench_vla(&spec, json)
+        }
+        Command::Bench { bench: BenchCommand::VlaModel { presets, batches, views, reps, train, json } } => {
+            bench_vla_model(&embodia::vla_model_bench::VlaModelBenchSpec { presets, batches, views, reps, train }, json)
         }
         Command::Bench { bench: BenchCommand::Lang { task, episodes, envs, res, steps, json } } => {
             bench_lang(&task, episodes, envs, res, steps, json)
@@ -1394,6 +1419,51 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
                 String::new()
             }
         );
+    }
+    Ok(())
+}
+
+fn bench_vla_model(spec: &embodia::vla_model_bench::VlaModelBenchSpec, json: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(!spec.batches.contains(&0), "invalid value for `--batches`: 0 (allowed: ≥ 1)");
+    let timings = embodia::vla_model_bench::vla_model_bench(spec, &embodia::run::plain_device())?;
+    println!(
+        "bench vla-model: {} view(s), 7-D proprio and actions, median (min) of {} calls after 2 warm-ups, ms",
+        spec.views, spec.reps
+    );
+    println!(
+        "{:<6} {:>10} {:>6} {:>6} {:>18} {:>22} {:>10} {:>20} {:>12}",
+        "preset",
+        "params",
+        "image",
+        "batch",
+        "prefix ms",
+        "chunk ms (prefix+K)",
+        "chunks/s",
+        "SFT step ms",
+        "samples/s"
+    );
+    for t in &timings {
+        let (step, samples) = match t.train_step_ms {
+            Some((median, min)) => {
+                (format!("{median:.2} ({min:.2})"), format!("{:.0}", t.batch as f64 / (median / 1e3)))
+            }
+            None => ("-".into(), "-".into()),
+        };
+        println!(
+            "{:<6} {:>10} {:>6} {:>6} {:>18} {:>22} {:>10.1} {:>20} {:>12}",
+            t.preset,
+            t.parameters,
+            t.image_size,
+            t.batch,
+            format!("{:.2} ({:.2})", t.prefix_ms.0, t.prefix_ms.1),
+            format!("{:.2} ({:.2})", t.chunk_ms.0, t.chunk_ms.1),
+            t.batch as f64 / (t.chunk_ms.0 / 1e3),
+            step,
+            samples
+        );
+    }
+    if json {
+        println!("{}", serde_json::to_string(&timings)?);
     }
     Ok(())
 }

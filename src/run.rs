@@ -97,13 +97,30 @@ pub fn named_device(name: &str) -> Result<Device, RunError> {
     match name {
         "cpu" => Ok(Device::flex()),
         #[cfg(feature = "gpu")]
-        "gpu" => Ok(Device::vulkan(Default::default())),
+        "gpu" => usable_gpu(Device::vulkan(Default::default())),
         #[cfg(not(feature = "gpu"))]
         "gpu" => Err(RunError::Device(
             "this embodia was built without the `gpu` feature; rebuild with `cargo build --release --features gpu`"
                 .into(),
         )),
         other => Err(RunError::Device(format!("unknown device `{other}`; valid devices: {}", DEVICES.join(", ")))),
+    }
+}
+
+/// `device` if one small tensor can be made on it and read back. Without a Vulkan GPU, wgpu
+/// panics on first use, deep inside burn; this turns that into an error at selection time.
+#[cfg(feature = "gpu")]
+fn usable_gpu(device: Device) -> Result<Device, RunError> {
+    let probe = device.clone();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let read = std::panic::catch_unwind(move || burn::tensor::Tensor::<1>::zeros([1], &probe).into_data());
+    std::panic::set_hook(hook);
+    match read {
+        Ok(_) => Ok(device),
+        Err(_) => Err(RunError::Device(
+            "no usable Vulkan GPU (is the Vulkan loader `libvulkan1` installed and a GPU driver present?)".into(),
+        )),
     }
 }
 

@@ -193,3 +193,24 @@ fn end_effector_steps_grasp_and_lift_the_cube_and_only_a_squeeze_counts_as_grasp
     assert!(lifted > 0.07, "the cube rose {lifted} m");
     assert_eq!(e.buffers().reward[0], 1.0, "lifted but not grasped");
 }
+
+#[test]
+fn binary_gripper_closes_fully_on_any_negative_action() {
+    let position_target = |binary: bool, grip: f32| {
+        let mut c = task_config("pick-cube-ee").unwrap();
+        c.action.gripper.as_mut().unwrap().binary = binary;
+        let mut e = env(c, 1).unwrap();
+        e.reset(1);
+        e.step(&[0.0, 0.0, 0.0, grip]).unwrap();
+        e.scenes()[0].commands()[e.spec().gripper.unwrap()]
+    };
+    let g = task_config("pick-cube-ee").unwrap().action.gripper.unwrap();
+    let between = g.closed + 0.5 * (1.0 - 0.4) * (g.open - g.closed);
+    assert!((position_target(false, -0.4) - between).abs() < 1e-6, "the continuous gripper interpolates");
+    for grip in [-0.4, -0.01, -1.0, 0.0] {
+        assert_eq!(position_target(true, grip), g.closed, "binary gripper at action {grip}");
+    }
+    for grip in [0.01, 0.4, 1.0] {
+        assert_eq!(position_target(true, grip), g.open, "binary gripper at action {grip}");
+    }
+}

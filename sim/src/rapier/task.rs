@@ -118,9 +118,9 @@ pub struct ActionConfig {
 }
 
 /// A gripper joint driven by the last action component `a ∈ [-1, 1]` (clipped): its position
-/// target is `closed + (a + 1)/2 · (open − closed)`, so −1 closes and +1 opens it. The joint
-/// must be actuated in position mode; `joints` (or, empty, every actuated joint) then leaves it
-/// out.
+/// target is `closed + (a + 1)/2 · (open − closed)`, so −1 closes and +1 opens it, or with
+/// `binary` fully open for `a > 0` and fully closed otherwise. The joint must be actuated in
+/// position mode; `joints` (or, empty, every actuated joint) then leaves it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GripperAction {
@@ -130,6 +130,10 @@ pub struct GripperAction {
     pub open: f32,
     /// Position target when closed, rad or m (past the object, so that the gripper squeezes).
     pub closed: f32,
+    /// Open or close fully by the action's sign (Isaac Lab's binary gripper action), so that
+    /// an action that drifts from −1 while carrying cannot loosen the grip. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
 }
 
 /// What an action component sets.

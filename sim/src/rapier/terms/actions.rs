@@ -58,6 +58,7 @@ fn apply_action(
     }
     if let (Some(j), Some(g)) = (spec.gripper, &c.action.gripper) {
         let x = a.action[spec.arm_actions()].clamp(-1.0, 1.0);
+        let x = if g.binary { if x > 0.0 { 1.0 } else { -1.0 } } else { x };
         a.command[j] = g.closed + 0.5 * (x + 1.0) * (g.open - g.closed);
     }
     // Latency: write this step's command, apply the one issued `latency` steps ago.
