@@ -8,7 +8,7 @@ use embodia_sim::rapier::ee_action::MAX_LEAD;
 use embodia_sim::rapier::expert::{evaluate_expert, evaluate_task_expert};
 use embodia_sim::rapier::kinematics::top_down;
 use embodia_sim::rapier::language::Split;
-use embodia_sim::rapier::task::ActionKind;
+use embodia_sim::rapier::task::{ActionKind, ObsKind, ObsTerm};
 use embodia_sim::rapier::{RapierEnv, TaskConfig, rapier_tasks};
 use embodia_sim::{SimError, VecEnv, task_config};
 use rapier3d::prelude::*;
@@ -127,7 +127,7 @@ fn end_effector_delta_config_errors_name_the_field() {
     let mut c = task_config("pick-cube-ee").unwrap();
     c.scene.actuator = ActuatorConfig::torque();
     c.action.gripper = None;
-    c.observations.policy.retain(|t| t.term != embodia_sim::rapier::task::ObsKind::GripperOpening);
+    c.observations.policy.retain(|t| t.term != ObsKind::GripperOpening);
     let m = message(c);
     assert!(m.contains("env.action.kind") && m.contains("env.scene.actuator.mode"), "{m}");
 
@@ -213,4 +213,30 @@ fn binary_gripper_closes_fully_on_any_negative_action() {
     for grip in [0.01, 0.4, 1.0] {
         assert_eq!(position_target(true, grip), g.open, "binary gripper at action {grip}");
     }
+}
+
+#[test]
+fn ee_target_offset_shows_where_the_steps_put_the_target() {
+    let mut c = task_config("pick-cube-ee").unwrap();
+    c.observations.policy = vec![ObsTerm::of(ObsKind::EeTargetOffset)];
+    let mut e = env(c, 1).unwrap();
+    e.reset(3);
+    let observed = |e: &RapierEnv| Vector::from_slice(&e.buffers().obs[..3]);
+    let truth = |e: &RapierEnv| {
+        let s = &e.scenes()[0];
+        let base = s.robot().link_pose(s.world(), e.spec().model.root);
+        s.ee_target().unwrap() - base.inverse_transform_point(hand(e).translation)
+    };
+    // Full steps up: the target runs ahead of the hand.
+    run(&mut e, [0.0, 0.0, 1.0], 3);
+    assert!((observed(&e) - truth(&e)).length() < 1e-5, "observed {:?}, target − hand {:?}", observed(&e), truth(&e));
+    assert!(observed(&e).z > 0.02, "the target leads a rising hand: {:?}", observed(&e));
+    // At rest the hand catches up.
+    run(&mut e, [0.0; 3], 40);
+    assert!(observed(&e).length() < 0.01, "{:?}", observed(&e));
+
+    let mut joint = task_config("pick-cube").unwrap();
+    joint.observations.policy.push(ObsTerm::of(ObsKind::EeTargetOffset));
+    let Err(SimError::InvalidTask(message)) = env(joint, 1) else { panic!("accepted the offset without EE actions") };
+    assert!(message.contains("ee_target_offset") && message.contains("end_effector_delta"), "{message}");
 }

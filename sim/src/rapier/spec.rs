@@ -92,7 +92,9 @@ impl SceneSpec {
             None => None,
         };
         let needs_ee = |terms: &[ObsTerm]| {
-            terms.iter().any(|t| matches!(t.term, ObsKind::EePos | ObsKind::EeToTarget | ObsKind::EeToObject))
+            terms.iter().any(|t| {
+                matches!(t.term, ObsKind::EePos | ObsKind::EeToTarget | ObsKind::EeToObject | ObsKind::EeTargetOffset)
+            })
         };
         let uses_ee = needs_ee(&config.observations.policy)
             || config.observations.critic.as_deref().is_some_and(needs_ee)
@@ -146,6 +148,14 @@ impl SceneSpec {
             || config.observations.critic.as_deref().is_some_and(uses_opening);
         if opening && gripper.is_none() {
             return Err(bad("the `gripper_opening` observation needs `env.action.gripper`".into()));
+        }
+        let uses_target_offset = |terms: &[ObsTerm]| terms.iter().any(|t| t.term == ObsKind::EeTargetOffset);
+        let target_offset = uses_target_offset(&config.observations.policy)
+            || config.observations.critic.as_deref().is_some_and(uses_target_offset);
+        if target_offset && config.action.kind != ActionKind::EndEffectorDelta {
+            return Err(bad(
+                "the `ee_target_offset` observation needs `env.action.kind = \"end_effector_delta\"`".into()
+            ));
         }
         for (kind, name) in [
             (RewardKind::ObjectGrasped, "object_grasped"),

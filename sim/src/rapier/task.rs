@@ -246,6 +246,11 @@ pub enum ObsKind {
     ObjectToGoal,
     /// Object minus end-effector position, `[3]`, m.
     EeToObject,
+    /// The end-effector position target of `end_effector_delta` actions minus the end
+    /// effector's position, `[3]`, m: where the accumulated steps have put the target the
+    /// hand follows (up to `MAX_LEAD` ahead, and away from the hand under load), which the
+    /// actions move but no other term shows.
+    EeTargetOffset,
     /// Gripper opening, 0 at the `closed` target and 1 at `open`, `[1]`.
     GripperOpening,
     /// Positions of every object of `scene.objects`, in order, `[3 × num_objects]`, m.

@@ -155,6 +155,14 @@ pub fn term_system(kind: ObsKind, world: &mut World) -> ObsSystem {
             },
             world,
         ),
+        ObsKind::EeTargetOffset => boxed_system(
+            |InMut(out): InMut<[f32]>, s: SceneRead| {
+                let s = s.get();
+                let target = s.actuation.ee.as_ref().map(|ee| ee.target() - s.ee_position());
+                put3(out, target.unwrap_or(Vector::ZERO))
+            },
+            world,
+        ),
         ObsKind::GripperOpening => boxed_system(
             |InMut(out): InMut<[f32]>, joints: Res<Joints>, task: Res<Task>| {
                 out[0] = match (task.0.gripper, &task.0.config.action.gripper) {
