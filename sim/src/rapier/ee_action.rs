@@ -42,6 +42,9 @@ pub struct EeDelta {
     target: Vector,
     /// End-effector orientation held, base frame.
     rotation: Rotation,
+    /// End-effector position at the default joint positions, base frame, m: the origin of
+    /// `end_effector_position` actions.
+    home: Vector,
 }
 
 impl EeDelta {
@@ -60,8 +63,9 @@ impl EeDelta {
                 (lower[j], upper[j]) = (l.lower as f32, l.upper as f32);
             }
         }
-        let rotation = top_down(ik.pose(Pose::IDENTITY, default_q).rotation);
-        Self { ik, active: active.to_vec(), lower, upper, q: default_q.to_vec(), target: Vector::ZERO, rotation }
+        let default_pose = ik.pose(Pose::IDENTITY, default_q);
+        let (rotation, home) = (top_down(default_pose.rotation), default_pose.translation);
+        Self { ik, active: active.to_vec(), lower, upper, q: default_q.to_vec(), target: Vector::ZERO, rotation, home }
     }
 
     /// Starts from joint positions `q` (`[num_actuated]`): the target becomes the end
@@ -74,6 +78,11 @@ impl EeDelta {
     /// The end-effector position target, base frame, m.
     pub fn target(&self) -> Vector {
         self.target
+    }
+
+    /// The end-effector position at the default joint positions, base frame, m.
+    pub fn home(&self) -> Vector {
+        self.home
     }
 
     /// The end-effector orientation held, base frame.

@@ -453,7 +453,13 @@ impl ArmIk {
         if integrate && error.length() < 0.03 {
             self.ee_bias = (self.ee_bias + 0.05 * error).clamp_length_max(MAX_EE_BIAS);
         }
-        let step = (target.position + self.ee_bias - at) / a.scale;
+        let wanted = target.position + self.ee_bias;
+        let step = match a.kind {
+            ActionKind::EndEffectorPosition => {
+                (wanted - self.ik.pose(Pose::IDENTITY, &spec.default_q).translation) / a.scale
+            }
+            _ => (wanted - at) / a.scale,
+        };
         for (x, s) in action.iter_mut().zip(step.to_array()) {
             *x = s.clamp(-a.clip, a.clip);
         }
@@ -479,7 +485,7 @@ impl ArmIk {
                 ActionKind::JointPosition => (wanted - spec.default_q[j]) / a.scale,
                 ActionKind::JointPositionDelta => (wanted - scene.commands()[j]) / a.scale,
                 ActionKind::JointVelocity => 5.0 * (self.q[j] - measured[j]) / a.scale,
-                ActionKind::JointEffort | ActionKind::EndEffectorDelta => 0.0,
+                ActionKind::JointEffort | ActionKind::EndEffectorDelta | ActionKind::EndEffectorPosition => 0.0,
             };
             action[k] = raw.clamp(-a.clip, a.clip);
         }

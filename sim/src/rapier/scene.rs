@@ -13,7 +13,6 @@ use super::articulation::{Articulation, SpawnOptions};
 use super::ee_action::EeDelta;
 use super::objects::Objects;
 use super::spec::SceneSpec;
-use super::task::ActionKind;
 use super::terms::actions::{ActionSystem, action_system, physics_system};
 use super::terms::events::{EventSystem, interval_systems, reset_systems};
 use super::terms::observations::ObsGroup;
@@ -78,7 +77,7 @@ impl Scene {
         let objects = Objects::build(&mut world, &s.objects, s.table.as_ref());
         let nominal_mass = robot.root_mass_properties();
         let ee = match (spec.config.action.kind, spec.end_effector) {
-            (ActionKind::EndEffectorDelta, Some(ee)) => {
+            (kind, Some(ee)) if kind.is_end_effector() => {
                 Some(EeDelta::new(&spec.model, ee, &spec.driven, &spec.default_q))
             }
             _ => None,

@@ -152,9 +152,10 @@ impl SceneSpec {
         let uses_target_offset = |terms: &[ObsTerm]| terms.iter().any(|t| t.term == ObsKind::EeTargetOffset);
         let target_offset = uses_target_offset(&config.observations.policy)
             || config.observations.critic.as_deref().is_some_and(uses_target_offset);
-        if target_offset && config.action.kind != ActionKind::EndEffectorDelta {
+        if target_offset && !config.action.kind.is_end_effector() {
             return Err(bad(
-                "the `ee_target_offset` observation needs `env.action.kind = \"end_effector_delta\"`".into()
+                "the `ee_target_offset` observation needs `env.action.kind = \"end_effector_delta\"` or `\"end_effector_position\"`"
+                    .into(),
             ));
         }
         for (kind, name) in [
@@ -171,9 +172,9 @@ impl SceneSpec {
         if uses_ee && end_effector.is_none() {
             return Err(bad("the task uses end-effector terms but `env.scene.end_effector` is not set".into()));
         }
-        let ee_action = config.action.kind == ActionKind::EndEffectorDelta;
+        let ee_action = config.action.kind.is_end_effector();
         if ee_action && driven.is_empty() {
-            return Err(bad("`env.action.joints`: `end_effector_delta` actions need at least one arm joint".into()));
+            return Err(bad("`env.action.joints`: end-effector actions need at least one arm joint".into()));
         }
         let arm_actions = if ee_action { 3 } else { driven.len() };
         let (na, n) = (actuated.len(), arm_actions + gripper.is_some() as usize);
@@ -213,7 +214,7 @@ impl SceneSpec {
     /// (x, y, z) with `end_effector_delta` actions. The gripper's component is at this index.
     pub fn arm_actions(&self) -> usize {
         match self.config.action.kind {
-            ActionKind::EndEffectorDelta => 3,
+            ActionKind::EndEffectorDelta | ActionKind::EndEffectorPosition => 3,
             _ => self.driven.len(),
         }
     }

@@ -153,6 +153,21 @@ pub enum ActionKind {
     /// [`super::ee_action`]) tracks it, holding a top-down orientation. Needs
     /// `scene.end_effector` and position-mode actuators; `gripper` adds a fourth component.
     EndEffectorDelta,
+    /// Three action components set the end effector's position target to `home + scale ×
+    /// action` (m, base frame), `home` being the end effector's position at the default joint
+    /// positions: absolute targets, as Diffusion Policy found better than steps for
+    /// generative policies (holding still is repeating a target, so a small bias in the
+    /// action cannot integrate into drift). Tracked as [`ActionKind::EndEffectorDelta`], with
+    /// the target kept within `MAX_LEAD` of the hand; same requirements.
+    EndEffectorPosition,
+}
+
+impl ActionKind {
+    /// Whether the arm's actions move an end-effector target (three components) rather than
+    /// joints.
+    pub fn is_end_effector(self) -> bool {
+        matches!(self, Self::EndEffectorDelta | Self::EndEffectorPosition)
+    }
 }
 
 /// Observation groups: the policy sees `policy`; the critic sees `critic` if given (privileged
@@ -574,8 +589,8 @@ impl TaskConfig {
                 return Err("`env.scene.table`: size must be positive, height finite and friction >= 0".into());
             }
         }
-        if self.action.kind == ActionKind::EndEffectorDelta {
-            let kind = "`env.action.kind = \"end_effector_delta\"`";
+        if self.action.kind.is_end_effector() {
+            let kind = "`env.action.kind = \"end_effector_delta\"` or `\"end_effector_position\"`";
             if s.end_effector.is_none() {
                 return Err(format!("{kind} needs `env.scene.end_effector` (the link it moves)"));
             }

@@ -41,7 +41,11 @@ fn apply_action(
     }
     let scale = c.action.scale;
     if let Some(ee) = &mut a.ee {
-        let delta = Vector::new(a.action[0], a.action[1], a.action[2]) * scale;
+        let commanded = Vector::new(a.action[0], a.action[1], a.action[2]) * scale;
+        let delta = match c.action.kind {
+            ActionKind::EndEffectorPosition => ee.home() + commanded - ee.target(),
+            _ => commanded,
+        };
         ee.step(delta, ee_position(spec, &physics), &mut a.command);
     } else {
         for (k, &j) in spec.driven.iter().enumerate() {
@@ -52,7 +56,10 @@ fn apply_action(
                     let (lo, hi) = physics.robot.limits(j);
                     (a.command[j] + x).clamp(lo, hi)
                 }
-                ActionKind::JointVelocity | ActionKind::JointEffort | ActionKind::EndEffectorDelta => x,
+                ActionKind::JointVelocity
+                | ActionKind::JointEffort
+                | ActionKind::EndEffectorDelta
+                | ActionKind::EndEffectorPosition => x,
             };
         }
     }
