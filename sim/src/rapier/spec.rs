@@ -211,12 +211,9 @@ impl SceneSpec {
     }
 
     /// Number of action components before the gripper's: one per driven joint, or three
-    /// (x, y, z) with `end_effector_delta` actions. The gripper's component is at this index.
+    /// (x, y, z) with end-effector actions. The gripper's component is at this index.
     pub fn arm_actions(&self) -> usize {
-        match self.config.action.kind {
-            ActionKind::EndEffectorDelta | ActionKind::EndEffectorPosition => 3,
-            _ => self.driven.len(),
-        }
+        if self.config.action.kind.is_end_effector() { 3 } else { self.driven.len() }
     }
 
     /// Where the policy observation shows what each action commands (see [`ActionState`]):
