@@ -214,33 +214,6 @@ fn tiny_run(dir: &Path, run: &str) -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // 1. list and config
 
-/// `bench vla-model` times the preset it is given at the batch it is given, its JSON carries
-/// the model's true size, and a bad preset or batch is refused before any work.
-#[test]
-fn bench_vla_model_times_the_presets_asked_for() {
-    let dir = tmp();
-    let out = ok(
-        dir.path(),
-        &["bench", "vla-model", "--presets", "tiny", "--batches", "2", "--reps", "1", "--train", "--json"],
-    );
-    let json: Value = serde_json::from_str(out.stdout.lines().last().expect("a JSON line")).expect("JSON");
-    let rows = json.as_array().expect("one row per preset and batch");
-    assert_eq!(rows.len(), 1);
-    let row = &rows[0];
-    assert_eq!(row["preset"], "tiny");
-    assert_eq!(row["batch"], 2);
-    assert_eq!(row["parameters"].as_u64(), Some(embodia_policies::vla::VlaConfig::tiny(7, 7).param_count() as u64));
-    for figure in ["prefix_ms", "chunk_ms", "train_step_ms"] {
-        let (median, min) = (row[figure][0].as_f64().expect(figure), row[figure][1].as_f64().expect(figure));
-        assert!(min > 0.0 && min <= median, "{figure}: median {median}, min {min}");
-    }
-    assert_mentions(
-        &fail_at_once(dir.path(), &["bench", "vla-model", "--presets", "huge"]),
-        &["huge", "tiny, small, base"],
-    );
-    assert_mentions(&fail_at_once(dir.path(), &["bench", "vla-model", "--batches", "0"]), &["--batches"]);
-}
-
 #[test]
 fn list_shows_tasks_and_algorithms() {
     let dir = tmp();
@@ -1004,6 +977,33 @@ fn device_selection_is_checked_before_any_work() {
         let msg = fail_at_once(dir.path(), &["train", "--task", "quadrotor-hover", "--device", "gpu"]);
         assert_mentions(&msg, &["built without the `gpu` feature", "--features gpu"]);
     }
+}
+
+/// `bench vla-model` times the preset it is given at the batch it is given, its JSON carries
+/// the model's true size, and a bad preset or batch is refused before any work.
+#[test]
+fn bench_vla_model_times_the_presets_asked_for() {
+    let dir = tmp();
+    let out = ok(
+        dir.path(),
+        &["bench", "vla-model", "--presets", "tiny", "--batches", "2", "--reps", "1", "--train", "--json"],
+    );
+    let json: Value = serde_json::from_str(out.stdout.lines().last().expect("a JSON line")).expect("JSON");
+    let rows = json.as_array().expect("one row per preset and batch");
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["preset"], "tiny");
+    assert_eq!(row["batch"], 2);
+    assert_eq!(row["parameters"].as_u64(), Some(embodia_policies::vla::VlaConfig::tiny(7, 7).param_count() as u64));
+    for figure in ["prefix_ms", "chunk_ms", "train_step_ms"] {
+        let (median, min) = (row[figure][0].as_f64().expect(figure), row[figure][1].as_f64().expect(figure));
+        assert!(min > 0.0 && min <= median, "{figure}: median {median}, min {min}");
+    }
+    assert_mentions(
+        &fail_at_once(dir.path(), &["bench", "vla-model", "--presets", "huge"]),
+        &["huge", "tiny, small, base"],
+    );
+    assert_mentions(&fail_at_once(dir.path(), &["bench", "vla-model", "--batches", "0"]), &["--batches"]);
 }
 
 #[test]
