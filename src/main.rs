@@ -4,10 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink};
+use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink, StepTrace};
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
-use embodia::run::{Run, evaluate_learner, fresh_run_dir, load_learner, write_episode_outcomes};
+use embodia::run::{
+    Run, evaluate_learner_traced, fresh_run_dir, load_learner, write_episode_outcomes, write_step_trace,
+};
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -190,6 +192,11 @@ enum Command {
         /// one step before the end (to see what failing episodes share and how they end).
         #[arg(long, value_name = "FILE.csv", conflicts_with = "expert")]
         episodes_csv: Option<PathBuf>,
+        /// Also write every step of every episode into this CSV: reward, success, the
+        /// observation acted on, the action executed and the objects' and targets' positions
+        /// (to see where failing episodes go wrong).
+        #[arg(long, value_name = "FILE.csv", conflicts_with = "expert")]
+        steps_csv: Option<PathBuf>,
     },
     /// Open the rerun viewer on a run's recordings (its .rrd files).
     View {
@@ -819,9 +826,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             render_frames,
             split,
             episodes_csv,
+            steps_csv,
             ..
         } => {
-            eval(&run, episodes, json, stochastic, split.as_deref(), episodes_csv.as_deref())?;
+            let csv = EvalCsv { episodes: episodes_csv.as_deref(), steps: steps_csv.as_deref() };
+            eval(&run, episodes, json, stochastic, split.as_deref(), csv)?;
             if let Some(out) = render {
                 let (config, learner) = load_learner(&run)?;
                 embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
@@ -1186,21 +1195,32 @@ fn with_split(
     Ok(config)
 }
 
+/// Where `embodia eval --run` also writes its episodes and its steps.
+struct EvalCsv<'a> {
+    episodes: Option<&'a Path>,
+    steps: Option<&'a Path>,
+}
+
 fn eval(
     run: &Path,
     episodes: usize,
     json: bool,
     stochastic: bool,
     split: Option<&str>,
-    episodes_csv: Option<&Path>,
+    csv: EvalCsv,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let (mut config, learner) = load_learner(run)?;
     config.env = with_split(&config.task, config.env.take(), split)?;
-    let result = evaluate_learner(learner.as_ref(), &config, episodes, stochastic)?;
-    if let Some(path) = episodes_csv {
+    let mut trace = csv.steps.map(|_| StepTrace::default());
+    let result = evaluate_learner_traced(learner.as_ref(), &config, episodes, stochastic, trace.as_mut())?;
+    if let Some(path) = csv.episodes {
         write_episode_outcomes(&result, path)?;
         eprintln!("wrote {} episodes into {}", result.per_episode.len(), path.display());
+    }
+    if let (Some(path), Some(trace)) = (csv.steps, &trace) {
+        write_step_trace(trace, path)?;
+        eprintln!("wrote {} steps into {}", trace.len(), path.display());
     }
     if json {
         println!("{}", serde_json::to_string(&result)?);

@@ -23,7 +23,7 @@ use std::time::Instant;
 use burn::tensor::Device;
 use embodia_algos::{
     Checkpoint, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult, Learner, MetricRow, MetricSink,
-    Ppo, PpoFlow, Sac, Sft, VLA_ACTOR_KEY, VlaActor, VlaPpo, VlaSft, evaluate,
+    Ppo, PpoFlow, Sac, Sft, StepTrace, VLA_ACTOR_KEY, VlaActor, VlaPpo, VlaSft, evaluate_traced,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
@@ -557,8 +557,50 @@ pub fn evaluate_learner(
     episodes: usize,
     stochastic: bool,
 ) -> Result<EvalResult, RunError> {
+    evaluate_learner_traced(learner, config, episodes, stochastic, None)
+}
+
+/// [`evaluate_learner`], also filling `trace` with every step of every episode.
+pub fn evaluate_learner_traced(
+    learner: &dyn Learner,
+    config: &TrainConfig,
+    episodes: usize,
+    stochastic: bool,
+    trace: Option<&mut StepTrace>,
+) -> Result<EvalResult, RunError> {
     let mut env = make_env(config, episodes)?;
-    Ok(evaluate(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic)?)
+    Ok(evaluate_traced(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic, trace)?)
+}
+
+/// Writes an evaluation's steps as CSV, one row per environment step: `episode, step, reward,
+/// success` (0/1 after the step), the observation acted on (`obs.0` …), the action executed
+/// (`action.0` …) and the object and marker positions when the observation was taken (names
+/// from [`StepTrace::position_names`]).
+pub fn write_step_trace(trace: &StepTrace, path: &Path) -> Result<(), RunError> {
+    use std::fmt::Write as _;
+    let mut text = String::from("episode,step,reward,success");
+    for k in 0..trace.obs_dim {
+        let _ = write!(text, ",obs.{k}");
+    }
+    for k in 0..trace.action_dim {
+        let _ = write!(text, ",action.{k}");
+    }
+    for name in &trace.position_names {
+        let _ = write!(text, ",{name}");
+    }
+    text.push('\n');
+    let pd = trace.position_names.len();
+    for (r, &(episode, step)) in trace.steps.iter().enumerate() {
+        let _ = write!(text, "{episode},{step},{},{}", trace.rewards[r], u8::from(trace.success[r]));
+        let obs = &trace.observations[r * trace.obs_dim..(r + 1) * trace.obs_dim];
+        let action = &trace.actions[r * trace.action_dim..(r + 1) * trace.action_dim];
+        let positions = trace.positions.get(r * pd..(r + 1) * pd).unwrap_or_default();
+        for v in obs.iter().chain(action).chain(positions) {
+            let _ = write!(text, ",{v}");
+        }
+        text.push('\n');
+    }
+    fs::write(path, text).map_err(io_err(path))
 }
 
 /// Writes an evaluation's episodes as CSV, one row per episode: `episode, return, length,

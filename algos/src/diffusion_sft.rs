@@ -132,6 +132,13 @@ impl DiffusionSft {
                 allowed: "diffusion for `DiffusionSft` (flow policies are cloned by `Sft`)".into(),
             });
         }
+        if config.dagger_episodes > 0 {
+            return Err(AlgoError::Config {
+                field: "algo.dagger_episodes".into(),
+                value: config.dagger_episodes.to_string(),
+                allowed: "0 with `model = \"diffusion\"` (DAgger is implemented for flow policies only)".into(),
+            });
+        }
         let (actor, sample_obs, sample_chunks) =
             fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
         let model = seeded_init(&device, seed, || DiffusionPolicy::new(&config.policy, &config.diffusion, &device));

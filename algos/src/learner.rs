@@ -198,6 +198,43 @@ pub struct InstructionResult {
     pub successes: usize,
 }
 
+/// Every step of an evaluation's episodes (`embodia eval --steps-csv`): what the policy saw and
+/// did along the way, to find where failing episodes go wrong, not only how they end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepTrace {
+    /// Observation width.
+    pub obs_dim: usize,
+    /// Action width.
+    pub action_dim: usize,
+    /// Names of the columns of [`StepTrace::positions`] (as [`EvalResult::position_names`]).
+    pub position_names: Vec<String>,
+    /// Per row: the episode (= environment index) and the step within it, from 0.
+    pub steps: Vec<(u32, u32)>,
+    /// Per row: the observation acted on, `[rows, obs_dim]`, raw.
+    pub observations: Vec<f32>,
+    /// Per row: the action executed, `[rows, action_dim]`, in the task's action space.
+    pub actions: Vec<f32>,
+    /// Per row: object and marker positions when the observation was taken,
+    /// `[rows, position_names.len()]`, m, world frame; empty for tasks without a scene view.
+    pub positions: Vec<f32>,
+    /// Per row: the reward the action earned.
+    pub rewards: Vec<f32>,
+    /// Per row: whether the success criterion held after the action; `false` without one.
+    pub success: Vec<bool>,
+}
+
+impl StepTrace {
+    /// Number of rows (environment steps).
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether no step was traced.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
 /// Runs one episode in each environment of `env` (so `env.num_envs()` episodes), starting from
 /// `reset(seed)`, with the learner's deterministic actions, or with sampled actions if
 /// `stochastic` (drawn from a generator seeded by `seed`). Action-chunk learners execute each
@@ -207,6 +244,17 @@ pub fn evaluate(
     env: &mut dyn VecEnv,
     seed: u64,
     stochastic: bool,
+) -> Result<EvalResult, AlgoError> {
+    evaluate_traced(learner, env, seed, stochastic, None)
+}
+
+/// [`evaluate`], also filling `trace` (cleared first) with every step of every episode.
+pub fn evaluate_traced(
+    learner: &dyn Learner,
+    env: &mut dyn VecEnv,
+    seed: u64,
+    stochastic: bool,
+    mut trace: Option<&mut StepTrace>,
 ) -> Result<EvalResult, AlgoError> {
     use rand::SeedableRng;
     let mut rng = stochastic.then(|| ChaCha8Rng::seed_from_u64(seed));
@@ -230,14 +278,44 @@ pub fn evaluate(
         }
     }
     let mut last_positions = initial_positions.clone();
+    let obs_dim = env.obs_spec().vector.dim();
+    if let Some(t) = trace.as_deref_mut() {
+        *t = StepTrace {
+            obs_dim,
+            action_dim,
+            position_names: positions.as_ref().map(|p| p.names.clone()).unwrap_or_default(),
+            ..StepTrace::default()
+        };
+    }
+    let mut step_positions = Vec::new();
     while finished.iter().any(|f| !f) {
         queue.step(learner, &*env, &mut actions, rng.as_mut())?;
+        if let Some(t) = trace.as_deref_mut() {
+            let obs = &env.buffers().obs;
+            for i in (0..n).filter(|&i| !finished[i]) {
+                t.steps.push((i as u32, lengths[i]));
+                t.observations.extend_from_slice(&obs[i * obs_dim..(i + 1) * obs_dim]);
+                t.actions.extend_from_slice(&actions[i * action_dim..(i + 1) * action_dim]);
+                if let Some(p) = positions.as_mut() {
+                    p.read(&*env, i, &mut step_positions);
+                    t.positions.extend_from_slice(&step_positions);
+                }
+            }
+        }
         env.step(&actions)?;
         let b = env.buffers();
+        if let Some(t) = trace.as_deref_mut() {
+            for i in (0..n).filter(|&i| !finished[i]) {
+                t.rewards.push(b.reward[i]);
+                t.success.push(b.success[i] > 0.0);
+            }
+        }
         for i in 0..n {
             if finished[i] {
                 continue;
             }
+            // Counts the steps traced so far; the buffers' own length replaces it at the end.
+            lengths[i] += 1;
             // The step that ends an episode resets its scene: the last positions read are
             // those one step before the end.
             if let (Some(p), false) = (positions.as_mut(), b.done(i)) {

@@ -8,6 +8,7 @@
 
 mod checkpoint;
 mod chunk_actor;
+mod dagger;
 pub mod diffusion_sft;
 pub mod distill;
 pub mod distill_alongside;
@@ -35,7 +36,9 @@ pub use distill::{ConsistencyLoss, Distill, DistillConfig, DistillMethod};
 pub use distill_alongside::{ALONGSIDE_PREFIX, DistillAlongside, DistillAlongsideConfig};
 pub use dppo::{Dppo, DppoConfig};
 pub use gae::compute_gae;
-pub use learner::{ActionQueue, EpisodeOutcome, EvalResult, InstructionResult, Learner, evaluate};
+pub use learner::{
+    ActionQueue, EpisodeOutcome, EvalResult, InstructionResult, Learner, StepTrace, evaluate, evaluate_traced,
+};
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};
 pub use noise::{ExplorationNoise, PINK_OCTAVES, PinkNoise};
 pub use normalizer::{RunningNormalizer, Standardizer};

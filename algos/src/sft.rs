@@ -43,6 +43,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
+use crate::dagger::{DaggerRecording, dagger_rollouts};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
@@ -103,6 +104,13 @@ pub struct SftConfig {
     pub model: ChunkModel,
     /// Diffusion process and sampler (`model = "diffusion"` only).
     pub diffusion: DiffusionConfig,
+    /// DAgger (module docs): episodes of the EMA policy run after every iteration's
+    /// evaluation, labelled with the scripted expert's actions and added to the training
+    /// samples. 0: off. Default 0. Flow only.
+    pub dagger_episodes: usize,
+    /// DAgger's β: the chance that an environment executes the expert's actions instead of the
+    /// policy's chunk at each chunk decision. Default 0.5.
+    pub dagger_expert_share: f64,
 }
 
 /// The generative model of an `sft` run (`algo.model`).
@@ -139,6 +147,8 @@ impl Default for SftConfig {
             policy: FlowPolicyConfig::default(),
             model: ChunkModel::Flow,
             diffusion: DiffusionConfig::default(),
+            dagger_episodes: 0,
+            dagger_expert_share: 0.5,
         }
     }
 }
@@ -173,6 +183,8 @@ impl SftConfig {
         check_range("ema_decay", self.ema_decay, (0.0..1.0).contains(&self.ema_decay), "0 ≤ ema_decay < 1")?;
         check_range("min_std", self.min_std, self.min_std > 0.0, "> 0")?;
         check_range("demo_noise", self.demo_noise, (0.0..=1.0).contains(&self.demo_noise), "0 ≤ demo_noise ≤ 1")?;
+        let share = self.dagger_expert_share;
+        check_range("dagger_expert_share", share, (0.0..=1.0).contains(&share), "0 ≤ dagger_expert_share ≤ 1")?;
         self.diffusion.validate().map_err(|e| AlgoError::Config {
             field: format!("algo.diffusion.{}", e.field),
             value: e.value,
@@ -213,6 +225,8 @@ pub struct Sft {
     sample_obs: Vec<f32>,
     /// Standardized action chunks, `[samples, H·D]`.
     sample_chunks: Vec<f32>,
+    /// Seed of the next DAgger round's episodes.
+    dagger_seed: u64,
 }
 
 impl Sft {
@@ -246,6 +260,7 @@ impl Sft {
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5F7_5F7),
             steps: 0,
             eval_seed: seed.wrapping_add(0x5EED),
+            dagger_seed: seed.wrapping_add(0xDA66_E5),
             sample_obs,
             sample_chunks,
             actor,
@@ -300,6 +315,32 @@ impl Sft {
     /// The EMA policy (plain device) and the actor around it.
     pub fn policy(&self) -> (&FlowPolicy, &ChunkActor) {
         (&self.ema, &self.actor)
+    }
+
+    /// One DAgger round: `dagger_episodes` episodes of the EMA policy in `env` from a fresh
+    /// reset, labelled with the expert's actions, their samples standardized with the
+    /// demonstrations' statistics and added to the training samples (not checkpointed).
+    pub fn dagger_round(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        let keep = DaggerRecording { state_dim: 0, cameras: &[] };
+        let (episodes, share) = (self.config.dagger_episodes, self.config.dagger_expert_share);
+        let rollouts = dagger_rollouts(self, env, episodes, share, self.dagger_seed, &keep)?;
+        self.dagger_seed = self.dagger_seed.wrapping_add(1);
+        let (od, ad) = (self.actor.policy.obs_dim, self.actor.policy.action_dim);
+        let demos = Demonstrations {
+            task: String::new(),
+            fps: 0.0,
+            obs_dim: od,
+            action_dim: ad,
+            episodes: rollouts,
+            cameras: Vec::new(),
+            state_dim: 0,
+        };
+        let (mut obs, mut chunks) = chunk_samples(&demos, &self.actor);
+        self.actor.obs_norm.normalize(&mut obs);
+        self.actor.action_norm.normalize(&mut chunks);
+        self.sample_obs.extend(obs);
+        self.sample_chunks.extend(chunks);
+        Ok(())
     }
 }
 
@@ -392,6 +433,9 @@ impl Learner for Sft {
             loss += self.update()?;
         }
         let eval = evaluate(self, env, self.eval_seed, false)?;
+        if self.config.dagger_episodes > 0 {
+            self.dagger_round(env)?;
+        }
         let mean_loss = loss / self.config.updates_per_iteration as f64;
         Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
     }

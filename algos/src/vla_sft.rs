@@ -38,15 +38,16 @@ use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaConfig, VlaContext, VlaInput, VlaModel};
 use embodia_policies::{FlowPolicyConfig, load_params, named_params, polyak_update, sample_flow_time, seeded_init};
 use embodia_sim::VecEnv;
-use embodia_sim::demonstrations::{Demonstrations, Episode};
+use embodia_sim::demonstrations::Demonstrations;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::dagger::{DaggerRecording, dagger_rollouts};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::sft::{chunk_samples, fitted_actor, warmup_cosine};
 use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
-use crate::{ActionQueue, Adam, AlgoError, Checkpoint, Learner, MetricRow, Standardizer, check_range, evaluate};
+use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, Standardizer, check_range, evaluate};
 
 /// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
 /// decay 1e-10, grad clip 1.0, EMA 0.99); the learning rate suits a ~1M-parameter model.
@@ -500,7 +501,7 @@ impl VlaSft {
     /// from a fresh reset, labelled with the expert's actions, added to the training samples.
     fn dagger_round(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
         let n = env.num_envs();
-        let (od, ad, sd) = (self.demos.obs_dim, self.demos.action_dim, self.demos.state_dim);
+        let sd = self.demos.state_dim;
         // The environment's camera of each demonstration camera; the model reads only those of
         // `cameras`, which the environment renders, so any other is stored black.
         let cameras: Vec<(Option<usize>, usize)> = self
@@ -522,63 +523,10 @@ impl VlaSft {
                 ),
             });
         }
-        let episodes = self.config.dagger_episodes;
-        let quota: Vec<usize> = (0..n).map(|i| episodes / n + usize::from(i < episodes % n)).collect();
-        let empty = || Episode { images: vec![Vec::new(); cameras.len()], ..Episode::default() };
-        let mut running: Vec<Episode> = (0..n).map(|_| empty()).collect();
-        let mut done = vec![0usize; n];
-        let mut added = Vec::with_capacity(episodes);
-        let (mut labels, mut actions) = (vec![0.0f32; n * ad], vec![0.0f32; n * ad]);
-        env.reset(self.dagger_seed);
-        let mut mixture = ChaCha8Rng::seed_from_u64(self.dagger_seed ^ 0xBE7A);
+        let keep = DaggerRecording { state_dim: sd, cameras: &cameras };
+        let (episodes, share) = (self.config.dagger_episodes, self.config.dagger_expert_share);
+        let added = dagger_rollouts(self, env, episodes, share, self.dagger_seed, &keep)?;
         self.dagger_seed = self.dagger_seed.wrapping_add(1);
-        let mut queue = ActionQueue::new(self, n, ad);
-        let mut expert_drives = vec![false; n];
-        let mut t = 0usize;
-        while done.iter().zip(&quota).any(|(d, q)| d < q) {
-            env.expert_actions(&mut labels)?;
-            queue.step(self, &*env, &mut actions, None)?;
-            // The queue asks the model for a new chunk every `chunk_len` steps.
-            if t % queue.chunk_len() == 0 {
-                for drives in &mut expert_drives {
-                    *drives = mixture.random::<f64>() < self.config.dagger_expert_share;
-                }
-            }
-            for (i, _) in expert_drives.iter().enumerate().filter(|(_, drives)| **drives) {
-                actions[i * ad..(i + 1) * ad].copy_from_slice(&labels[i * ad..(i + 1) * ad]);
-            }
-            let b = env.buffers();
-            for (i, ep) in running.iter_mut().enumerate().filter(|(i, _)| done[*i] < quota[*i]) {
-                if ep.is_empty() {
-                    ep.instruction = env.instruction(i).map(str::to_string);
-                }
-                ep.observations.extend_from_slice(&b.obs[i * od..(i + 1) * od]);
-                ep.actions.extend_from_slice(&labels[i * ad..(i + 1) * ad]);
-                ep.states.extend_from_slice(&b.critic_obs[i * sd..(i + 1) * sd]);
-                for (store, &(camera, len)) in ep.images.iter_mut().zip(&cameras) {
-                    match camera.and_then(|c| env.image(c)) {
-                        Some(images) => store.extend_from_slice(&images[i * len..(i + 1) * len]),
-                        None => store.resize(store.len() + len, 0),
-                    }
-                }
-            }
-            env.step(&actions)?;
-            t += 1;
-            let b = env.buffers();
-            for i in 0..n {
-                if done[i] == quota[i] {
-                    continue;
-                }
-                running[i].rewards.push(b.reward[i]);
-                if b.done(i) {
-                    done[i] += 1;
-                    let mut ep = std::mem::replace(&mut running[i], empty());
-                    ep.success = b.success[i] > 0.0;
-                    ep.terminated = b.terminated[i] > 0.0;
-                    added.push(ep);
-                }
-            }
-        }
         let at = self.demos.episodes.len() - self.config.validation_episodes;
         self.demos.episodes.splice(at..at, added);
         self.index_samples()
@@ -937,6 +885,7 @@ fn standardized_states(
 mod tests {
     use super::*;
     use embodia_sim::camera::{CameraEnv, RenderConfig};
+    use embodia_sim::demonstrations::Episode;
     use embodia_sim::rapier::TaskConfig;
 
     /// Two lang-cubes-ee environments with the front camera at 32×32, and three rendered

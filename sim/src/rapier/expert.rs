@@ -615,6 +615,17 @@ impl ScriptedExpert for PickExpert {
         let rotation = Rotation::from_rotation_z(self.yaw) * self.down;
         let grasp = cube - rotation * self.grasp_offset;
         let above = grasp + Vector::Z * (self.half_height + 0.08);
+        // When another policy drives (DAgger labels the states it reaches), the phase follows
+        // the scene: a cube lifted in the hand is carried, a hand lowered over the grasp point
+        // descends. On the expert's own path these hold only where its phases change anyway.
+        let held = (ee - grasp).length() < 0.015 && cube.z > self.half_height + 0.01;
+        let over_grasp = (ee - grasp).truncate().length() < 0.01 && ee.z < above.z + 0.01;
+        // (From the second step of a phase: the first step of `Above` picks the grasp yaw.)
+        match self.phase {
+            Phase::Above | Phase::Descend if held && self.steps > 1 => self.set_phase(Phase::Carry),
+            Phase::Above if over_grasp && self.steps > 1 => self.set_phase(Phase::Descend),
+            _ => {}
+        }
         let (goal, speed, open, weight) = match self.phase {
             Phase::Above => {
                 if self.steps == 1 {
