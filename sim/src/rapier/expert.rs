@@ -612,6 +612,9 @@ impl ScriptedExpert for PickExpert {
         let ee = ee_position(spec, scene);
         let cube = object.translation;
         self.steps += 1;
+        if self.phase == Phase::Above && self.steps == 1 {
+            self.yaw = Self::grasp_yaw(&object, cube.y.atan2(cube.x));
+        }
         let rotation = Rotation::from_rotation_z(self.yaw) * self.down;
         let grasp = cube - rotation * self.grasp_offset;
         let above = grasp + Vector::Z * (self.half_height + 0.08);
@@ -620,18 +623,13 @@ impl ScriptedExpert for PickExpert {
         // descends. On the expert's own path these hold only where its phases change anyway.
         let held = (ee - grasp).length() < 0.015 && cube.z > self.half_height + 0.01;
         let over_grasp = (ee - grasp).truncate().length() < 0.01 && ee.z < above.z + 0.01;
-        // (From the second step of a phase: the first step of `Above` picks the grasp yaw.)
         match self.phase {
-            Phase::Above | Phase::Descend if held && self.steps > 1 => self.set_phase(Phase::Carry),
-            Phase::Above if over_grasp && self.steps > 1 => self.set_phase(Phase::Descend),
+            Phase::Above | Phase::Descend if held => self.set_phase(Phase::Carry),
+            Phase::Above if over_grasp => self.set_phase(Phase::Descend),
             _ => {}
         }
         let (goal, speed, open, weight) = match self.phase {
             Phase::Above => {
-                if self.steps == 1 {
-                    let natural = cube.y.atan2(cube.x);
-                    self.yaw = Self::grasp_yaw(&object, natural);
-                }
                 if (ee - above).length() < 0.015 || self.steps > 100 {
                     self.set_phase(Phase::Descend);
                 }
