@@ -677,18 +677,32 @@ fn eval_json_reports_one_object() {
     assert_mentions(&out.stdout, &["sac", "pendulum", "1000 env steps", "mean return"]);
 
     // --episodes-csv: one row per episode; the success columns stay empty without a success notion.
-    let out = ok(d, &["eval", "--run", "runs/car", "--episodes", "2", "--episodes-csv", "car.csv"]);
-    assert_mentions(&out.stderr, &["2 episodes", "car.csv"]);
+    // --steps-csv: one row per step of every episode, numbered within its episode.
+    let args =
+        ["eval", "--run", "runs/car", "--episodes", "2", "--episodes-csv", "car.csv", "--steps-csv", "steps.csv"];
+    let out = ok(d, &args);
+    assert_mentions(&out.stderr, &["2 episodes", "car.csv", "steps.csv"]);
     let csv = fs::read_to_string(d.join("car.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "episode,return,length,success,success_once,instruction");
     assert_eq!(lines.len(), 3, "{csv}");
     assert!(lines[1].starts_with("0,") && lines[2].starts_with("1,"), "{csv}");
+    let lengths: Vec<usize> = lines[1..].iter().map(|row| row.split(',').nth(2).unwrap().parse().unwrap()).collect();
+    let steps = fs::read_to_string(d.join("steps.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = steps.lines().map(|row| row.split(',').collect()).collect();
+    // Mountain car: position and velocity observed, one force action.
+    assert_eq!(rows[0], ["episode", "step", "reward", "success", "obs.0", "obs.1", "action.0"]);
+    assert_eq!(rows.len() - 1, lengths.iter().sum::<usize>(), "one row per step");
+    for (episode, &length) in lengths.iter().enumerate() {
+        let numbered: Vec<usize> =
+            rows[1..].iter().filter(|r| r[0] == episode.to_string()).map(|r| r[1].parse().unwrap()).collect();
+        assert_eq!(numbered, (0..length).collect::<Vec<_>>(), "steps of episode {episode}");
+    }
     ok(d, &["eval", "--run", "runs/pend", "--episodes", "1", "--episodes-csv", "pend.csv"]);
     let pend = fs::read_to_string(d.join("pend.csv")).unwrap();
     assert!(pend.lines().nth(1).is_some_and(|row| row.ends_with(",200,,,")), "{pend}");
     // A scripted expert's evaluation keeps no episodes: the options of a run's are refused, not ignored.
-    for option in ["--episodes-csv", "--record-episodes"] {
+    for option in ["--episodes-csv", "--steps-csv", "--record-episodes"] {
         let out = embodia(d, &["eval", "--task", "reach", "--expert", "scripted", option, "2"]);
         assert_eq!(out.code, Some(2), "a usage error: {}", out.stderr);
         assert_mentions(&out.stderr, &[option, "--expert"]);
