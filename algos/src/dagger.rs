@@ -4,10 +4,12 @@
 //! recover from its own mistakes, which demonstrations of the expert's own path never show.
 
 use embodia_sim::VecEnv;
-use embodia_sim::demonstrations::Episode;
+use embodia_sim::demonstrations::{Demonstrations, Episode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::chunk_actor::ChunkActor;
+use crate::sft::chunk_samples;
 use crate::{ActionQueue, AlgoError, Learner};
 
 /// What a DAgger rollout keeps of each step besides the observation and the expert's label.
@@ -87,4 +89,31 @@ pub(crate) fn dagger_rollouts(
         }
     }
     Ok(added)
+}
+
+/// One DAgger round of a chunk-policy clone (`sft`, flow or diffusion): [`dagger_rollouts`]
+/// of `learner`, cut into training samples as the demonstrations are and standardized with
+/// `actor`'s (the demonstrations') statistics: `([samples, obs_dim], [samples, H·D])`.
+pub(crate) fn dagger_chunk_samples(
+    learner: &dyn Learner,
+    actor: &ChunkActor,
+    env: &mut dyn VecEnv,
+    episodes: usize,
+    expert_share: f64,
+    seed: u64,
+) -> Result<(Vec<f32>, Vec<f32>), AlgoError> {
+    let keep = DaggerRecording { state_dim: 0, cameras: &[] };
+    let rollouts = Demonstrations {
+        task: String::new(),
+        fps: 0.0,
+        obs_dim: actor.policy.obs_dim,
+        action_dim: actor.policy.action_dim,
+        episodes: dagger_rollouts(learner, env, episodes, expert_share, seed, &keep)?,
+        cameras: Vec::new(),
+        state_dim: 0,
+    };
+    let (mut obs, mut chunks) = chunk_samples(&rollouts, actor);
+    actor.obs_norm.normalize(&mut obs);
+    actor.action_norm.normalize(&mut chunks);
+    Ok((obs, chunks))
 }

@@ -4,9 +4,9 @@
 //!
 //! Everything but the model and its loss is the flow [`Sft`](crate::Sft)'s: the same samples
 //! `(s_t, a_{t..t+H})` (relative actions, DART-perturbed demonstrations, standardization), the
-//! same optimizer (AdamW, global grad clip, warmup-cosine, EMA weights) and the same periodic
-//! closed-loop evaluation. Per gradient step: draw a mini-batch, `ε ~ N(0, I)` and
-//! `t ~ U{0..T−1}`, minimize `mean((ε_θ(√ᾱ_t·a + √(1 − ᾱ_t)·ε, t | s) − ε)²)`. The policy acts
+//! same optimizer (AdamW, global grad clip, warmup-cosine, EMA weights), the same periodic
+//! closed-loop evaluation and the same DAgger rounds. Per gradient step: draw a mini-batch,
+//! `ε ~ N(0, I)` and `t ~ U{0..T−1}`, minimize `mean((ε_θ(√ᾱ_t·a + √(1 − ᾱ_t)·ε, t | s) − ε)²)`. The policy acts
 //! with deterministic DDIM (`η = 0`, `K` steps) from one fixed draw of `x_0`, as the flow policy
 //! acts with its ODE.
 //!
@@ -25,6 +25,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
+use crate::dagger::dagger_chunk_samples;
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
 use crate::sft::{ChunkModel, SftConfig, fitted_actor, warmup_cosine};
@@ -105,6 +106,8 @@ pub struct DiffusionSft {
     sample_obs: Vec<f32>,
     /// Standardized action chunks, `[samples, H·D]`.
     sample_chunks: Vec<f32>,
+    /// Seed of the next DAgger round's episodes.
+    dagger_seed: u64,
     /// Mini-batch scratch, reused across gradient steps.
     batch_obs: Vec<f32>,
     batch_chunks: Vec<f32>,
@@ -132,13 +135,6 @@ impl DiffusionSft {
                 allowed: "diffusion for `DiffusionSft` (flow policies are cloned by `Sft`)".into(),
             });
         }
-        if config.dagger_episodes > 0 {
-            return Err(AlgoError::Config {
-                field: "algo.dagger_episodes".into(),
-                value: config.dagger_episodes.to_string(),
-                allowed: "0 with `model = \"diffusion\"` (DAgger is implemented for flow policies only)".into(),
-            });
-        }
         let (actor, sample_obs, sample_chunks) =
             fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
         let model = seeded_init(&device, seed, || DiffusionPolicy::new(&config.policy, &config.diffusion, &device));
@@ -149,6 +145,7 @@ impl DiffusionSft {
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xD1FF_5F7),
             steps: 0,
             eval_seed: seed.wrapping_add(0x5EED),
+            dagger_seed: seed.wrapping_add(0xDA66_E5),
             sample_obs,
             sample_chunks,
             batch_obs: Vec::new(),
@@ -164,6 +161,17 @@ impl DiffusionSft {
     /// Number of `(observation, chunk)` training samples.
     pub fn num_samples(&self) -> usize {
         self.sample_obs.len() / self.actor.policy.obs_dim
+    }
+
+    /// One DAgger round ([`Sft::dagger_round`](crate::Sft::dagger_round)'s, for the diffusion
+    /// policy).
+    pub fn dagger_round(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
+        let (episodes, share) = (self.config.dagger_episodes, self.config.dagger_expert_share);
+        let (obs, chunks) = dagger_chunk_samples(self, &self.actor, env, episodes, share, self.dagger_seed)?;
+        self.dagger_seed = self.dagger_seed.wrapping_add(1);
+        self.sample_obs.extend(obs);
+        self.sample_chunks.extend(chunks);
+        Ok(())
     }
 
     /// The learning rate of the next gradient step.
@@ -227,6 +235,9 @@ impl Learner for DiffusionSft {
             loss += self.update()?;
         }
         let eval = evaluate(self, env, self.eval_seed, false)?;
+        if self.config.dagger_episodes > 0 {
+            self.dagger_round(env)?;
+        }
         let mean_loss = loss / self.config.updates_per_iteration as f64;
         Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
     }

@@ -52,7 +52,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::dagger::{DaggerRecording, dagger_rollouts};
+use crate::dagger::dagger_chunk_samples;
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
@@ -115,7 +115,7 @@ pub struct SftConfig {
     pub diffusion: DiffusionConfig,
     /// DAgger (module docs): episodes of the EMA policy run after every iteration's
     /// evaluation, labelled with the scripted expert's actions and added to the training
-    /// samples. 0: off. Default 0. Flow only.
+    /// samples. 0: off. Default 0.
     pub dagger_episodes: usize,
     /// DAgger's β: the chance that an environment executes the expert's actions instead of the
     /// policy's chunk at each chunk decision. Default 0.5.
@@ -330,23 +330,9 @@ impl Sft {
     /// reset, labelled with the expert's actions, their samples standardized with the
     /// demonstrations' statistics and added to the training samples (not checkpointed).
     pub fn dagger_round(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
-        let keep = DaggerRecording { state_dim: 0, cameras: &[] };
         let (episodes, share) = (self.config.dagger_episodes, self.config.dagger_expert_share);
-        let rollouts = dagger_rollouts(self, env, episodes, share, self.dagger_seed, &keep)?;
+        let (obs, chunks) = dagger_chunk_samples(self, &self.actor, env, episodes, share, self.dagger_seed)?;
         self.dagger_seed = self.dagger_seed.wrapping_add(1);
-        let (od, ad) = (self.actor.policy.obs_dim, self.actor.policy.action_dim);
-        let demos = Demonstrations {
-            task: String::new(),
-            fps: 0.0,
-            obs_dim: od,
-            action_dim: ad,
-            episodes: rollouts,
-            cameras: Vec::new(),
-            state_dim: 0,
-        };
-        let (mut obs, mut chunks) = chunk_samples(&demos, &self.actor);
-        self.actor.obs_norm.normalize(&mut obs);
-        self.actor.action_norm.normalize(&mut chunks);
         self.sample_obs.extend(obs);
         self.sample_chunks.extend(chunks);
         Ok(())
@@ -514,16 +500,9 @@ mod tests {
         assert!((lr(110) - 0.1).abs() < 1e-12 && (lr(1000) - 0.1).abs() < 1e-12);
     }
 
-    /// DAgger's fields are checked, and a diffusion clone refuses DAgger rather than ignore it.
     #[test]
     fn dagger_fields_are_checked() {
         let bad = SftConfig { dagger_expert_share: 1.5, ..Default::default() };
         assert!(bad.validate_fields().unwrap_err().to_string().contains("dagger_expert_share"));
-        let demos = embodia_sim::rapier::expert::record_task_expert("reach", None, 2, 2, 7).unwrap();
-        let env = embodia_sim::make("reach", 1).unwrap();
-        let diffusion = SftConfig { model: ChunkModel::Diffusion, dagger_episodes: 4, ..Default::default() };
-        let device = Device::flex().autodiff();
-        let err = crate::DiffusionSft::new(diffusion, env.as_ref(), &demos, device, 1).err().unwrap().to_string();
-        assert!(err.contains("algo.dagger_episodes") && err.contains("flow policies only"), "{err}");
     }
 }
