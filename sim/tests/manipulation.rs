@@ -461,39 +461,45 @@ fn expert_labels_reproduce_the_expert_through_auto_resets() {
     assert!(err.contains("pendulum") && err.contains("no scripted expert"), "{err}");
 }
 
-/// A pick expert that starts labelling in the middle of an episode (DAgger: another policy
-/// drove there) reads its phase off the scene: with the cube lifted in the hand it keeps the
-/// gripper closed and carries the cube to the target, instead of opening to grasp anew.
+/// An expert that starts labelling in the middle of an episode (DAgger: another policy drove
+/// there) reads its phase off the scene: with the cube lifted in the hand it keeps the gripper
+/// closed and carries the cube on, instead of opening to grasp anew. Pick-cube-ee's expert, and
+/// the language family's on a stacking variant (carry, lower onto the other cube, let go).
 #[test]
-fn pick_expert_taking_over_a_held_cube_carries_it() {
+fn an_expert_taking_over_a_held_cube_finishes_the_task() {
     use embodia_sim::rapier::expert::ExpertLabeler;
-    let mut e = env("pick-cube-ee", task_config("pick-cube-ee").unwrap(), 1).unwrap();
-    e.reset(11);
-    let ad = e.action_spec().bounds.dim();
-    let gripper = ad - 1;
-    let mut labels = vec![0.0f32; ad];
-    let mut first = ExpertLabeler::new(&e).unwrap();
-    // The object's position is at columns 20..23 of pick-cube-ee's policy observation (joint
-    // positions and velocities of 8 joints, gripper opening, hand position); at rest z = 0.025.
-    let lifted = |e: &RapierEnv| e.buffers().obs[22] > 0.06;
-    let mut steps = 0;
-    while !lifted(&e) {
-        first.label(&e, &mut labels).unwrap();
-        e.step(&labels).unwrap();
-        steps += 1;
-        assert!(steps < 80, "the expert did not lift the cube 3.5 cm within 80 steps");
-    }
-    let mut second = ExpertLabeler::new(&e).unwrap();
-    second.label(&e, &mut labels).unwrap();
-    assert_eq!(labels[gripper], -1.0, "a fresh expert over a held cube keeps the gripper closed: {labels:?}");
-    while !e.buffers().done(0) {
-        e.step(&labels).unwrap();
-        if !e.buffers().done(0) {
-            second.label(&e, &mut labels).unwrap();
+    use embodia_sim::rapier::language::Split;
+    let mut stack = task_config("lang-cubes-ee").unwrap();
+    let language = stack.command.language.as_mut().unwrap();
+    language.held_out = vec!["stack the red cube on the blue cube".into()];
+    language.split = Split::HeldOut;
+    for (name, config) in [("pick-cube-ee", task_config("pick-cube-ee").unwrap()), ("lang-cubes-ee", stack)] {
+        let mut e = env(name, config, 1).unwrap();
+        e.reset(11);
+        let ad = e.action_spec().bounds.dim();
+        let mut labels = vec![0.0f32; ad];
+        let height = |e: &RapierEnv| {
+            let scene = &e.scenes()[0];
+            scene.object_pose(scene.focus()).translation.z
+        };
+        let rest = height(&e);
+        let mut first = ExpertLabeler::new(&e).unwrap();
+        let mut steps = 0;
+        while height(&e) < rest + 0.035 {
+            first.label(&e, &mut labels).unwrap();
+            e.step(&labels).unwrap();
+            steps += 1;
+            assert!(steps < 100, "{name}: the expert did not lift the cube 3.5 cm within 100 steps");
         }
+        let mut second = ExpertLabeler::new(&e).unwrap();
+        second.label(&e, &mut labels).unwrap();
+        assert_eq!(labels[ad - 1], -1.0, "{name}: a fresh expert over a held cube keeps the gripper closed");
+        while !e.buffers().done(0) {
+            e.step(&labels).unwrap();
+            if !e.buffers().done(0) {
+                second.label(&e, &mut labels).unwrap();
+            }
+        }
+        assert!(e.buffers().success[0] > 0.0, "{name}: the expert that took over at step {steps} did not finish");
     }
-    assert!(
-        e.buffers().success[0] > 0.0,
-        "the expert that took over at step {steps} did not hold the cube at the target"
-    );
 }

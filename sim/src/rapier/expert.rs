@@ -618,11 +618,7 @@ impl ScriptedExpert for PickExpert {
         let rotation = Rotation::from_rotation_z(self.yaw) * self.down;
         let grasp = cube - rotation * self.grasp_offset;
         let above = grasp + Vector::Z * (self.half_height + 0.08);
-        // When another policy drives (DAgger labels the states it reaches), the phase follows
-        // the scene: a cube lifted in the hand is carried, a hand lowered over the grasp point
-        // descends. On the expert's own path these hold only where its phases change anyway.
-        let held = (ee - grasp).length() < 0.015 && cube.z > self.half_height + 0.01;
-        let over_grasp = (ee - grasp).truncate().length() < 0.01 && ee.z < above.z + 0.01;
+        let (held, over_grasp) = scene_phase(ee, grasp, above, cube.z - self.half_height);
         match self.phase {
             Phase::Above | Phase::Descend if held => self.set_phase(Phase::Carry),
             Phase::Above if over_grasp => self.set_phase(Phase::Descend),
@@ -672,6 +668,18 @@ impl ScriptedExpert for PickExpert {
             _ => -1.0,
         };
     }
+}
+
+/// What a top-down-grasping expert reads off a scene that another policy may have driven
+/// (DAgger labels the states it reaches), so that its phase follows the scene: `(held, over)`,
+/// whether the object is lifted at least 1 cm (`lift`, m above its rest) with the hand at the
+/// grasp point, and whether the hand is within 1 cm horizontally of `grasp` and below `top`
+/// (+ 1 cm), where a descent starts. On the expert's own path these hold only where its
+/// phases change anyway.
+fn scene_phase(ee: Vector, grasp: Vector, top: Vector, lift: f32) -> (bool, bool) {
+    let held = (ee - grasp).length() < 0.015 && lift > 0.01;
+    let over = (ee - grasp).truncate().length() < 0.01 && ee.z < top.z + 0.01;
+    (held, over)
 }
 
 /// Phases of the language-family expert.
@@ -750,10 +758,17 @@ impl ScriptedExpert for LanguageExpert {
         let push_from = Vector::new(cube.x, cube.y, low) - dir * PUSH_STANDOFF;
         // The end effector's offset from the held cube, to place the cube rather than the hand.
         let hold = ee - cube;
+        let (descent, top) = if push { (push_from, push_from + Vector::Z * 0.08) } else { (grasp, above) };
+        let (held, over) = scene_phase(ee, descent, top, cube.z - start.z);
+        match self.phase {
+            LangPhase::Above | LangPhase::Descend if held && !push => self.set_phase(LangPhase::Carry),
+            LangPhase::Above if over => self.set_phase(LangPhase::Descend),
+            _ => {}
+        }
         let (goal, speed, open, weight) = match self.phase {
             LangPhase::Above => {
                 let goal = if push { push_from + Vector::Z * 0.08 } else { above };
-                if (ee - goal).length() < 0.015 || p.steps > 100 {
+                if (ee - goal).length() < 0.015 || self.pick.steps > 100 {
                     self.set_phase(LangPhase::Descend);
                 }
                 (goal, 0.6, !push, 0.3)
