@@ -235,7 +235,7 @@ impl Learner for DiffusionSft {
             loss += self.update()?;
         }
         let eval = evaluate(self, env, self.eval_seed, false)?;
-        if self.config.dagger_episodes > 0 {
+        if self.config.dagger_episodes > 0 && self.steps >= self.config.dagger_start_step {
             self.dagger_round(env)?;
         }
         let mean_loss = loss / self.config.updates_per_iteration as f64;

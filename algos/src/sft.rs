@@ -120,6 +120,9 @@ pub struct SftConfig {
     /// DAgger's β: the chance that an environment executes the expert's actions instead of the
     /// policy's chunk at each chunk decision. Default 0.5.
     pub dagger_expert_share: f64,
+    /// Gradient step from which the DAgger rounds run: a clone that does not work yet visits
+    /// states far off the demonstrations, whose expert labels can swamp them. Default 0.
+    pub dagger_start_step: u64,
 }
 
 /// The generative model of an `sft` run (`algo.model`).
@@ -158,6 +161,7 @@ impl Default for SftConfig {
             diffusion: DiffusionConfig::default(),
             dagger_episodes: 0,
             dagger_expert_share: 0.5,
+            dagger_start_step: 0,
         }
     }
 }
@@ -428,7 +432,7 @@ impl Learner for Sft {
             loss += self.update()?;
         }
         let eval = evaluate(self, env, self.eval_seed, false)?;
-        if self.config.dagger_episodes > 0 {
+        if self.config.dagger_episodes > 0 && self.steps >= self.config.dagger_start_step {
             self.dagger_round(env)?;
         }
         let mean_loss = loss / self.config.updates_per_iteration as f64;
@@ -498,6 +502,28 @@ mod tests {
         assert!((lr(0) - 0.1).abs() < 1e-12 && (lr(9) - 1.0).abs() < 1e-12);
         assert!((lr(60) - 0.55).abs() < 1e-12, "{}", lr(60));
         assert!((lr(110) - 0.1).abs() < 1e-12 && (lr(1000) - 0.1).abs() < 1e-12);
+    }
+
+    /// DAgger rounds start at `dagger_start_step` and add whole episodes of the clone.
+    #[test]
+    fn dagger_rounds_start_at_their_step() {
+        let demos = embodia_sim::rapier::expert::record_task_expert("reach", None, 2, 2, 7).unwrap();
+        let config = SftConfig {
+            num_envs: 2,
+            updates_per_iteration: 1,
+            dagger_episodes: 2,
+            dagger_start_step: 2,
+            policy: FlowPolicyConfig { width: 16, hidden: vec![16], ..Default::default() },
+            ..Default::default()
+        };
+        let mut env = embodia_sim::make("reach", 2).unwrap();
+        let mut sft = Sft::new(config, env.as_ref(), &demos, Device::flex().autodiff(), 1).unwrap();
+        let demo_samples = sft.num_samples();
+        sft.iterate(env.as_mut()).unwrap();
+        assert_eq!(sft.num_samples(), demo_samples, "no round before step 2");
+        sft.iterate(env.as_mut()).unwrap();
+        // Two whole reach episodes (200 steps each).
+        assert_eq!(sft.num_samples(), demo_samples + 2 * 200);
     }
 
     #[test]
