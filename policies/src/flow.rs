@@ -70,6 +70,10 @@ pub struct FlowPolicyConfig {
     pub noise_std_max: f64,
     /// Stop gradients from the value head into the expert (`detach_critic_input`). Default true.
     pub detach_critic_input: bool,
+    /// Stop gradients from the Flow-Noise head into the expert, so that learning the noise std
+    /// leaves the velocity field alone (not in RLinf, whose noise head reads `suffix_out`
+    /// undetached). Default false.
+    pub detach_noise_input: bool,
 }
 
 impl Default for FlowPolicyConfig {
@@ -87,6 +91,7 @@ impl Default for FlowPolicyConfig {
             noise_std_min: 0.08,
             noise_std_max: 0.16,
             detach_critic_input: true,
+            detach_noise_input: false,
         }
     }
 }
@@ -161,6 +166,7 @@ impl FlowPolicyConfig {
             log_var_min: 2.0 * self.noise_std_min.ln(),
             log_var_max: 2.0 * self.noise_std_max.ln(),
             detach_critic_input: self.detach_critic_input,
+            detach_noise_input: self.detach_noise_input,
         }
     }
 }
@@ -299,6 +305,8 @@ pub struct FlowPolicy {
     log_var_max: f64,
     #[module(skip)]
     detach_critic_input: bool,
+    #[module(skip)]
+    detach_noise_input: bool,
 }
 
 impl FlowPolicy {
@@ -353,6 +361,7 @@ impl FlowPolicy {
     /// Std of the Flow-Noise head on expert `features`, `[batch, H·D]`, in
     /// `[noise_std_min, noise_std_max]`: `exp(½·[log σ²_min + (log σ²_max − log σ²_min)·(tanh ℓ + 1)/2])`.
     pub fn noise_std(&self, features: Tensor<2>) -> Tensor<2> {
+        let features = if self.detach_noise_input { features.detach() } else { features };
         self.bounded_std(self.noise_head.forward(features))
     }
 
@@ -775,6 +784,26 @@ mod tests {
         // Deterministic sampling records no log-probability and follows the Euler chain.
         let det = policy.sample(obs, noise, NoiseMethod::Sde { level: 0.5 }, StochasticSteps::None);
         assert!(host(det.log_prob).iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn noise_head_gradients_stop_at_its_input_when_detached() {
+        use burn::optim::GradientsParams;
+        let device = Device::flex().autodiff();
+        for detach in [true, false] {
+            let c = FlowPolicyConfig { detach_noise_input: detach, ..config() };
+            let policy = crate::seeded_init(&device, 3, || c.init(&device));
+            let obs = Tensor::<2>::ones([2, 3], &device);
+            let features =
+                policy.velocity(policy.encode(obs), Tensor::ones([2, 8], &device), Tensor::ones([2, 1], &device)).1;
+            let grads = GradientsParams::from_grads(policy.noise_std(features).sum().backward(), &policy);
+            // The noise head has 3 layers × (weight, bias).
+            if detach {
+                assert_eq!(grads.len(), 6, "only the noise head may get gradients");
+            } else {
+                assert!(grads.len() > 6, "{} parameters with gradients", grads.len());
+            }
+        }
     }
 
     #[test]
