@@ -122,6 +122,19 @@ pub enum LogProbType {
     TokenLevel,
 }
 
+/// How Flow-Noise combines the `K + 1` per-step log-probabilities of a chunk element (its
+/// initial-noise term included) before the ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseStepReduction {
+    /// Their mean (RLinf's `joint_logprob`). The clip then bounds the geometric mean of the
+    /// per-step ratios, so the chain's own ratio may reach `(1 ± ε)^(K+1)`.
+    Mean,
+    /// Their sum, the chain's joint log-density (ReinFlow): the clip bounds the ratio of the
+    /// whole chain. `K + 1` times the mean's log-ratio.
+    Sum,
+}
+
 /// Hyperparameters. Defaults follow RLinf's π0 configs where they carry over (γ, λ, clip 0.2,
 /// value clip 0.2, Huber δ 10, AdamW β = (0.9, 0.95), weight decay 0.01, grad clip 1,
 /// noise level 0.5, noise std range [0.08, 0.16] in the policy, entropy bonus 0.005 for
@@ -164,7 +177,7 @@ pub struct PpoFlowConfig {
     /// Trust-region guard on the approximate KL between the rollout policy and the updated one
     /// (`mean((r − 1) − log r)` over a mini-batch's ratios). An iteration's update stops at the
     /// first mini-batch whose KL exceeds 1.5 × `target_kl`, without stepping it (SB3's
-    /// `target_kl`). Added for Flow-Noise, whose joint log-prob sums K × C × D elements: on
+    /// `target_kl`). Added for Flow-Noise, whose joint log-prob covers every denoising step: on
     /// long push-t runs its KL per iteration grew until the policy collapsed, the clip alone
     /// no longer bounding the step (at 0.01 the guard did not stop its decline; README).
     /// 0 turns it off. Default 0.
@@ -184,6 +197,10 @@ pub struct PpoFlowConfig {
     pub entropy_coef: f64,
     /// Ratio shaping. Default chunk_level.
     pub logprob_type: LogProbType,
+    /// Flow-Noise: how the per-step log-probabilities combine (Flow-SDE has one step). On
+    /// push-t the mean let Flow-Noise drift off and collapse after ~2M env steps (README).
+    /// Default mean.
+    pub noise_step_reduction: NoiseStepReduction,
     /// SDE noise level `a` (Flow-SDE) when not annealed. Default 0.5.
     pub noise_level: f64,
     /// Anneal the noise level linearly from `noise_start` to `noise_end` over
@@ -263,6 +280,7 @@ impl Default for PpoFlowConfig {
             value_loss_coef: 1.0,
             entropy_coef: 0.005,
             logprob_type: LogProbType::ChunkLevel,
+            noise_step_reduction: NoiseStepReduction::Mean,
             noise_level: 0.5,
             noise_anneal: false,
             noise_start: 0.7,
@@ -799,7 +817,7 @@ impl PpoFlow {
                     old_v: &old_v,
                     ret: &ret,
                 },
-                (p.chunk, p.action_dim),
+                (p.chunk, p.action_dim, k),
                 b,
                 &d,
             )?;
@@ -1206,19 +1224,24 @@ pub(crate) struct GroupBatch<'a> {
 }
 
 /// The PPO loss of one group of `m` samples of a mini-batch of `b` (spec §1.7): clipped
-/// surrogate on the ratio shaped by `logprob_type` (chunk layout `(C, D)`), clipped Huber value
+/// surrogate on the ratio shaped by `logprob_type` and `noise_step_reduction` (chunk layout
+/// `(C, D, K)`), clipped Huber value
 /// loss (none without values, as in GRPO), entropy bonus. Returns the group's share of the mini-batch loss
 /// (its per-sample losses summed, divided by `b`) and its shares of the mini-batch means of
 /// (policy loss, value loss, entropy, approximate KL).
 pub(crate) fn ppo_group_loss(
     cfg: &PpoFlowConfig,
     g: GroupBatch<'_>,
-    (chunk, action_dim): (usize, usize),
+    (chunk, action_dim, denoise_steps): (usize, usize, usize),
     b: usize,
     d: &Device,
 ) -> Result<(Tensor<1>, [f64; 4]), AlgoError> {
     let m = g.adv.len();
     let cd = chunk * action_dim;
+    let step_scale = match (cfg.method, cfg.noise_step_reduction) {
+        (FlowRlMethod::Noise, NoiseStepReduction::Sum) => (denoise_steps + 1) as f64,
+        _ => 1.0,
+    };
     let (groups_n, per) = match cfg.logprob_type {
         LogProbType::ChunkLevel => (1, cd),
         LogProbType::ActionLevel => (chunk, action_dim),
@@ -1228,7 +1251,7 @@ pub(crate) fn ppo_group_loss(
     // according to `logprob_type`.
     let lp = g.log_prob.reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
     let old = to_tensor(g.old_lp, m, cd, d).reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
-    let log_ratio = lp - old;
+    let log_ratio = (lp - old).mul_scalar(step_scale);
     let ratio = log_ratio.clone().clamp(-20.0, 20.0).exp();
     let adv = to_tensor(g.adv, m, 1, d);
     let clip = cfg.clip_ratio;
@@ -1536,6 +1559,36 @@ mod tests {
         assert!((c.noise_level_at(4000) - 0.3).abs() < 1e-12);
         c.noise_anneal = false;
         assert_eq!(c.noise_level_at(200), 0.5);
+    }
+
+    /// One sample, C·D = 2 elements whose step-mean log-probs rose by 0.01 each, advantage 1,
+    /// K = 4: the mean reduction gives the ratio e^0.02, the sum e^0.1 (5 terms), which the clip
+    /// at 0.05 caps; Flow-SDE (one step) ignores the setting.
+    #[test]
+    fn noise_step_reduction_scales_flow_noise_log_ratios() {
+        let d = Device::flex();
+        let loss_and_kl = |method, reduction| {
+            let cfg = PpoFlowConfig { method, noise_step_reduction: reduction, clip_ratio: 0.05, ..Default::default() };
+            let batch = GroupBatch {
+                log_prob: Tensor::<2>::from_floats([[-0.99, -1.99]], &d),
+                entropy: Tensor::zeros([1, 1], &d),
+                value: None,
+                old_lp: &[-1.0, -2.0],
+                adv: &[1.0],
+                old_v: &[0.0],
+                ret: &[0.0],
+            };
+            let (loss, stats) = ppo_group_loss(&cfg, batch, (1, 2, 4), 1, &d).unwrap();
+            (to_host(loss).unwrap()[0] as f64, stats[3])
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-5;
+        let (mean_loss, mean_kl) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Mean);
+        assert!(close(mean_loss, -(0.02f64).exp()), "{mean_loss}");
+        assert!(close(mean_kl, (0.02f64).exp() - 1.0 - 0.02), "{mean_kl}");
+        let (sum_loss, sum_kl) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Sum);
+        assert!(close(sum_loss, -1.05), "clipped: {sum_loss}");
+        assert!(close(sum_kl, (0.1f64).exp() - 1.0 - 0.1), "{sum_kl}");
+        assert_eq!(loss_and_kl(FlowRlMethod::Sde, NoiseStepReduction::Sum), (mean_loss, mean_kl));
     }
 
     #[test]

@@ -254,7 +254,7 @@ impl VlaPpo {
     fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 4], bool), AlgoError> {
         let m = &self.actor.model;
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
-        let layout = (m.chunk, m.action_dim);
+        let layout = (m.chunk, m.action_dim, k);
         let d = self.device.clone();
         let method = self.config.noise_method(self.iterations);
         let gae = self.config.advantage == AdvantageEstimator::Gae;
