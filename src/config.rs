@@ -204,7 +204,8 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
         ("pick-cube-ee", "ppo") => include_str!("../assets/configs/pick-cube-ee-ppo.toml"),
         ("push-t", "sft") => include_str!("../assets/configs/push-t-sft.toml"),
-        ("push-t", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/push-t-ppo-flow.toml"),
+        ("push-t", "ppo-flow-sde") => include_str!("../assets/configs/push-t-ppo-flow.toml"),
+        ("push-t", "ppo-flow-noise") => include_str!("../assets/configs/push-t-ppo-flow-noise.toml"),
         ("pick-cube", "ppo-flow-sde" | "ppo-flow-noise") => include_str!("../assets/configs/pick-cube-ppo-flow.toml"),
         ("pick-cube-ee", "ppo-flow-sde" | "ppo-flow-noise") => {
             include_str!("../assets/configs/pick-cube-ee-ppo-flow.toml")
