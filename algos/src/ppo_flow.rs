@@ -1225,10 +1225,10 @@ pub(crate) struct GroupBatch<'a> {
 
 /// The PPO loss of one group of `m` samples of a mini-batch of `b` (spec §1.7): clipped
 /// surrogate on the ratio shaped by `logprob_type` and `noise_step_reduction` (chunk layout
-/// `(C, D, K)`), clipped Huber value
-/// loss (none without values, as in GRPO), entropy bonus. Returns the group's share of the mini-batch loss
-/// (its per-sample losses summed, divided by `b`) and its shares of the mini-batch means of
-/// (policy loss, value loss, entropy, approximate KL).
+/// `(C, D, K)`), clipped Huber value loss (none without values, as in GRPO), entropy bonus.
+/// Returns the group's share of the mini-batch loss (its per-sample losses summed, divided by
+/// `b`) and its shares of the mini-batch means of (policy loss, value loss, entropy,
+/// approximate KL).
 pub(crate) fn ppo_group_loss(
     cfg: &PpoFlowConfig,
     g: GroupBatch<'_>,
@@ -1247,8 +1247,8 @@ pub(crate) fn ppo_group_loss(
         LogProbType::ActionLevel => (chunk, action_dim),
         LogProbType::TokenLevel => (cd, 1),
     };
-    // Reduction order: per element, already reduced over denoising steps; then summed
-    // according to `logprob_type`.
+    // Reduction order: per element, already averaged over denoising steps (scaled back to
+    // their sum by `step_scale`); then summed according to `logprob_type`.
     let lp = g.log_prob.reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
     let old = to_tensor(g.old_lp, m, cd, d).reshape([m, groups_n, per]).sum_dim(2).reshape([m, groups_n]);
     let log_ratio = (lp - old).mul_scalar(step_scale);
