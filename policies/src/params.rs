@@ -86,7 +86,9 @@ impl ModuleMapper for Replace<'_> {
             return param;
         }
         let name = self.path.join(".");
-        let expected = param.val().dims().to_vec();
+        // The shape and device of a lazy parameter are read without initializing it: that would
+        // draw from the backend's global generator and disturb a concurrent `seeded_init`.
+        let expected = param.lazy_shape().to_vec();
         let Some((shape, values)) = self.params.get(&name) else {
             self.error = Some(ParamError::Missing(name));
             return param;
@@ -99,14 +101,9 @@ impl ModuleMapper for Replace<'_> {
             self.error = Some(ParamError::NonFinite(name));
             return param;
         }
-        let (id, value, mapper) = param.consume();
-        let device = value.device();
-        let require_grad = value.is_require_grad();
-        let mut tensor = Tensor::from_data(TensorData::new(values.clone(), shape.clone()), &device);
-        if require_grad {
-            tensor = tensor.require_grad();
-        }
-        Param::from_mapped_value(id, tensor, mapper)
+        let tensor = Tensor::from_data(TensorData::new(values.clone(), shape.clone()), &param.lazy_device());
+        let id = param.id;
+        param.transform_for_load(tensor, id)
     }
 }
 
