@@ -37,7 +37,7 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaInput, VlaModel};
-use embodia_policies::{load_params, named_params};
+use embodia_policies::{load_params, named_params, with_generator_lock};
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -128,7 +128,8 @@ impl VlaPpo {
         }
         let actor = VlaActor::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
         actor.camera_indices(env)?;
-        let model = load_params(actor.model.init(&device).map_err(vla_error)?, &init.params("ema"))?;
+        let model = with_generator_lock(|| actor.model.init(&device)).map_err(vla_error)?;
+        let model = load_params(model, &init.params("ema"))?;
         let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
             optim: optim(),

@@ -32,6 +32,6 @@ pub use flow::{
 pub use gaussian::{GaussianActor, GaussianActorConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use one_step::{OneStepHead, OneStepPolicy, OneStepPolicyConfig};
-pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init};
+pub use params::{NamedParams, ParamError, load_params, named_params, polyak_update, seeded_init, with_generator_lock};
 pub use squashed::{SquashedGaussianActor, SquashedGaussianActorConfig};
 pub use tensor_file::{NameMap, TensorFileError, load_mapped, read_safetensors, write_safetensors};

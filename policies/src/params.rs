@@ -170,10 +170,19 @@ pub fn seeded_init<M: Module>(device: &burn::tensor::Device, seed: u64, build: i
             let _ = param.val();
         }
     }
+    with_generator_lock(|| {
+        device.seed(seed);
+        let module = build();
+        module.visit(&mut Touch);
+        module
+    })
+}
+
+/// Runs `f` holding [`seeded_init`]'s lock, so that what `f` draws from the backend's
+/// process-wide generator cannot interleave with a seeded initialization on another thread.
+/// For modules built eagerly only to be overwritten by loaded parameters.
+pub fn with_generator_lock<T>(f: impl FnOnce() -> T) -> T {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    device.seed(seed);
-    let module = build();
-    module.visit(&mut Touch);
-    module
+    f()
 }

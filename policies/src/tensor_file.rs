@@ -295,7 +295,8 @@ impl ModuleMapper for MapLoad<'_> {
             values = (0..r * c).map(|i| values[(i % r) * c + i / r]).collect();
             shape = vec![c, r];
         }
-        let expected = param.val().dims().to_vec();
+        // Read without initializing a lazy parameter (see `load_params`).
+        let expected = param.lazy_shape().to_vec();
         if shape != expected {
             self.error =
                 Some(TensorFileError::Shape { file_name: file_name.clone(), model_name, found: shape, expected });
@@ -305,15 +306,10 @@ impl ModuleMapper for MapLoad<'_> {
             self.error = Some(TensorFileError::NonFinite(file_name.clone()));
             return param;
         }
-        let (id, value, mapper) = param.consume();
-        let device = value.device();
-        let require_grad = value.is_require_grad();
-        let mut tensor = Tensor::from_data(TensorData::new(values, shape), &device);
-        if require_grad {
-            tensor = tensor.require_grad();
-        }
+        let tensor = Tensor::from_data(TensorData::new(values, shape), &param.lazy_device());
         self.loaded.push(model_name);
-        Param::from_mapped_value(id, tensor, mapper)
+        let id = param.id;
+        param.transform_for_load(tensor, id)
     }
 }
 

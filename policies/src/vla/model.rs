@@ -449,7 +449,7 @@ impl VlaModel {
             Some(name) if name == TOKENIZER_NAME => {}
             other => return Err(bad(format!("tokenizer {other:?}, this build ships {TOKENIZER_NAME:?}"))),
         }
-        let model = config.init(device)?;
+        let model = crate::with_generator_lock(|| config.init(device))?;
         let (model, _) = load_mapped(model, &tensors, &NameMap::identity())?;
         Ok(model)
     }
