@@ -1,7 +1,11 @@
 //! Parameter export/import and Polyak averaging.
 
+use burn::nn::LinearConfig;
 use burn::tensor::Device;
-use embodia_policies::{Activation, ParamError, TwinQConfig, load_params, named_params, polyak_update, seeded_init};
+use burn::tensor::{Distribution, Tensor};
+use embodia_policies::{
+    Activation, ParamError, TwinQConfig, load_params, named_params, polyak_update, seeded_init, with_generator_lock,
+};
 
 fn critic_config(hidden: usize) -> TwinQConfig {
     TwinQConfig { obs_dim: 3, action_dim: 1, hidden: vec![hidden, hidden], activation: Activation::Relu }
@@ -34,6 +38,25 @@ fn round_trip_and_errors_name_the_parameter() {
     let mut nan = pa.clone();
     nan.get_mut("layers.1.weight").unwrap().1[3] = f32::NAN;
     assert_eq!(load_params(loaded, &nan).unwrap_err(), ParamError::NonFinite("layers.1.weight".into()));
+}
+
+/// Loading into a freshly built module does not initialize its lazy parameters first: that would
+/// draw from the backend's process-wide generator, which a `seeded_init` on another thread may
+/// be drawing from at the same moment.
+#[test]
+fn loading_draws_nothing_from_the_generator() {
+    let device = Device::flex();
+    let params = named_params(&seeded_init(&device, 3, || LinearConfig::new(3, 4).init(&device)));
+    let draw = || Tensor::<1>::random([8], Distribution::Default, &device).into_data();
+    let (direct, after_load) = with_generator_lock(|| {
+        device.seed(7);
+        let direct = draw();
+        device.seed(7);
+        let loaded = load_params(LinearConfig::new(3, 4).init(&device), &params).unwrap();
+        assert_eq!(named_params(&loaded), params);
+        (direct, draw())
+    });
+    assert_eq!(direct, after_load);
 }
 
 #[test]
