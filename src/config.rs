@@ -210,6 +210,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("pick-cube-ee", "ppo-flow-sde" | "ppo-flow-noise") => {
             include_str!("../assets/configs/pick-cube-ee-ppo-flow.toml")
         }
+        ("pick-cube", "dppo") => include_str!("../assets/configs/pick-cube-dppo.toml"),
         ("pick-cube-ee", "dppo") => include_str!("../assets/configs/pick-cube-ee-dppo.toml"),
         ("lang-cubes" | "lang-cubes-ee", "vla-sft") => include_str!("../assets/configs/lang-cubes-vla-sft.toml"),
         ("lang-cubes" | "lang-cubes-ee", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
