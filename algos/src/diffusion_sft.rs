@@ -35,14 +35,18 @@ use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, evaluate};
 pub const DIFFUSION_KEY: &str = "diffusion";
 
 /// Noise-free DDIM actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
-/// (`[n, C, D]`, the task's units): every step takes its mean `μ_k` under DDIM `eta` (0 for the
-/// SFT policy; DPPO acts with the η it fine-tuned the means under, as DPPO's deterministic
-/// evaluation does). `x_0` is drawn with `sampling`; deterministic actions use the actor's one
-/// fixed draw for every row and call.
+/// (`[n, C, D]`, the task's units): every step takes its mean `μ_k` under `settings` (η, and
+/// with `base` the fine-tuned steps `K′`), whatever their std floor. `x_0` is drawn with
+/// `sampling`; deterministic actions use the actor's one fixed draw for every row and call.
+///
+/// The SFT policy acts with [`DenoiseSettings::deterministic`] and no `base`. DPPO acts as it
+/// rolls out and as its reference evaluates: the first `K − K′` steps run the frozen SFT network
+/// `base`, the last `K′` the fine-tuned `model`, which RL never trained on the earlier steps.
 pub fn act_diffusion(
     actor: &ChunkActor,
     model: &DiffusionPolicy,
-    eta: f64,
+    base: Option<&DiffusionPolicy>,
+    settings: &DenoiseSettings,
     obs: &[f32],
     out: &mut [f32],
     sampling: Option<&mut ChaCha8Rng>,
@@ -63,8 +67,8 @@ pub fn act_diffusion(
     }
     let normalized = to_tensor(&actor.normalized_obs(obs), n, od, device);
     let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), device);
-    let settings = DenoiseSettings { eta, ..DenoiseSettings::deterministic() };
-    let sample = model.sample(normalized, noise, &settings, None);
+    let settings = DenoiseSettings { min_std: 0.0, ..*settings };
+    let sample = model.sample(normalized, noise, &settings, base);
     actor.env_actions(obs, &to_host(sample.actions)?, out);
     Ok(())
 }
@@ -243,7 +247,8 @@ impl Learner for DiffusionSft {
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
-        act_diffusion(&self.actor, &self.ema, 0.0, obs, actions, sampling, &self.device.clone().inner())
+        let settings = DenoiseSettings::deterministic();
+        act_diffusion(&self.actor, &self.ema, None, &settings, obs, actions, sampling, &self.device.clone().inner())
     }
 
     fn chunk_len(&self) -> usize {

@@ -706,7 +706,8 @@ impl Learner for Dppo {
         act_diffusion(
             &self.actor,
             &self.model.valid(),
-            self.config.eta,
+            Some(&self.base),
+            &self.config.denoise_settings(),
             obs,
             actions,
             sampling,

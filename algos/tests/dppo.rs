@@ -3,8 +3,11 @@
 //! are in the README, from `embodia train`.)
 
 use burn::tensor::Device;
-use embodia_algos::{Checkpoint, ChunkModel, DiffusionSft, Dppo, DppoConfig, Learner, SftConfig, evaluate};
-use embodia_policies::FlowPolicyConfig;
+use embodia_algos::{
+    Checkpoint, ChunkModel, DiffusionSft, Dppo, DppoConfig, Learner, SftConfig, act_diffusion,
+    diffusion_actor_from_checkpoint, evaluate,
+};
+use embodia_policies::{DenoiseSettings, DiffusionPolicy, FlowPolicyConfig, load_params};
 use embodia_sim::rapier::expert::record_task_expert;
 
 /// A small diffusion SFT policy on 10 reach demonstrations after `steps` gradient steps, and
@@ -95,7 +98,25 @@ fn dppo_recomputes_stored_chains_warms_up_the_critic_then_moves_the_policy() {
     dppo.act(&obs, &mut actions, None).unwrap();
     assert_ne!(actions, reference, "the policy must move after the warmup");
 
+    // It acts as it rolls out: the frozen SFT network runs the first K − K′ = 7 steps, the
+    // fine-tuned one only the last 3, which RL trained; the fine-tuned one on every step acts
+    // otherwise.
     let saved = dppo.checkpoint().unwrap();
+    let (actor, diffusion) =
+        diffusion_actor_from_checkpoint(&saved, env.obs_spec().vector.dim(), env.action_spec().bounds.dim()).unwrap();
+    let plain = Device::flex();
+    let network =
+        |key: &str| load_params(DiffusionPolicy::new(&actor.policy, &diffusion, &plain), &saved.params(key)).unwrap();
+    let (tuned, frozen) = (network("model"), network("base"));
+    let act = |base, settings: &DenoiseSettings| {
+        let mut out = vec![0.0f32; reference.len()];
+        act_diffusion(&actor, &tuned, base, settings, &obs, &mut out, None, &plain).unwrap();
+        out
+    };
+    let rollout_settings = DenoiseSettings { ft_steps: 3, min_std: 0.1, ..DenoiseSettings::deterministic() };
+    assert_eq!(act(Some(&frozen), &rollout_settings), actions);
+    assert_ne!(act(None, &DenoiseSettings::deterministic()), actions);
+
     let mut restored = Dppo::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
     restored.restore(&saved).unwrap();
     let mut again = vec![0.0f32; reference.len()];
