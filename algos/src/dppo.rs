@@ -65,7 +65,8 @@ use crate::state_replay::FailedStateReplay;
 use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
 
 /// DPPO hyperparameters. Defaults follow DPPO's robomimic state configs where they carry over
-/// (K′ = all DDIM steps as in its DDIM setting, γ_den 0.99, ε 0.01 with ε_base 1e-3, min std
+/// (K′ = 5 as in its DDIM setting, where K′ = K = 5; the SFT default here is K = 10, so the
+/// first 5 steps stay the frozen SFT network's; γ_den 0.99, ε 0.01 with ε_base 1e-3, min std
 /// 0.1, noise clip 3, log-prob clamp [−5, 2], λ 0.95, value loss 0.5·MSE with coefficient 0.5,
 /// critic lr 1e-3, 2 critic-warmup iterations, target KL 1, 10 epochs); γ is per chunk step
 /// (0.99 like `ppo-flow`: our episodes are 50–100 chunk steps, not DPPO's 300×8-step
