@@ -16,10 +16,16 @@ use embodia_sim::rapier::task::{ObsKind, ObsTerm};
 const SIZE: usize = 32;
 const VARIANT: &str = "push the red cube to the left";
 
-/// lang-cubes reduced to [`VARIANT`] (the other push variants held out, the other verbs off),
-/// observing the robot's own state only.
-fn one_variant() -> TaskConfig {
-    let mut task = embodia_sim::task_config("lang-cubes").unwrap();
+/// A task of the lang-cubes family, by name, with its config as a test edits it.
+struct Variant {
+    name: &'static str,
+    task: TaskConfig,
+}
+
+/// The lang-cubes task `name` reduced to [`VARIANT`] (the other push variants held out, the
+/// other verbs off), observing the robot's own state only.
+fn one_variant(name: &'static str) -> Variant {
+    let mut task = embodia_sim::task_config(name).unwrap();
     let language = task.command.language.as_mut().unwrap();
     language.verbs = vec![Verb::Push];
     language.held_out = ["red", "green", "blue", "yellow"]
@@ -33,7 +39,26 @@ fn one_variant() -> TaskConfig {
         ObsTerm::of(ObsKind::GripperOpening),
         ObsTerm::of(ObsKind::LastAction),
     ];
-    task
+    Variant { name, task }
+}
+
+/// `variant` with every cube spawning within ±1 cm of a spot of its own (the red one mid-table,
+/// the others clear of its push): nearly one scene.
+fn one_scene(mut variant: Variant) -> Variant {
+    for object in &mut variant.task.scene.objects {
+        let (dx, dy) = match object.name.as_str() {
+            "red_cube" => (0.0, 0.0),
+            "green_cube" => (0.08, 0.14),
+            "blue_cube" => (-0.08, 0.14),
+            _ => (0.08, -0.14),
+        };
+        let x = 0.5 * (object.x[0] + object.x[1]) + dx;
+        let y = 0.5 * (object.y[0] + object.y[1]) + dy;
+        object.x = [x - 0.01, x + 0.01];
+        object.y = [y - 0.01, y + 0.01];
+        object.min_object_distance = 0.0;
+    }
+    variant
 }
 
 fn front_camera(task: &TaskConfig) -> RenderConfig {
@@ -42,8 +67,8 @@ fn front_camera(task: &TaskConfig) -> RenderConfig {
     render
 }
 
-fn env(task: &TaskConfig, n: usize) -> CameraEnv {
-    CameraEnv::new(embodia_sim::make_with("lang-cubes", n, Some(task)).unwrap(), front_camera(task)).unwrap()
+fn env(v: &Variant, n: usize) -> CameraEnv {
+    CameraEnv::new(embodia_sim::make_with(v.name, n, Some(&v.task)).unwrap(), front_camera(&v.task)).unwrap()
 }
 
 fn small_model() -> VlaConfig {
@@ -57,9 +82,11 @@ fn small_model() -> VlaConfig {
         .with_value_hidden(vec![32])
 }
 
-fn sft(task: &TaskConfig, steps: usize) -> (VlaSft, f64, f64) {
-    let demos =
-        record_task_expert_rendered("lang-cubes", Some(task), 8, 24, 7, 0.05, Some(front_camera(task))).unwrap();
+/// SFT of [`small_model`] on 24 demonstrations for `steps` steps, and its mean losses over the
+/// first 20 and the last 50 steps.
+fn sft(v: &Variant, steps: usize) -> (VlaSft, f64, f64) {
+    let camera = Some(front_camera(&v.task));
+    let demos = record_task_expert_rendered(v.name, Some(&v.task), 8, 24, 7, 0.05, camera).unwrap();
     assert!(demos.episodes.iter().all(|e| e.instruction.as_deref() == Some(VARIANT)));
     let config = VlaSftConfig {
         model: small_model(),
@@ -69,7 +96,7 @@ fn sft(task: &TaskConfig, steps: usize) -> (VlaSft, f64, f64) {
         decay_steps: steps as u64,
         ..Default::default()
     };
-    let env = env(task, 1);
+    let env = env(v, 1);
     let mut sft = VlaSft::new(config, &env, demos, Device::flex().autodiff(), 1).unwrap();
     let losses: Vec<f64> = (0..steps).map(|_| sft.update().unwrap().0).collect();
     let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
@@ -77,16 +104,16 @@ fn sft(task: &TaskConfig, steps: usize) -> (VlaSft, f64, f64) {
 }
 
 /// Success rate over `episodes` episodes with chunks sampled from `x_1 ~ N(0, I)` (ODE).
-fn success(learner: &dyn Learner, task: &TaskConfig, episodes: usize, seed: u64) -> f64 {
-    let mut env = env(task, episodes);
+fn success(learner: &dyn Learner, v: &Variant, episodes: usize, seed: u64) -> f64 {
+    let mut env = env(v, episodes);
     evaluate(learner, &mut env, seed, true).unwrap().success_rate.unwrap()
 }
 
 #[test]
 fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
-    let task = one_variant();
-    let (sft, first, last) = sft(&task, 2000);
-    let s0 = success(&sft, &task, 64, 99);
+    let variant = one_variant("lang-cubes");
+    let (sft, first, last) = sft(&variant, 2000);
+    let s0 = success(&sft, &variant, 64, 99);
     eprintln!("VLA SFT loss {first:.3} -> {last:.3} ({} samples), success {s0:.3}", sft.num_samples());
     // Measured: 1.95 -> 0.18, success 0.16-0.25 over 64 sampled episodes (the scripted expert
     // succeeds in ~95%); a partly working clone is where RL starts.
@@ -107,7 +134,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
         policy_lr: 0.0,
         ..Default::default()
     };
-    let mut train_env = env(&task, config.num_envs);
+    let mut train_env = env(&variant, config.num_envs);
     train_env.reset(3);
     let init = sft.checkpoint().unwrap();
     let mut rl = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
@@ -115,15 +142,16 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     let kl = row.kl.unwrap();
     eprintln!("VLA GRPO at lr 0: approx KL {kl:e}, {} env steps", row.env_steps);
     assert!(kl.abs() < 1e-5, "approx KL {kl} with unchanged parameters");
-    assert_eq!(success(&rl, &task, 64, 99), s0, "a zero learning rate changed the policy");
+    assert_eq!(success(&rl, &variant, 64, 99), s0, "a zero learning rate changed the policy");
 
     // At a learning rate, with groups of mixed outcomes, the policy moves by a bounded amount,
-    // and a restored learner acts as the saved one. (That a short run raises success is not
-    // asserted: 10 iterations of 32 environments from this checkpoint measured 0.250 -> 0.266
-    // and 0.250 -> 0.219 over 64 sampled episodes, training success 9% -> 28-50% -> 6-31%. On
-    // lang-cubes-ee, where an episode is 40 chunk decisions instead of 100, this variant and
-    // model, 128 environments at lr 3e-5 went 0.28 -> 0.34, 0.41, 0.34, 0.39, 0.42, 0.42 every
-    // 10 iterations (205k env steps each; 1,115 s in all on the 2 cores): too long for here.)
+    // and a restored learner acts as the saved one. (That a short run raises success over the
+    // whole spawn area is not asserted: 10 iterations of 32 environments from this checkpoint
+    // measured 0.250 -> 0.266 and 0.250 -> 0.219 over 64 sampled episodes, training success
+    // 9% -> 28-50% -> 6-31%. On lang-cubes-ee, where an episode is 40 chunk decisions instead
+    // of 100, this variant and model, 128 environments at lr 3e-5 went 0.28 -> 0.34, 0.41,
+    // 0.34, 0.39, 0.42, 0.42 every 10 iterations (205k env steps each; 1,115 s in all on the 2
+    // cores): too long for here. The next test asserts it in one scene.)
     let config = PpoFlowConfig {
         num_envs: 32,
         policy_lr: 2e-5,
@@ -132,7 +160,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
         update_epochs: 2,
         ..config
     };
-    let mut train_env = env(&task, config.num_envs);
+    let mut train_env = env(&variant, config.num_envs);
     train_env.reset(3);
     let mut rl = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
     // An iteration whose groups all have uniform outcomes carries no signal (KL 0): up to three.
@@ -146,7 +174,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
         }
     }
     assert!(kl > 1e-6 && kl < 0.5, "approx KL {kl}");
-    let mut probe = env(&task, 4);
+    let mut probe = env(&variant, 4);
     probe.reset(11);
     let act = |learner: &dyn Learner| {
         let mut actions = vec![0.0f32; 4 * 4 * 8];
@@ -170,7 +198,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
         critic_warmup_iterations: 10,
         ..config
     };
-    let mut train_env = env(&task, config.num_envs);
+    let mut train_env = env(&variant, config.num_envs);
     let mut gae = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 5).unwrap();
     let row = gae.iterate(&mut train_env).unwrap();
     let (value_loss, kl) = (row.value_loss.expect("a value loss under GAE"), row.kl.unwrap());
@@ -186,16 +214,50 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     assert_ne!(trained, value_head(init.params("ema")), "the value head learns");
     let mut restored = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 5).unwrap();
     restored.restore(&gae.checkpoint().unwrap()).unwrap();
-    let (mut env_a, mut env_b) = (env(&task, config.num_envs), env(&task, config.num_envs));
+    let (mut env_a, mut env_b) = (env(&variant, config.num_envs), env(&variant, config.num_envs));
     let (next, again) = (gae.iterate(&mut env_a).unwrap(), restored.iterate(&mut env_b).unwrap());
     assert_eq!(next.value_loss, again.value_loss);
 }
 
+/// A short GRPO run from a fixed SFT checkpoint raises the success of a weak clone of one
+/// variant. On `lang-cubes-ee` (40 chunk decisions per episode) in [`one_scene`]: over the
+/// variant's whole spawn area the change of a CI-sized run is within the noise of 64 episodes
+/// (see the first test), in one scene it is not.
+#[test]
+fn vla_grpo_raises_the_success_of_a_weak_clone_on_one_variant_in_one_scene() {
+    let variant = one_scene(one_variant("lang-cubes-ee"));
+    let (sft, _, _) = sft(&variant, 250);
+    let s0 = success(&sft, &variant, 64, 99);
+    let config = PpoFlowConfig {
+        num_envs: 64,
+        group_size: 4,
+        advantage: AdvantageEstimator::Grpo,
+        reward: embodia_algos::RewardSource::Success,
+        equal_episode_weights: true,
+        mini_batches: 4,
+        update_epochs: 2,
+        policy_lr: 5e-5,
+        ..Default::default()
+    };
+    let mut train_env = env(&variant, config.num_envs);
+    train_env.reset(3);
+    let init = sft.checkpoint().unwrap();
+    let mut rl = VlaPpo::new(config, &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+    let mut env_steps = 0;
+    for _ in 0..10 {
+        env_steps = rl.iterate(&mut train_env).unwrap().env_steps;
+    }
+    let s1 = success(&rl, &variant, 64, 99);
+    eprintln!("VLA GRPO in one scene: success {s0:.3} -> {s1:.3} after {env_steps} env steps");
+    // Measured: 0.219 -> 0.562, and 0.547 and 0.547 with RL seeds 4 and 5 (102k env steps).
+    assert!(s1 >= s0 + 0.15, "success {s0} -> {s1}");
+}
+
 #[test]
 fn vla_sft_grounding_head_learns_the_environment_state_it_needs_and_validates_on_held_out_episodes() {
-    let mut task = one_variant();
-    let record = |task: &TaskConfig| {
-        record_task_expert_rendered("lang-cubes", Some(task), 4, 4, 3, 0.05, Some(front_camera(task))).unwrap()
+    let mut variant = one_variant("lang-cubes");
+    let record = |v: &Variant| {
+        record_task_expert_rendered(v.name, Some(&v.task), 4, 4, 3, 0.05, Some(front_camera(&v.task))).unwrap()
     };
     let config = VlaSftConfig {
         model: small_model(),
@@ -207,18 +269,19 @@ fn vla_sft_grounding_head_learns_the_environment_state_it_needs_and_validates_on
         ..Default::default()
     };
     // Demonstrations without environment states cannot teach it: refused, naming the field.
-    let err = VlaSft::new(config.clone(), &env(&task, 1), record(&task), Device::flex().autodiff(), 1).err().unwrap();
+    let err =
+        VlaSft::new(config.clone(), &env(&variant, 1), record(&variant), Device::flex().autodiff(), 1).err().unwrap();
     assert!(err.to_string().contains("grounding_weight"), "{err}");
 
-    task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::EeToObject)]);
-    let demos = record(&task);
+    variant.task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::EeToObject)]);
+    let demos = record(&variant);
     assert_eq!(demos.state_dim, 6);
     let too_many = VlaSftConfig { validation_episodes: 4, ..config.clone() };
-    let err = VlaSft::new(too_many, &env(&task, 1), demos.clone(), Device::flex().autodiff(), 1).err().unwrap();
+    let err = VlaSft::new(too_many, &env(&variant, 1), demos.clone(), Device::flex().autodiff(), 1).err().unwrap();
     assert!(err.to_string().contains("validation_episodes"), "{err}");
     let config = VlaSftConfig { validation_episodes: 1, ..config };
     let samples = demos.num_steps() - demos.episodes[3].len();
-    let mut sft = VlaSft::new(config, &env(&task, 1), demos, Device::flex().autodiff(), 1).unwrap();
+    let mut sft = VlaSft::new(config, &env(&variant, 1), demos, Device::flex().autodiff(), 1).unwrap();
     assert_eq!(sft.num_samples(), samples, "the last episode is held out");
     assert_eq!(sft.policy().0.config().grounding_dim, 6);
     let (val_flow, val_grounding) = sft.validation_losses().unwrap().expect("validation samples");
