@@ -35,8 +35,8 @@ use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, evaluate};
 pub const DIFFUSION_KEY: &str = "diffusion";
 
 /// Noise-free DDIM actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
-/// (`[n, C, D]`, the task's units): every step takes its mean `μ_k` under `settings` (η, and
-/// with `base` the fine-tuned steps `K′`), whatever their std floor. `x_0` is drawn with
+/// (`[n, C, D]`, the task's units): every step takes its mean `μ_k` under `settings` (its η
+/// and, with `base`, its fine-tuned steps `K′`; its std floor is ignored). `x_0` is drawn with
 /// `sampling`; deterministic actions use the actor's one fixed draw for every row and call.
 ///
 /// The SFT policy acts with [`DenoiseSettings::deterministic`] and no `base`. DPPO acts as it
