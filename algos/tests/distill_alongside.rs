@@ -120,39 +120,22 @@ fn restored_wrapper_continues_rl_and_student_exactly() {
     let mut b = learner(&sft, env_b.as_ref());
     b.restore(&saved).unwrap();
     assert_eq!(b.checkpoint().unwrap(), saved);
-    env.reset(9);
+    // Both continue on fresh environments: a rapier world's contact state after a reset depends
+    // in its last bits on the world's history.
+    let mut env_a = embodia_sim::make("reach", 8).unwrap();
+    env_a.reset(9);
     env_b.reset(9);
-    // PpoFlow's own restore continues to float rounding (1e-7 relative in parameters), not bitwise (a plain PpoFlow restored
-    // the same way gives the very same figures), so the rows are compared to a tolerance.
     for _ in 0..2 {
-        let (row_a, row_b) = (a.iterate(env.as_mut()).unwrap(), b.iterate(env_b.as_mut()).unwrap());
-        assert_eq!(row_a.env_steps, row_b.env_steps);
-        for (x, y) in [(row_a.policy_loss, row_b.policy_loss), (row_a.value_loss, row_b.value_loss)] {
-            assert_close(x.unwrap(), y.unwrap(), 1e-3);
-        }
-        let (sa, sb) = (a.student().unwrap().last_row().unwrap(), b.student().unwrap().last_row().unwrap());
-        assert_eq!(sa.env_steps, sb.env_steps);
-        assert_close(sa.policy_loss.unwrap(), sb.policy_loss.unwrap(), 1e-3);
+        let (row_a, row_b) = (a.iterate(env_a.as_mut()).unwrap(), b.iterate(env_b.as_mut()).unwrap());
+        assert_eq!(row_a, row_b);
+        assert_eq!(a.student().unwrap().last_row(), b.student().unwrap().last_row());
     }
-    let (ca, cb) = (a.checkpoint().unwrap(), b.checkpoint().unwrap());
-    assert_eq!(ca.tensors.keys().collect::<Vec<_>>(), cb.tensors.keys().collect::<Vec<_>>());
-    for (name, (_, x)) in &ca.tensors {
-        for (x, y) in x.iter().zip(&cb.tensors[name].1) {
-            assert!((x - y).abs() <= 1e-3 * (1.0 + x.abs()), "{name}: {x} vs {y}");
-        }
-    }
-    for key in ["alongside", "rng", "env_steps", "iterations"] {
-        assert_eq!(ca.meta[key], cb.meta[key], "{key}");
-    }
+    assert_eq!(a.checkpoint().unwrap(), b.checkpoint().unwrap());
 
     // A flow-RL checkpoint without a student is refused, naming the setting.
     let plain = flow_rl(&sft, env_b.as_ref()).checkpoint().unwrap();
     let err = learner(&sft, env_b.as_ref()).restore(&plain).err().unwrap().to_string();
     assert!(err.contains("distill_during_rl"), "{err}");
-}
-
-fn assert_close(x: f64, y: f64, rel: f64) {
-    assert!((x - y).abs() <= rel * x.abs().max(y.abs()).max(1e-6), "{x} vs {y}");
 }
 
 #[test]
