@@ -4,11 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, MetricRow, MetricSink, StepTrace};
+use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, InitialNoise, MetricRow, MetricSink, StepTrace};
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
 use embodia::run::{
-    Run, evaluate_learner_traced, fresh_run_dir, load_learner, write_episode_outcomes, write_step_trace,
+    Run, evaluate_learner_traced, fresh_run_dir, load_learner, load_learner_with, write_episode_outcomes,
+    write_step_trace,
 };
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
@@ -171,6 +172,11 @@ enum Command {
         /// Sample actions from the policy instead of taking its mode.
         #[arg(long)]
         stochastic: bool,
+        /// Where the deterministic actions of a flow, diffusion or VLA policy start denoising:
+        /// `fixed-draw` (one fixed draw of the initial noise, what training evaluates) or `zero`
+        /// (the prior's mean).
+        #[arg(long, value_parser = ["fixed-draw", "zero"], conflicts_with_all = ["stochastic", "expert"])]
+        initial_noise: Option<String>,
         /// Also record this many deterministic episodes into RUN/episodes.rrd (link transforms
         /// with visual geometry, targets, observations, actions, rewards; needs the `rerun`
         /// feature).
@@ -827,10 +833,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             split,
             episodes_csv,
             steps_csv,
+            initial_noise,
             ..
         } => {
             let csv = EvalCsv { episodes: episodes_csv.as_deref(), steps: steps_csv.as_deref() };
-            eval(&run, episodes, json, stochastic, split.as_deref(), csv)?;
+            let initial_noise = initial_noise.map(|v| match v.as_str() {
+                "zero" => InitialNoise::Zero,
+                _ => InitialNoise::FixedDraw,
+            });
+            eval(&run, episodes, json, stochastic, split.as_deref(), csv, initial_noise)?;
             if let Some(out) = render {
                 let (config, learner) = load_learner(&run)?;
                 embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
@@ -1208,9 +1219,10 @@ fn eval(
     stochastic: bool,
     split: Option<&str>,
     csv: EvalCsv,
+    initial_noise: Option<InitialNoise>,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
-    let (mut config, learner) = load_learner(run)?;
+    let (mut config, learner) = load_learner_with(run, initial_noise)?;
     config.env = with_split(&config.task, config.env.take(), split)?;
     let mut trace = csv.steps.map(|_| StepTrace::default());
     let result = evaluate_learner_traced(learner.as_ref(), &config, episodes, stochastic, trace.as_mut())?;

@@ -22,8 +22,9 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use embodia_algos::{
-    Checkpoint, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult, Learner, MetricRow, MetricSink,
-    Ppo, PpoFlow, Sac, Sft, StepTrace, VLA_ACTOR_KEY, VlaActor, VlaPpo, VlaSft, evaluate_traced,
+    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult,
+    InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, StepTrace, VLA_ACTOR_KEY, VlaActor, VlaPpo,
+    VlaSft, evaluate_traced,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
@@ -634,9 +635,21 @@ pub fn write_episode_outcomes(result: &EvalResult, path: &Path) -> Result<(), Ru
 
 /// Loads the learner of a finished or interrupted run, for evaluation.
 pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
+    load_learner_with(dir, None)
+}
+
+/// [`load_learner`], with the deterministic actions of a chunk policy starting from
+/// `initial_noise` where given instead of the run's own setting (`eval --initial-noise`).
+pub fn load_learner_with(
+    dir: &Path,
+    initial_noise: Option<InitialNoise>,
+) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
     check_run_dir(dir)?;
     let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
-    let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+    let mut ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+    if let Some(start) = initial_noise {
+        set_initial_noise(&mut ckpt, start, &config.algorithm)?;
+    }
     let env = make_env(&config, 1)?;
     let learner = match &config.algo {
         // Without recording its demonstrations again: the checkpoint holds what acting needs.
@@ -648,6 +661,27 @@ pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunEr
         _ => restore_learner(&config, env.as_ref(), &ckpt)?,
     };
     Ok((config, learner))
+}
+
+/// Sets the initial noise of the chunk actor (of a flow, diffusion or VLA policy) in `ckpt`;
+/// other policies have none, which is an error naming the option.
+fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str) -> Result<(), RunError> {
+    if ckpt.meta.contains_key(CHUNK_ACTOR_KEY) {
+        let mut actor: ChunkActor = ckpt.get(CHUNK_ACTOR_KEY)?;
+        actor.initial_noise = start;
+        ckpt.put(CHUNK_ACTOR_KEY, &actor)?;
+    } else if ckpt.meta.contains_key(VLA_ACTOR_KEY) {
+        let mut actor: VlaActor = ckpt.get(VLA_ACTOR_KEY)?;
+        actor.chunk.initial_noise = start;
+        ckpt.put(VLA_ACTOR_KEY, &actor)?;
+    } else {
+        return Err(RunError::Config(crate::config::ConfigError::OutOfRange {
+            field: "--initial-noise".into(),
+            value: format!("{start:?} for a `{algorithm}` run"),
+            allowed: "runs of flow, diffusion and VLA policies, which act from an initial noise".into(),
+        }));
+    }
+    Ok(())
 }
 
 /// Fails with a clear message unless `dir` holds a run's config and a checkpoint.

@@ -645,6 +645,8 @@ fn eval_json_reports_one_object() {
     assert_eq!(v["success_rate"], Value::Null, "pendulum has no success notion");
     assert_eq!(v["success_once_rate"], Value::Null);
     assert_eq!(v["mean_length"].as_f64(), Some(200.0), "pendulum episodes are 200 steps");
+    let e = fail(d, &["eval", "--run", "runs/pend", "--initial-noise", "zero"]);
+    assert_mentions(&e, &["--initial-noise", "sac", "flow, diffusion and VLA"]);
 
     ok(
         d,
@@ -961,6 +963,16 @@ fn diffusion_sft_then_dppo_from_the_command_line() {
         a.extend(["--set", "algo.update_epochs=1", "--run-dir", run, "--quiet"]);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };
+    // Deterministic actions start from one fixed draw, or from zero with `--initial-noise`:
+    // another policy, itself deterministic.
+    let returns = |extra: &[&str]| {
+        let out = ok(d, &[&["eval", "--run", "dsft", "--episodes", "3", "--json"], extra].concat());
+        serde_json::from_str::<Value>(out.stdout.trim()).unwrap()["mean_return"].as_f64().unwrap()
+    };
+    let (fixed, zero) = (returns(&[]), returns(&["--initial-noise", "zero"]));
+    assert_eq!(returns(&["--initial-noise", "fixed-draw"]), fixed);
+    assert_eq!(returns(&["--initial-noise", "zero"]), zero);
+    assert_ne!(fixed, zero);
     let args = dppo("rl", "dsft");
     ok(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
     let (header, rows) = metrics(&d.join("rl"));

@@ -33,6 +33,20 @@ pub struct ChunkActor {
     /// action is absolute. `[action_dim]` or empty.
     #[serde(default)]
     pub relative: Vec<Option<ActionState>>,
+    /// Where deterministic actions start the denoising chain. Default: one fixed draw.
+    #[serde(default)]
+    pub initial_noise: InitialNoise,
+}
+
+/// The initial noise (`x_1` of a flow, `x_0` of a diffusion chain) of deterministic actions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialNoise {
+    /// One fixed draw from `N(0, I)`, the same for every row and call.
+    #[default]
+    FixedDraw,
+    /// Zero, the mean of the prior.
+    Zero,
 }
 
 /// Seed of the initial noise of deterministic actions.
@@ -75,10 +89,12 @@ impl ChunkActor {
         }
     }
 
-    /// The one draw `x_1 ~ N(0, I)`, `[H·D]`, that deterministic actions start from.
+    /// The initial noise deterministic actions start from, `[H·D]` (see [`InitialNoise`]).
     pub fn deterministic_noise(&self) -> Vec<f32> {
         let mut noise = vec![0.0f32; self.policy.chunk_width()];
-        fill_normal(&mut ChaCha8Rng::seed_from_u64(DETERMINISTIC_NOISE_SEED), &mut noise);
+        if self.initial_noise == InitialNoise::FixedDraw {
+            fill_normal(&mut ChaCha8Rng::seed_from_u64(DETERMINISTIC_NOISE_SEED), &mut noise);
+        }
         noise
     }
 
@@ -94,10 +110,8 @@ impl ChunkActor {
 
     /// ODE actions of `model` (plain device) for raw `obs` (`[n, obs_dim]`) into `out`
     /// (`[n, C, D]`), from `x_1 ~ N(0, I)` (RLinf's evaluation mode: every step ODE). The noise
-    /// is drawn with `sampling`; deterministic actions use one fixed draw (the same `x_1` for
-    /// every row and call), so they are a function of the observation alone. Starting from
-    /// `x_1 = 0` instead would query the velocity field far from where training and RL put
-    /// `x_1` (norm ≈ √(H·D)).
+    /// is drawn with `sampling`; deterministic actions start from [`ChunkActor::deterministic_noise`]
+    /// (the same `x_1` for every row and call), so they are a function of the observation alone.
     pub fn act(
         &self,
         model: &FlowPolicy,
@@ -164,6 +178,7 @@ mod tests {
             action_low: vec![-1.0, -1.0],
             action_high: vec![1.0, 1.0],
             relative: vec![Some(ActionState { column: 1, scale: 2.0 }), None],
+            initial_noise: InitialNoise::FixedDraw,
         };
         let obs = [0.7, 0.2, -0.4];
         let absolute = [0.5, -0.3, 0.6, 0.1, 0.9, 2.0];
@@ -173,6 +188,16 @@ mod tests {
         }
         // Dimension 0 is relative to 2 × obs[1] = 0.4, dimension 1 is absolute.
         assert!((chunk[0] - 0.1).abs() < 1e-6 && chunk[1] == -0.3 && (chunk[2] - 0.2).abs() < 1e-6);
+
+        // Deterministic actions start from one fixed draw unless told to start from zero;
+        // actors saved before the setting existed read as the fixed draw.
+        let draw = actor.deterministic_noise();
+        assert!(draw.len() == 6 && draw.iter().all(|v| *v != 0.0) && draw == actor.deterministic_noise());
+        let zero = ChunkActor { initial_noise: InitialNoise::Zero, ..actor.clone() };
+        assert_eq!(zero.deterministic_noise(), vec![0.0; 6]);
+        let mut saved = serde_json::to_value(&actor).unwrap();
+        saved.as_object_mut().unwrap().remove("initial_noise");
+        assert_eq!(serde_json::from_value::<ChunkActor>(saved).unwrap(), actor);
         actor.action_norm.normalize(&mut chunk);
         let mut out = [0.0f32; 4];
         actor.env_actions(&obs, &chunk, &mut out);

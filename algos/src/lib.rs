@@ -30,7 +30,7 @@ pub mod vla_ppo;
 pub mod vla_sft;
 
 pub use checkpoint::{Checkpoint, STATE_FILE, TENSORS_FILE};
-pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
+pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
 pub use diffusion_sft::{DIFFUSION_KEY, DiffusionSft, act_diffusion, diffusion_actor_from_checkpoint};
 pub use distill::{ConsistencyLoss, Distill, DistillConfig, DistillMethod};
 pub use distill_alongside::{ALONGSIDE_PREFIX, DistillAlongside, DistillAlongsideConfig};

@@ -51,7 +51,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
+use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
 use crate::dagger::dagger_chunk_samples;
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
@@ -365,6 +365,7 @@ pub(crate) fn fitted_actor(
         action_low: bounds.low.clone(),
         action_high: bounds.high.clone(),
         relative,
+        initial_noise: InitialNoise::default(),
     };
     let (mut sample_obs, mut sample_chunks) = chunk_samples(demos, &actor);
     actor.obs_norm = Standardizer::fit(&sample_obs, od, min_std);

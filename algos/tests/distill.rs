@@ -38,6 +38,7 @@ fn teacher() -> Checkpoint {
         action_low: vec![-2.0],
         action_high: vec![2.0],
         relative: vec![],
+        initial_noise: Default::default(),
     };
     let mut ckpt = Checkpoint::default();
     ckpt.insert_params("ema", named_params(&model));
