@@ -677,7 +677,10 @@ fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str
     } else {
         return Err(RunError::Config(crate::config::ConfigError::OutOfRange {
             field: "--initial-noise".into(),
-            value: format!("{start:?} for a `{algorithm}` run"),
+            value: format!(
+                "`{}` for a `{algorithm}` run",
+                if start == InitialNoise::Zero { "zero" } else { "fixed-draw" }
+            ),
             allowed: "runs of flow, diffusion and VLA policies, which act from an initial noise".into(),
         }));
     }
