@@ -212,8 +212,10 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         }
         ("pick-cube", "dppo") => include_str!("../assets/configs/pick-cube-dppo.toml"),
         ("pick-cube-ee", "dppo") => include_str!("../assets/configs/pick-cube-ee-dppo.toml"),
-        ("lang-cubes" | "lang-cubes-ee", "vla-sft") => include_str!("../assets/configs/lang-cubes-vla-sft.toml"),
-        ("lang-cubes" | "lang-cubes-ee", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
+        ("lang-cubes" | "lang-cubes-ee" | "lang-cubes-ee-fixed", "vla-sft") => {
+            include_str!("../assets/configs/lang-cubes-vla-sft.toml")
+        }
+        ("lang-cubes" | "lang-cubes-ee" | "lang-cubes-ee-fixed", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
             include_str!("../assets/configs/lang-cubes-vla-ppo.toml")
         }
         _ => return None,

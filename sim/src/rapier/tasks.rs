@@ -26,7 +26,7 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 }
 
 /// The rapier tasks, in registry order.
-pub fn rapier_tasks() -> [RapierTask; 11] {
+pub fn rapier_tasks() -> [RapierTask; 12] {
     [
         RapierTask {
             info: info(
@@ -112,6 +112,14 @@ pub fn rapier_tasks() -> [RapierTask; 11] {
                 true,
             ),
             config: lang_cubes_ee,
+        },
+        RapierTask {
+            info: info(
+                "lang-cubes-ee-fixed",
+                "lang-cubes-ee in one fixed layout (LIBERO-Goal-like): every cube and the pad within 1 cm of a spot of its own, the instruction alone says what to do",
+                true,
+            ),
+            config: lang_cubes_ee_fixed,
         },
     ]
 }
@@ -801,6 +809,27 @@ pub fn lang_cubes() -> TaskConfig {
 /// demonstrations (28–34% → 57–72%). The observations add the hand's position.
 pub fn lang_cubes_ee() -> TaskConfig {
     with_end_effector_steps(lang_cubes(), 160)
+}
+
+/// Lang-cubes-ee in one layout, as LIBERO-Goal poses its tasks: the scene barely changes between
+/// episodes and the instruction alone decides the goal. The cubes sit on a 2 x 2 grid,
+/// x ∈ {0.44, 0.56} m, y ∈ {−0.12, 0.12} m (red near and right, green near and left, blue far and
+/// right, yellow far and left; pushes of 8 cm along y stay clear of the others), the pad at
+/// (0.5, 0); each within ±1 cm of its spot, cubes unrotated. The variants, the held-out split
+/// and the rewards are lang-cubes'. Where objects vary over the whole table (`lang-cubes-ee`)
+/// a policy must find the instructed cube in the image; here it must only tell the goals apart,
+/// the setting of πRL's and RLinf-VLA's LIBERO results.
+pub fn lang_cubes_ee_fixed() -> TaskConfig {
+    let mut c = lang_cubes_ee();
+    let spots = [(0.44, -0.12), (0.44, 0.12), (0.56, -0.12), (0.56, 0.12)];
+    for (object, (x, y)) in c.scene.objects.iter_mut().zip(spots) {
+        object.x = [x - 0.01, x + 0.01];
+        object.y = [y - 0.01, y + 0.01];
+        object.min_object_distance = 0.0;
+    }
+    let language = c.command.language.as_mut().expect("lang-cubes has a language command");
+    language.place.as_mut().expect("lang-cubes has a pad").area = [[0.49, 0.51], [-0.01, 0.01]];
+    c
 }
 
 /// `c` (a 50 Hz joint-target arm task) driven by end-effector position steps of up to 5 cm
