@@ -1153,6 +1153,15 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     assert!(rows.iter().all(|r| r[loss].parse::<f64>().is_ok_and(|l| l.is_finite() && l > 0.0)), "{rows:?}");
     let eval = read_json(&d.join("sft/eval.json"));
     assert!(eval["per_instruction"].as_array().is_some_and(|a| !a.is_empty()), "{eval:?}");
+    // `--initial-noise` reaches the VLA's actor too: each mode deterministic, the two different.
+    let returns = |extra: &[&str]| {
+        let out = ok(d, &[&["eval", "--run", "sft", "--episodes", "2", "--json"], extra].concat());
+        serde_json::from_str::<Value>(out.stdout.trim()).unwrap()["mean_return"].as_f64().unwrap()
+    };
+    let (fixed, zero) = (returns(&[]), returns(&["--initial-noise", "zero"]));
+    assert_eq!(returns(&["--initial-noise", "fixed-draw"]), fixed);
+    assert_eq!(returns(&["--initial-noise", "zero"]), zero);
+    assert_ne!(fixed, zero);
 
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--init", "sft"];
     args.extend(["--steps", "100", "--set", "algo.num_envs=4", "--set", "algo.group_size=2", "--set"]);
