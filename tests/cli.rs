@@ -797,6 +797,20 @@ fn eval_json_episodes(dir: &Path, run: &str, episodes: usize) -> Value {
     serde_json::from_str(out.stdout.trim()).unwrap()
 }
 
+/// `eval --run run` under each `--initial-noise` mode: each reproducible (the default is the
+/// fixed draw), the two different policies.
+fn assert_initial_noise_modes_differ(dir: &Path, run: &str, episodes: usize) {
+    let episodes = episodes.to_string();
+    let returns = |extra: &[&str]| {
+        let out = ok(dir, &[&["eval", "--run", run, "--episodes", &episodes, "--json"], extra].concat());
+        serde_json::from_str::<Value>(out.stdout.trim()).unwrap()["mean_return"].as_f64().unwrap()
+    };
+    let (fixed, zero) = (returns(&[]), returns(&["--initial-noise", "zero"]));
+    assert_eq!(returns(&["--initial-noise", "fixed-draw"]), fixed, "{run}: the default is the fixed draw");
+    assert_eq!(returns(&["--initial-noise", "zero"]), zero, "{run}: zero is deterministic");
+    assert_ne!(fixed, zero, "{run}: the two modes act differently");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 12. robot check
 
@@ -965,14 +979,7 @@ fn diffusion_sft_then_dppo_from_the_command_line() {
     };
     // Deterministic actions start from one fixed draw, or from zero with `--initial-noise`:
     // another policy, itself deterministic.
-    let returns = |extra: &[&str]| {
-        let out = ok(d, &[&["eval", "--run", "dsft", "--episodes", "3", "--json"], extra].concat());
-        serde_json::from_str::<Value>(out.stdout.trim()).unwrap()["mean_return"].as_f64().unwrap()
-    };
-    let (fixed, zero) = (returns(&[]), returns(&["--initial-noise", "zero"]));
-    assert_eq!(returns(&["--initial-noise", "fixed-draw"]), fixed);
-    assert_eq!(returns(&["--initial-noise", "zero"]), zero);
-    assert_ne!(fixed, zero);
+    assert_initial_noise_modes_differ(d, "dsft", 3);
     let args = dppo("rl", "dsft");
     ok(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
     let (header, rows) = metrics(&d.join("rl"));
@@ -1153,15 +1160,8 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     assert!(rows.iter().all(|r| r[loss].parse::<f64>().is_ok_and(|l| l.is_finite() && l > 0.0)), "{rows:?}");
     let eval = read_json(&d.join("sft/eval.json"));
     assert!(eval["per_instruction"].as_array().is_some_and(|a| !a.is_empty()), "{eval:?}");
-    // `--initial-noise` reaches the VLA's actor too: each mode deterministic, the two different.
-    let returns = |extra: &[&str]| {
-        let out = ok(d, &[&["eval", "--run", "sft", "--episodes", "2", "--json"], extra].concat());
-        serde_json::from_str::<Value>(out.stdout.trim()).unwrap()["mean_return"].as_f64().unwrap()
-    };
-    let (fixed, zero) = (returns(&[]), returns(&["--initial-noise", "zero"]));
-    assert_eq!(returns(&["--initial-noise", "fixed-draw"]), fixed);
-    assert_eq!(returns(&["--initial-noise", "zero"]), zero);
-    assert_ne!(fixed, zero);
+    // `--initial-noise` reaches the VLA's actor too.
+    assert_initial_noise_modes_differ(d, "sft", 2);
 
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--init", "sft"];
     args.extend(["--steps", "100", "--set", "algo.num_envs=4", "--set", "algo.group_size=2", "--set"]);
