@@ -27,9 +27,18 @@
 //!    one AdamW step on the value head at `value_lr` and one on the rest at `policy_lr` (0
 //!    during `critic_warmup_iterations`).
 //!
-//! The hyperparameters are [`PpoFlowConfig`]'s; `critic` and `critic_hidden` are unused (the
-//! VLA's critic is its value head). Not implemented for the VLA: one-step students alongside
-//! (`distill_during_rl`), refused with an error naming the field.
+//! The hyperparameters are [`PpoFlowConfig`]'s. With GAE, `critic` picks the value function:
+//! - `expert_features`: the VLA's own value head (πRL's), which reads the state from the
+//!   images and the instruction;
+//! - `observation`: a separate MLP (`critic_hidden`, ELU) on the environment's state, the
+//!   task's `[[env.observations.critic]]` terms where it has them, else its vector observation,
+//!   standardized by running statistics (asymmetric actor-critic: privileged state the policy
+//!   never sees, used only in training). In simulation the critic may know whether the
+//!   instructed cube is in the hand, which a success reward at the end of a pick cannot tell
+//!   the grasp's chunk step otherwise.
+//!
+//! Not implemented for the VLA: one-step students alongside (`distill_during_rl`), refused with
+//! an error naming the field.
 
 use std::time::Instant;
 
@@ -37,12 +46,15 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaInput, VlaModel};
-use embodia_policies::{load_params, named_params, with_generator_lock};
+use embodia_policies::{
+    Activation, ValueCritic, ValueCriticConfig, load_params, named_params, seeded_init, with_generator_lock,
+};
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
+use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::normalizer::RunningNormalizer;
 use crate::ppo_flow::{
     GroupBatch, TimeSplit, epoch_minibatches, gather_chains, grpo_episodes, kl_guarded_minibatches, ppo_group_loss,
     stochastic_step_groups,
@@ -50,8 +62,8 @@ use crate::ppo_flow::{
 use crate::state_replay::FailedStateReplay;
 use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
-    Adam, AdvantageEstimator, AlgoError, Checkpoint, EpisodeStats, FlowRlMethod, Learner, MetricRow, PpoFlowConfig,
-    RewardSource, check_range,
+    Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, FlowRlMethod, Learner, MetricRow,
+    PpoFlowConfig, RewardSource, check_range,
 };
 
 /// What one iteration stores, row `step·n + env` for chunk step `step`.
@@ -66,7 +78,9 @@ struct VlaRollout {
     stochastic_step: Vec<usize>,
     /// Old log-probs, `[rows, C·D]`.
     log_probs: Vec<f32>,
-    /// The value head's values at rollout time, `[rows]` (GAE).
+    /// Standardized state critic inputs, `[rows, critic_dim]` (GAE with the state critic).
+    critic_obs: Vec<f32>,
+    /// The value function's values at rollout time, `[rows]` (GAE).
     values: Vec<f32>,
     /// Advantages, `[rows]`.
     advantages: Vec<f32>,
@@ -82,9 +96,11 @@ pub struct VlaPpo {
     device: Device,
     actor: VlaActor,
     model: VlaModel,
-    /// Every parameter but the value head's.
+    /// The value function on the environment's state (GAE with `critic = "observation"`).
+    critic: Option<StateCritic>,
+    /// Every parameter of the model but the value head's.
     optim: Adam,
-    /// The value head's parameters (GAE).
+    /// The value function's parameters (GAE): the state critic's, or the model's value head.
     value_optim: Adam,
     rng: ChaCha8Rng,
     env_steps: u64,
@@ -98,6 +114,34 @@ pub struct VlaPpo {
     /// Initial states GRPO groups failed from ([`PpoFlowConfig::replay_failed_states`]).
     failed_states: FailedStateReplay,
     last_split: TimeSplit,
+}
+
+/// An MLP value function on the environment's state and the running statistics that
+/// standardize its input.
+struct StateCritic {
+    net: ValueCritic,
+    norm: RunningNormalizer,
+    /// The present standardized input of every environment, `[n, dim]` (reused buffer).
+    input: Vec<f32>,
+}
+
+impl StateCritic {
+    /// The environment's state for the critic: its critic observation where the task has one,
+    /// else its vector observation, `[n, dim]`.
+    fn raw(env: &dyn VecEnv) -> &[f32] {
+        let b = env.buffers();
+        if env.obs_spec().critic.is_some() { &b.critic_obs } else { &b.obs }
+    }
+
+    /// Updates the statistics with the environments' present state and standardizes it into
+    /// `self.input`.
+    fn observe(&mut self, env: &dyn VecEnv) {
+        let raw = Self::raw(env);
+        self.norm.update(raw);
+        self.input.clear();
+        self.input.extend_from_slice(raw);
+        self.norm.normalize(&mut self.input);
+    }
 }
 
 impl VlaPpo {
@@ -130,6 +174,18 @@ impl VlaPpo {
         actor.camera_indices(env)?;
         let model = with_generator_lock(|| actor.model.init(&device)).map_err(vla_error)?;
         let model = load_params(model, &init.params("ema"))?;
+        let state_critic = config.advantage == AdvantageEstimator::Gae && config.critic == CriticInput::Observation;
+        let critic = state_critic.then(|| {
+            let spec = env.obs_spec();
+            let dim = spec.critic.as_ref().unwrap_or(&spec.vector).dim();
+            let net =
+                ValueCriticConfig { obs_dim: dim, hidden: config.critic_hidden.clone(), activation: Activation::Elu };
+            StateCritic {
+                net: seeded_init(&device, seed, || net.init(&device)),
+                norm: RunningNormalizer::new(dim, 10.0),
+                input: Vec::new(),
+            }
+        });
         let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
             optim: optim(),
@@ -145,6 +201,7 @@ impl VlaPpo {
             last_split: TimeSplit::default(),
             actor,
             model,
+            critic,
             device,
             config,
         })
@@ -191,7 +248,16 @@ impl VlaPpo {
         r.stochastic_step.push(k_star);
         r.log_probs.extend(to_host(sample.log_prob)?);
         if self.config.advantage == AdvantageEstimator::Gae {
-            r.values.extend(to_host(sample.value)?);
+            let value = match self.critic.as_mut() {
+                Some(critic) => {
+                    critic.observe(env);
+                    r.critic_obs.extend_from_slice(&critic.input);
+                    let dim = critic.norm.dim();
+                    critic.net.valid().forward(to_tensor(&critic.input, n, dim, &plain))
+                }
+                None => sample.value,
+            };
+            r.values.extend(to_host(value)?);
         }
         Ok(())
     }
@@ -281,12 +347,21 @@ impl VlaPpo {
                 chains,
                 method,
                 self.config.method.stochastic_steps(g),
-                gae,
+                gae && self.critic.is_none(),
             );
+            let value = match &self.critic {
+                Some(critic) => {
+                    let dim = critic.norm.dim();
+                    let input: Vec<f32> =
+                        members.iter().flat_map(|&i| r.critic_obs[i * dim..(i + 1) * dim].iter().copied()).collect();
+                    Some(critic.net.forward(to_tensor(&input, rows, dim, &d)))
+                }
+                None => eval.value,
+            };
             let group = GroupBatch {
                 log_prob: eval.log_prob,
                 entropy: eval.entropy,
-                value: eval.value,
+                value,
                 old_lp: &old_lp,
                 adv: &adv,
                 old_v: &old_v,
@@ -307,7 +382,10 @@ impl VlaPpo {
             return Ok((stats, false));
         }
         let mut grads = loss.backward();
-        let value_grads = GradientsParams::from_module(&mut grads, self.model.value_head());
+        let value_grads = match &self.critic {
+            Some(critic) => GradientsParams::from_module(&mut grads, &critic.net),
+            None => GradientsParams::from_module(&mut grads, self.model.value_head()),
+        };
         let grads = GradientsParams::from_grads(grads, &self.model);
         let clip = Some(self.config.max_grad_norm);
         let warming_up = gae && self.iterations < self.config.critic_warmup_iterations;
@@ -316,9 +394,20 @@ impl VlaPpo {
         check_finite("VLA PPO gradients", norm.unwrap_or(0.0), self.env_steps)?;
         self.model = model;
         if gae {
-            let (model, norm) = self.value_optim.step(self.config.value_lr, self.model.clone(), &value_grads, clip);
+            let lr = self.config.value_lr;
+            let norm = match self.critic.as_mut() {
+                Some(critic) => {
+                    let (net, norm) = self.value_optim.step(lr, critic.net.clone(), &value_grads, clip);
+                    critic.net = net;
+                    norm
+                }
+                None => {
+                    let (model, norm) = self.value_optim.step(lr, self.model.clone(), &value_grads, clip);
+                    self.model = model;
+                    norm
+                }
+            };
             check_finite("VLA PPO value gradients", norm.unwrap_or(0.0), self.env_steps)?;
-            self.model = model;
         }
         Ok((stats, true))
     }
@@ -388,6 +477,10 @@ impl Learner for VlaPpo {
     fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
         let mut ckpt = Checkpoint::default();
         ckpt.insert_params("model", named_params(&self.model));
+        if let Some(critic) = &self.critic {
+            ckpt.insert_params("critic", named_params(&critic.net));
+            ckpt.put("critic_normalizer", &critic.norm)?;
+        }
         let (steps, state) = self.optim.state();
         ckpt.insert_params("optim.model", state);
         ckpt.put("optim_model_steps", &steps)?;
@@ -414,7 +507,15 @@ impl Learner for VlaPpo {
         self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
         // Runs written before GAE (GRPO only) have no value optimizer state.
         if let Ok(steps) = ckpt.get("optim_value_steps") {
-            self.value_optim.load_state(steps, &ckpt.params("optim.value"), &self.model, &plain)?;
+            let state = ckpt.params("optim.value");
+            match self.critic.as_mut() {
+                Some(critic) => {
+                    critic.net = load_params(critic.net.clone(), &ckpt.params("critic"))?;
+                    critic.norm = ckpt.get("critic_normalizer")?;
+                    self.value_optim.load_state(steps, &state, &critic.net, &plain)?;
+                }
+                None => self.value_optim.load_state(steps, &state, &self.model, &plain)?,
+            }
         }
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;

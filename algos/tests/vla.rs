@@ -4,7 +4,7 @@
 //! every variant.)
 
 use burn::tensor::Device;
-use embodia_algos::{AdvantageEstimator, Learner, PpoFlowConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate};
+use embodia_algos::{AdvantageEstimator, CriticInput, Learner, PpoFlowConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate};
 use embodia_policies::vla::{TextConfig, VisionConfig, VlaConfig};
 use embodia_sim::TaskConfig;
 use embodia_sim::VecEnv;
@@ -194,6 +194,7 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     let config = PpoFlowConfig {
         num_envs: 8,
         advantage: AdvantageEstimator::Gae,
+        critic: CriticInput::ExpertFeatures,
         value_lr: 1e-3,
         critic_warmup_iterations: 10,
         ..config
@@ -251,6 +252,49 @@ fn vla_grpo_raises_the_success_of_a_weak_clone_on_one_variant_in_one_scene() {
     eprintln!("VLA GRPO in one scene: success {s0:.3} -> {s1:.3} after {env_steps} env steps");
     // Measured: 0.219 -> 0.562, and 0.547 and 0.547 with RL seeds 4 and 5 (102k env steps).
     assert!(s1 >= s0 + 0.15, "success {s0} -> {s1}");
+}
+
+/// GAE with a value function on the task's privileged state (asymmetric actor-critic): it
+/// reads the task's critic observation, not the images; during the warm-up it learns while the
+/// VLA, its value head included, stays as SFT left it; a restored learner continues exactly.
+#[test]
+fn vla_ppo_state_critic_learns_the_task_state_value_while_the_policy_waits() {
+    let mut variant = one_scene(one_variant("lang-cubes-ee"));
+    let (sft, _, _) = sft(&variant, 250);
+    let init = sft.checkpoint().unwrap();
+    variant.task.observations.critic = Some(vec![
+        ObsTerm::of(ObsKind::EeToObject),
+        ObsTerm::of(ObsKind::ObjectPos),
+        ObsTerm::of(ObsKind::GripperOpening),
+    ]);
+    let config = PpoFlowConfig {
+        num_envs: 16,
+        advantage: AdvantageEstimator::Gae,
+        critic: CriticInput::Observation,
+        critic_hidden: vec![64, 64],
+        reward_scale: 0.01,
+        critic_warmup_iterations: 8,
+        ..Default::default()
+    };
+    let mut train_env = env(&variant, config.num_envs);
+    let mut rl = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 5).unwrap();
+    let losses: Vec<f64> = (0..6).map(|_| rl.iterate(&mut train_env).unwrap().value_loss.unwrap()).collect();
+    eprintln!("VLA PPO state critic, value loss per warm-up iteration: {losses:.4?}");
+    // Measured: 0.106, 0.099, 0.037, 0.052, 0.030, 0.051.
+    let late = losses[3..].iter().sum::<f64>() / 3.0;
+    assert!(late < 0.7 * losses[0], "value loss {losses:?}");
+
+    let ckpt = rl.checkpoint().unwrap();
+    let critic = ckpt.params("critic");
+    let first_layer = critic.iter().find(|(name, _)| name.ends_with("weight")).expect("critic weights").1;
+    assert_eq!(first_layer.0[0], 7, "the critic reads the 7 values of the critic observation");
+    assert_eq!(ckpt.params("model"), init.params("ema"), "the warm-up moved the VLA (value head included)");
+
+    let mut restored = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 5).unwrap();
+    restored.restore(&ckpt).unwrap();
+    let (mut env_a, mut env_b) = (env(&variant, config.num_envs), env(&variant, config.num_envs));
+    let (next, again) = (rl.iterate(&mut env_a).unwrap(), restored.iterate(&mut env_b).unwrap());
+    assert_eq!(next.value_loss, again.value_loss);
 }
 
 #[test]
