@@ -76,12 +76,15 @@ impl FlowRlMethod {
 #[serde(rename_all = "snake_case")]
 pub enum CriticInput {
     /// πRL: the flow policy's value head on pooled action-expert features, averaged over the
-    /// denoising steps (spec §1.6).
+    /// denoising steps (spec §1.6). For the VLA: its value head, on the features its
+    /// `value_input` names.
     ExpertFeatures,
     /// A separate MLP `V(s)` on the standardized observation, as Gaussian PPO has. The expert's
     /// features are computed from noisy action chunks and trained for flow matching only, so a
     /// head on them must read the state's value through the noise of `x_t`; an observation
-    /// critic has no such handicap (deliberate difference from RLinf).
+    /// critic has no such handicap (deliberate difference from RLinf). For the VLA: on the
+    /// task's critic observation where it has one (privileged state), else its vector
+    /// observation, standardized by running statistics.
     Observation,
 }
 
@@ -116,7 +119,8 @@ pub enum RewardSource {
 pub enum LogProbType {
     /// Sum over `C·D`: one ratio per environment step (RLinf's LIBERO default).
     ChunkLevel,
-    /// Sum over `D`: one ratio per action.
+    /// Sum over `D`: one ratio per action. On the VLA's picks of `lang-cubes-ee-fixed` this
+    /// lifted a weak clone where the chunk-level ratio did not (README).
     ActionLevel,
     /// One ratio per element, the advantage broadcast.
     TokenLevel,
