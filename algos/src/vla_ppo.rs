@@ -11,25 +11,24 @@
 //!    (images, instruction, proprioception), encode the prefix once, sample a chunk with the
 //!    rollout policy (Flow-SDE: one stochastic denoising step `k*` shared by the batch;
 //!    Flow-Noise: all steps with the learned std), store the observation, the chain, `k*`, the
-//!    old log-probs `[C·D]` and the value head's value, execute the chunk;
+//!    old log-probs `[C·D]` and (GAE) the value function's value, execute the chunk;
 //! 3. advantages:
 //!    - `grpo`: each episode's chunk steps get the group-normalized return (weighted so that every
 //!      episode counts equally with `equal_episode_weights`); groups whose returns are all
 //!      equal are left out (`filter_uniform_groups`);
-//!    - `gae`: GAE(γ, λ) over each episode's chunk steps with the model's value head (spec
-//!      §1.4: on the prefix pooled over its valid tokens, π0.5's `value_after_vlm`, or on the
-//!      expert's features, per the model's `value_input`), standardized over the episodes'
-//!      steps; an episode cut by the time limit counts as terminated (its final images are
+//!    - `gae`: GAE(γ, λ) over each episode's chunk steps with the value function (below),
+//!      standardized over the episodes' steps; an episode cut by the time limit counts as terminated (its final images are
 //!      gone after the auto-reset; RLinf bootstraps it);
 //! 4. `update_epochs` passes over shuffled mini-batches: recompute log-probs, entropies and (GAE)
-//!    values from the stored chains (re-encoding the stored observations with the present
-//!    weights), clipped surrogate, clipped Huber value loss, entropy bonus, one backward pass,
-//!    one AdamW step on the value head at `value_lr` and one on the rest at `policy_lr` (0
-//!    during `critic_warmup_iterations`).
+//!    values from the stored chains and states (re-encoding the stored observations with the
+//!    present weights), clipped surrogate, clipped Huber value loss, entropy bonus, one
+//!    backward pass, one AdamW step on the value function at `value_lr` and one on the rest of
+//!    the model at `policy_lr` (0 during `critic_warmup_iterations`).
 //!
 //! The hyperparameters are [`PpoFlowConfig`]'s. With GAE, `critic` picks the value function:
-//! - `expert_features`: the VLA's own value head (πRL's), which reads the state from the
-//!   images and the instruction;
+//! - `expert_features`: the VLA's own value head (πRL's, spec §1.4: on the prefix pooled over
+//!   its valid tokens, π0.5's `value_after_vlm`, or on the expert's features, per the model's
+//!   `value_input`), which reads the state from the images and the instruction;
 //! - `observation`: a separate MLP (`critic_hidden`, ELU) on the environment's state, the
 //!   task's `[[env.observations.critic]]` terms where it has them, else its vector observation,
 //!   standardized by running statistics (asymmetric actor-critic: privileged state the policy
