@@ -704,13 +704,24 @@ pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
 /// Keeps the header and the rows up to `env_steps`.
 fn truncate_metrics(path: &Path, env_steps: u64) -> Result<(), RunError> {
     let text = fs::read_to_string(path).map_err(io_err(path))?;
+    // A file written before columns were added at the end gets them, empty in its old rows, so
+    // that the rows this run appends match its header.
+    let header = text.lines().next().unwrap_or_default();
+    let added = match MetricRow::CSV_HEADER.strip_prefix(header) {
+        Some(rest) if rest.starts_with(',') => rest.matches(',').count(),
+        _ => 0,
+    };
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
-        let keep = i == 0 || line.split(',').next().and_then(|s| s.parse::<u64>().ok()).is_some_and(|s| s <= env_steps);
-        if keep {
+        if i == 0 {
+            out.push_str(if added > 0 { MetricRow::CSV_HEADER } else { line });
+        } else if line.split(',').next().and_then(|s| s.parse::<u64>().ok()).is_some_and(|s| s <= env_steps) {
             out.push_str(line);
-            out.push('\n');
+            out.push_str(&",".repeat(added));
+        } else {
+            continue;
         }
+        out.push('\n');
     }
     fs::write(path, out).map_err(io_err(path))
 }
@@ -726,4 +737,29 @@ pub fn fresh_run_dir(root: &Path, config: &TrainConfig) -> PathBuf {
         k += 1;
     }
     dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resuming_drops_later_rows_and_adds_columns_newer_than_the_file() {
+        let dir = std::env::temp_dir().join(format!("embodia-truncate-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(METRICS_FILE);
+        let (old_header, added) = MetricRow::CSV_HEADER.rsplit_once(',').unwrap();
+        let old_row = |steps: u64| format!("{steps},1.5{}", ",".repeat(old_header.matches(',').count() - 1));
+        fs::write(&path, format!("{old_header}\n{}\n{}\n", old_row(10), old_row(20))).unwrap();
+        truncate_metrics(&path, 10).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, [MetricRow::CSV_HEADER.to_string(), format!("{},", old_row(10))], "added `{added}`");
+        let rows = crate::plot::parse_metrics(&text, "metrics.csv").unwrap();
+        assert_eq!(rows.len(), 1);
+        // A current file is left as it was.
+        truncate_metrics(&path, 10).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -259,6 +259,7 @@ mod imp {
                 ("aux_loss", row.aux_loss),
                 ("val_loss", row.val_loss),
                 ("val_aux_loss", row.val_aux_loss),
+                ("clip_fraction", row.clip_fraction),
             ];
             for (name, value) in fields {
                 if let Some(v) = value.filter(|v| v.is_finite())

@@ -39,6 +39,9 @@ pub struct MetricRow {
     pub val_loss: Option<f64>,
     /// Auxiliary loss on the validation data (VLA SFT's grounding loss).
     pub val_aux_loss: Option<f64>,
+    /// Flow-policy PPO: fraction of the probability ratios outside `[1 − ε, 1 + ε]` over the
+    /// interval's mini-batches (one ratio per chunk, action or element, per `logprob_type`).
+    pub clip_fraction: Option<f64>,
 }
 
 impl MetricRow {
@@ -57,13 +60,13 @@ impl MetricRow {
     }
 
     /// CSV header, matching [`MetricRow::csv_values`].
-    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss,val_loss,val_aux_loss";
+    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss,val_loss,val_aux_loss,clip_fraction";
 
     /// The row as CSV fields (empty where `None`).
     pub fn csv_values(&self) -> String {
         let opt = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
         format!(
-            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.env_steps,
             self.wall_seconds,
             opt(self.return_mean),
@@ -81,6 +84,7 @@ impl MetricRow {
             opt(self.aux_loss),
             opt(self.val_loss),
             opt(self.val_aux_loss),
+            opt(self.clip_fraction),
         )
     }
 }

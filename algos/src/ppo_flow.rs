@@ -775,8 +775,8 @@ impl PpoFlow {
 
     /// Losses of one mini-batch of rollout samples (`indices` into `[steps·n]`), with backward
     /// pass and optimizer steps unless the KL guard refuses it. Returns (policy loss, value
-    /// loss, entropy, approx KL) and whether it stepped.
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 4], bool), AlgoError> {
+    /// loss, entropy, approx KL, clip fraction) and whether it stepped.
+    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 5], bool), AlgoError> {
         let p = &self.actor.policy;
         let (od, hd, cd, k) = (p.obs_dim, p.chunk_width(), p.chunk * p.action_dim, p.denoise_steps);
         let d = self.device.clone();
@@ -786,7 +786,7 @@ impl PpoFlow {
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.method);
         let r = &self.rollout;
         let mut total: Option<Tensor<1>> = None;
-        let mut stats = [0.0f64; 4];
+        let mut stats = [0.0f64; 5];
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
             let m = members.len();
             let mut obs = Vec::with_capacity(m * od);
@@ -866,7 +866,7 @@ impl PpoFlow {
         Ok((stats, true))
     }
 
-    fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
+    fn update(&mut self, n: usize) -> Result<[f64; 5], AlgoError> {
         let c = &self.config;
         let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
@@ -948,14 +948,14 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
         .collect()
 }
 
-/// Runs `minibatch` (its statistics (policy loss, value loss, entropy, approx KL) and whether
-/// it stepped the optimizer) over `batches` in order until one is refused by the KL guard;
+/// Runs `minibatch` (its statistics (policy loss, value loss, entropy, approx KL, clip
+/// fraction) and whether it stepped the optimizer) over `batches` in order until one is refused by the KL guard;
 /// returns the mean statistics over the mini-batches run (zeros without any).
 pub(crate) fn kl_guarded_minibatches(
     batches: &[Vec<usize>],
-    mut minibatch: impl FnMut(&[usize]) -> Result<([f64; 4], bool), AlgoError>,
-) -> Result<[f64; 4], AlgoError> {
-    let (mut sums, mut run) = ([0.0f64; 4], 0usize);
+    mut minibatch: impl FnMut(&[usize]) -> Result<([f64; 5], bool), AlgoError>,
+) -> Result<[f64; 5], AlgoError> {
+    let (mut sums, mut run) = ([0.0f64; 5], 0usize);
     for batch in batches {
         let (stats, stepped) = minibatch(batch)?;
         for (s, x) in sums.iter_mut().zip(stats) {
@@ -1232,14 +1232,14 @@ pub(crate) struct GroupBatch<'a> {
 /// `(C, D, K)`), clipped Huber value loss (none without values, as in GRPO), entropy bonus.
 /// Returns the group's share of the mini-batch loss (its per-sample losses summed, divided by
 /// `b`) and its shares of the mini-batch means of (policy loss, value loss, entropy,
-/// approximate KL).
+/// approximate KL, clip fraction).
 pub(crate) fn ppo_group_loss(
     cfg: &PpoFlowConfig,
     g: GroupBatch<'_>,
     (chunk, action_dim, denoise_steps): (usize, usize, usize),
     b: usize,
     d: &Device,
-) -> Result<(Tensor<1>, [f64; 4]), AlgoError> {
+) -> Result<(Tensor<1>, [f64; 5]), AlgoError> {
     let m = g.adv.len();
     let cd = chunk * action_dim;
     let step_scale = match (cfg.method, cfg.noise_step_reduction) {
@@ -1261,6 +1261,7 @@ pub(crate) fn ppo_group_loss(
     let clip = cfg.clip_ratio;
     let surrogate =
         (ratio.clone() * adv.clone()).min_pair(ratio.clone().clamp(1.0 - clip, 1.0 + clip) * adv).neg().mean_dim(1);
+    let clipped = (ratio.clone() - 1.0).abs().greater_elem(clip).float().mean_dim(1);
     let approx_kl = ((ratio - 1.0) - log_ratio).mean();
     let value_loss = match g.value {
         Some(value) => {
@@ -1275,14 +1276,18 @@ pub(crate) fn ppo_group_loss(
         - g.entropy.clone().mul_scalar(cfg.entropy_coef);
     let loss = per_sample.sum().div_scalar(b as f64);
     let host = to_host(Tensor::cat(
-        vec![surrogate.sum().inner(), value_loss.sum().inner(), g.entropy.sum().inner(), approx_kl.inner()],
+        vec![
+            surrogate.sum().inner(),
+            value_loss.sum().inner(),
+            g.entropy.sum().inner(),
+            approx_kl.inner(),
+            clipped.sum().inner(),
+        ],
         0,
     ))?;
-    let mut stats = [0.0f64; 4];
-    for (s, h) in stats.iter_mut().zip(host.iter().take(3)) {
-        *s = *h as f64 / b as f64;
-    }
+    let mut stats = host.iter().map(|h| *h as f64 / b as f64).collect::<Vec<_>>();
     stats[3] = host[3] as f64 * m as f64 / b as f64;
+    let stats = [stats[0], stats[1], stats[2], stats[3], stats[4]];
     Ok((loss, stats))
 }
 
@@ -1312,7 +1317,7 @@ impl Learner for PpoFlow {
             AdvantageEstimator::Grpo => self.collect_grpo(env)?,
         }
         let start = std::time::Instant::now();
-        let [policy_loss, value_loss, entropy, kl] = self.update(env.num_envs())?;
+        let [policy_loss, value_loss, entropy, kl, clip_fraction] = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
@@ -1321,6 +1326,7 @@ impl Learner for PpoFlow {
         row.value_loss = Some(value_loss);
         row.entropy = Some(entropy);
         row.kl = Some(kl);
+        row.clip_fraction = Some(clip_fraction);
         row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }
@@ -1504,7 +1510,7 @@ mod tests {
             if step {
                 stepped.push(b[0]);
             }
-            Ok(([1.0, 2.0, 3.0, kl], step))
+            Ok(([1.0, 2.0, 3.0, kl, 0.5], step))
         })
         .unwrap();
         assert_eq!(stepped, [0, 1], "the third mini-batch is refused and ends the update");
@@ -1583,16 +1589,18 @@ mod tests {
                 ret: &[0.0],
             };
             let (loss, stats) = ppo_group_loss(&cfg, batch, (1, 2, 4), 1, &d).unwrap();
-            (to_host(loss).unwrap()[0] as f64, stats[3])
+            (to_host(loss).unwrap()[0] as f64, stats[3], stats[4])
         };
         let close = |a: f64, b: f64| (a - b).abs() < 1e-5;
-        let (mean_loss, mean_kl) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Mean);
+        let (mean_loss, mean_kl, mean_clipped) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Mean);
         assert!(close(mean_loss, -(0.02f64).exp()), "{mean_loss}");
         assert!(close(mean_kl, (0.02f64).exp() - 1.0 - 0.02), "{mean_kl}");
-        let (sum_loss, sum_kl) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Sum);
+        assert_eq!(mean_clipped, 0.0, "ratio 1.02 is inside the clip range 1 ± 0.05");
+        let (sum_loss, sum_kl, sum_clipped) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Sum);
         assert!(close(sum_loss, -1.05), "clipped: {sum_loss}");
         assert!(close(sum_kl, (0.1f64).exp() - 1.0 - 0.1), "{sum_kl}");
-        assert_eq!(loss_and_kl(FlowRlMethod::Sde, NoiseStepReduction::Sum), (mean_loss, mean_kl));
+        assert_eq!(sum_clipped, 1.0, "ratio 1.105 is outside it");
+        assert_eq!(loss_and_kl(FlowRlMethod::Sde, NoiseStepReduction::Sum), (mean_loss, mean_kl, mean_clipped));
     }
 
     #[test]

@@ -316,8 +316,8 @@ impl VlaPpo {
 
     /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer steps unless
     /// the KL guard refuses it. Returns (policy loss, value loss (0 under GRPO), entropy, approx
-    /// KL) and whether it stepped.
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 4], bool), AlgoError> {
+    /// KL, clip fraction) and whether it stepped.
+    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 5], bool), AlgoError> {
         let m = &self.actor.model;
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
         let layout = (m.chunk, m.action_dim, k);
@@ -327,7 +327,7 @@ impl VlaPpo {
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.method);
         let mut total: Option<Tensor<1>> = None;
-        let mut stats = [0.0f64; 4];
+        let mut stats = [0.0f64; 5];
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
             let r = &self.rollout;
             let rows = members.len();
@@ -411,7 +411,7 @@ impl VlaPpo {
         Ok((stats, true))
     }
 
-    fn update(&mut self, n: usize) -> Result<[f64; 4], AlgoError> {
+    fn update(&mut self, n: usize) -> Result<[f64; 5], AlgoError> {
         let c = &self.config;
         let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
@@ -435,7 +435,7 @@ impl Learner for VlaPpo {
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
         self.collect(env)?;
         let start = Instant::now();
-        let [policy_loss, value_loss, entropy, kl] = self.update(env.num_envs())?;
+        let [policy_loss, value_loss, entropy, kl, clip_fraction] = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
@@ -444,6 +444,7 @@ impl Learner for VlaPpo {
         row.value_loss = (self.config.advantage == AdvantageEstimator::Gae).then_some(value_loss);
         row.entropy = Some(entropy);
         row.kl = Some(kl);
+        row.clip_fraction = Some(clip_fraction);
         row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }
