@@ -949,8 +949,9 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
 }
 
 /// Runs `minibatch` (its statistics (policy loss, value loss, entropy, approx KL, clip
-/// fraction) and whether it stepped the optimizer) over `batches` in order until one is refused by the KL guard;
-/// returns the mean statistics over the mini-batches run (zeros without any).
+/// fraction) and whether it stepped the optimizer) over `batches` in order until one is
+/// refused by the KL guard; returns the mean statistics over the mini-batches run (zeros
+/// without any).
 pub(crate) fn kl_guarded_minibatches(
     batches: &[Vec<usize>],
     mut minibatch: impl FnMut(&[usize]) -> Result<([f64; 5], bool), AlgoError>,
@@ -1285,9 +1286,11 @@ pub(crate) fn ppo_group_loss(
         ],
         0,
     ))?;
-    let mut stats = host.iter().map(|h| *h as f64 / b as f64).collect::<Vec<_>>();
+    let mut stats = [0.0f64; 5];
+    for (s, h) in stats.iter_mut().zip(&host) {
+        *s = *h as f64 / b as f64;
+    }
     stats[3] = host[3] as f64 * m as f64 / b as f64;
-    let stats = [stats[0], stats[1], stats[2], stats[3], stats[4]];
     Ok((loss, stats))
 }
 
