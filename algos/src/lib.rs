@@ -45,7 +45,7 @@ pub use normalizer::{RunningNormalizer, Standardizer};
 pub use optim::Adam;
 pub use ppo::{Ppo, PpoConfig};
 pub use ppo_flow::{
-    AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlow, PpoFlowConfig, RewardSource, group_advantages,
+    AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlow, PpoFlowConfig, RewardSource, SdeSteps, group_advantages,
     share_initial_states,
 };
 pub use replay::{ReplayBuffer, TransitionBatch};

@@ -60,15 +60,20 @@ pub enum FlowRlMethod {
     Noise,
 }
 
-impl FlowRlMethod {
-    /// Which denoising steps are stochastic when `k_star` is the drawn one: that one
-    /// (Flow-SDE), or all of them (Flow-Noise).
-    pub(crate) fn stochastic_steps(self, k_star: usize) -> StochasticSteps {
-        match self {
-            FlowRlMethod::Sde => StochasticSteps::One(k_star),
-            FlowRlMethod::Noise => StochasticSteps::Joint,
-        }
-    }
+/// Which denoising steps of a Flow-SDE chunk are stochastic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SdeSteps {
+    /// One step `k*` drawn per chunk step, the others ODE steps; the ratio sees that step
+    /// only (πRL's hybrid ODE-SDE). The deterministic steps before and after `k*` also move
+    /// with the weights, a dependence of the executed chunk on them that the ratio ignores.
+    #[default]
+    One,
+    /// Every step an SDE step and the log-prob reduced over all of them as Flow-Noise's
+    /// (`noise_step_reduction`; Flow-GRPO's full SDE sampling): every transition of the chain
+    /// is in the ratio, so the likelihood-ratio gradient is that of the chain's own Markov
+    /// policy. The update evaluates the expert at all `K` steps instead of one.
+    All,
 }
 
 /// What the value function reads.
@@ -126,7 +131,7 @@ pub enum LogProbType {
     TokenLevel,
 }
 
-/// How Flow-Noise combines the `K + 1` per-step log-probabilities of a chunk element (its
+/// How a joint log-prob (Flow-Noise, Flow-SDE on every step) combines the `K + 1` per-step log-probabilities of a chunk element (its
 /// initial-noise term included) before the ratio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -201,7 +206,8 @@ pub struct PpoFlowConfig {
     pub entropy_coef: f64,
     /// Ratio shaping. Default chunk_level.
     pub logprob_type: LogProbType,
-    /// Flow-Noise: how the per-step log-probabilities combine (Flow-SDE has one step). On
+    /// Flow-Noise and Flow-SDE with `sde_steps = "all"`: how the per-step log-probabilities
+    /// combine (one-step Flow-SDE has one). On
     /// push-t the mean let Flow-Noise drift off and collapse after ~2M env steps (README).
     /// Default mean.
     pub noise_step_reduction: NoiseStepReduction,
@@ -218,6 +224,8 @@ pub struct PpoFlowConfig {
     pub noise_anneal_iterations: u64,
     /// Flow-SDE: never make the last denoising step the stochastic one. Default false.
     pub ignore_last: bool,
+    /// Flow-SDE: one stochastic denoising step per chunk or all of them. Default one.
+    pub sde_steps: SdeSteps,
     /// Multiplier of the chunk rewards (not in RLinf, whose LIBERO rewards are 0/1; our dense
     /// task rewards sum to O(100) per episode, which a fresh value head under a Huber loss
     /// with δ = 10 learns slowly). Default 1.
@@ -291,6 +299,7 @@ impl Default for PpoFlowConfig {
             noise_end: 0.3,
             noise_anneal_iterations: 400,
             ignore_last: false,
+            sde_steps: SdeSteps::One,
             reward_scale: 1.0,
             critic_warmup_iterations: 0,
             critic: CriticInput::Observation,
@@ -389,6 +398,21 @@ impl PpoFlowConfig {
         match self.method {
             FlowRlMethod::Sde => NoiseMethod::Sde { level: self.noise_level_at(iteration) },
             FlowRlMethod::Noise => NoiseMethod::Noise,
+        }
+    }
+
+    /// Whether every denoising step is stochastic and in the log-prob (Flow-Noise, or Flow-SDE
+    /// with `sde_steps = "all"`).
+    pub(crate) fn joint_log_prob(&self) -> bool {
+        self.method == FlowRlMethod::Noise || self.sde_steps == SdeSteps::All
+    }
+
+    /// Which denoising steps are stochastic when `k_star` is the drawn one: that one, or all of
+    /// them ([`Self::joint_log_prob`]).
+    pub(crate) fn stochastic_steps(&self, k_star: usize) -> StochasticSteps {
+        match self.joint_log_prob() {
+            true => StochasticSteps::Joint,
+            false => StochasticSteps::One(k_star),
         }
     }
 
@@ -639,7 +663,7 @@ impl PpoFlow {
             obs_tensor.clone(),
             noise,
             self.config.noise_method(self.iterations),
-            self.config.method.stochastic_steps(k_star),
+            self.config.stochastic_steps(k_star),
         );
         let value = match critic {
             Some(critic) => critic.forward(obs_tensor),
@@ -783,7 +807,7 @@ impl PpoFlow {
         let method = self.config.noise_method(self.iterations);
         let cfg = &self.config;
         let b = indices.len();
-        let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.method);
+        let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.joint_log_prob());
         let r = &self.rollout;
         let mut total: Option<Tensor<1>> = None;
         let mut stats = [0.0f64; 5];
@@ -799,7 +823,7 @@ impl PpoFlow {
                 old_v.push(r.values[idx]);
                 ret.push(r.returns[idx]);
             }
-            let steps = cfg.method.stochastic_steps(g);
+            let steps = cfg.stochastic_steps(g);
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, m, hd]), &d);
             let obs = to_tensor(&obs, m, od, &d);
             // Values only where the loss uses them: GAE's, from the observation critic or else
@@ -1178,21 +1202,19 @@ pub(crate) fn episode_advantages(
 }
 
 /// Mini-batch rows `indices` (into `[steps·n]`) grouped by the denoising step `k*` that was
-/// stochastic when their chunk step was sampled (`stochastic_step`, `[steps]`): Flow-SDE
-/// log-probs of different `k*` are evaluated separately. Flow-Noise: all in group 0. `[K]` groups.
+/// stochastic when their chunk step was sampled (`stochastic_step`, `[steps]`): one-step
+/// Flow-SDE log-probs of different `k*` are evaluated separately. With a joint log-prob over
+/// every step (`joint`), all in group 0. `[K]` groups.
 pub(crate) fn stochastic_step_groups(
     indices: &[usize],
     stochastic_step: &[usize],
     n: usize,
     k: usize,
-    method: FlowRlMethod,
+    joint: bool,
 ) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = vec![Vec::new(); k];
     for &idx in indices {
-        let group = match method {
-            FlowRlMethod::Sde => stochastic_step[idx / n],
-            FlowRlMethod::Noise => 0,
-        };
+        let group = if joint { 0 } else { stochastic_step[idx / n] };
         groups[group].push(idx);
     }
     groups
@@ -1243,8 +1265,8 @@ pub(crate) fn ppo_group_loss(
 ) -> Result<(Tensor<1>, [f64; 5]), AlgoError> {
     let m = g.adv.len();
     let cd = chunk * action_dim;
-    let step_scale = match (cfg.method, cfg.noise_step_reduction) {
-        (FlowRlMethod::Noise, NoiseStepReduction::Sum) => (denoise_steps + 1) as f64,
+    let step_scale = match (cfg.joint_log_prob(), cfg.noise_step_reduction) {
+        (true, NoiseStepReduction::Sum) => (denoise_steps + 1) as f64,
         _ => 1.0,
     };
     let (groups_n, per) = match cfg.logprob_type {
@@ -1576,12 +1598,12 @@ mod tests {
 
     /// One sample, C·D = 2 elements whose step-mean log-probs rose by 0.01 each, advantage 1,
     /// K = 4: the mean reduction gives the ratio e^0.02, the sum e^0.1 (5 terms), which the clip
-    /// at 0.05 caps; Flow-SDE (one step) ignores the setting.
+    /// at 0.05 caps; one-step Flow-SDE ignores the setting, Flow-SDE on every step follows it.
     #[test]
     fn noise_step_reduction_scales_flow_noise_log_ratios() {
         let d = Device::flex();
-        let loss_and_kl = |method, reduction| {
-            let cfg = PpoFlowConfig { method, noise_step_reduction: reduction, clip_ratio: 0.05, ..Default::default() };
+        let loss_and_kl_with = |cfg: PpoFlowConfig| {
+            let cfg = PpoFlowConfig { clip_ratio: 0.05, ..cfg };
             let batch = GroupBatch {
                 log_prob: Tensor::<2>::from_floats([[-0.99, -1.99]], &d),
                 entropy: Tensor::zeros([1, 1], &d),
@@ -1594,6 +1616,9 @@ mod tests {
             let (loss, stats) = ppo_group_loss(&cfg, batch, (1, 2, 4), 1, &d).unwrap();
             (to_host(loss).unwrap()[0] as f64, stats[3], stats[4])
         };
+        let loss_and_kl = |method, reduction| {
+            loss_and_kl_with(PpoFlowConfig { method, noise_step_reduction: reduction, ..Default::default() })
+        };
         let close = |a: f64, b: f64| (a - b).abs() < 1e-5;
         let (mean_loss, mean_kl, mean_clipped) = loss_and_kl(FlowRlMethod::Noise, NoiseStepReduction::Mean);
         assert!(close(mean_loss, -(0.02f64).exp()), "{mean_loss}");
@@ -1604,6 +1629,12 @@ mod tests {
         assert!(close(sum_kl, (0.1f64).exp() - 1.0 - 0.1), "{sum_kl}");
         assert_eq!(sum_clipped, 1.0, "ratio 1.105 is outside it");
         assert_eq!(loss_and_kl(FlowRlMethod::Sde, NoiseStepReduction::Sum), (mean_loss, mean_kl, mean_clipped));
+        let sde_all = PpoFlowConfig {
+            sde_steps: SdeSteps::All,
+            noise_step_reduction: NoiseStepReduction::Sum,
+            ..Default::default()
+        };
+        assert_eq!(loss_and_kl_with(sde_all), (sum_loss, sum_kl, sum_clipped), "every SDE step in the ratio");
     }
 
     #[test]

@@ -233,7 +233,7 @@ impl VlaPpo {
             &model.encode(&batch),
             noise,
             self.config.noise_method(self.iterations),
-            self.config.method.stochastic_steps(k_star),
+            self.config.stochastic_steps(k_star),
         );
         self.actor.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, env_actions);
         let (o, r) = (&self.observation, &mut self.rollout);
@@ -325,7 +325,7 @@ impl VlaPpo {
         let method = self.config.noise_method(self.iterations);
         let gae = self.config.advantage == AdvantageEstimator::Gae;
         let b = indices.len();
-        let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.method);
+        let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.joint_log_prob());
         let mut total: Option<Tensor<1>> = None;
         let mut stats = [0.0f64; 5];
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
@@ -345,7 +345,7 @@ impl VlaPpo {
                 &self.model.encode(&batch),
                 chains,
                 method,
-                self.config.method.stochastic_steps(g),
+                self.config.stochastic_steps(g),
                 gae && self.critic.is_none(),
             );
             let value = match &self.critic {

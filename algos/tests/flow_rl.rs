@@ -75,9 +75,9 @@ fn frozen_sft_policy_succeeds_as_often_after_auto_resets_as_in_the_first_batch()
 }
 
 /// With the policy frozen (critic warmup), recomputed log-probabilities equal the rollout's
-/// (approximate KL exactly 0, ratio 1) for both variants, the value head learns, and the
-/// policy's actions stay exactly those of the SFT checkpoint; with a policy learning rate the
-/// policy moves.
+/// (approximate KL exactly 0, ratio 1) for both variants and for Flow-SDE with every step
+/// stochastic, the value head learns, and the policy's actions stay exactly those of the SFT
+/// checkpoint; with a policy learning rate the policy moves.
 #[test]
 fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     let (sft, _) = sft_on_reach(100);
@@ -86,17 +86,21 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     let mut reference = vec![0.0f32; 4 * 4 * 6];
     sft.act(&obs, &mut reference, None).unwrap();
     use AdvantageEstimator::{Gae, Grpo};
+    use embodia_algos::SdeSteps::{All, One};
     use embodia_algos::{AdvantageEstimator, CriticInput};
-    for (init, critic, advantage, replay_failed_states) in [
-        ("sde", CriticInput::Observation, Gae, 0.0),
-        ("noise", CriticInput::Observation, Gae, 0.0),
-        ("sde", CriticInput::ExpertFeatures, Gae, 0.0),
-        ("sde", CriticInput::Observation, Grpo, 0.0),
-        ("sde", CriticInput::Observation, Grpo, 1.0),
+    for (init, critic, advantage, replay_failed_states, sde_steps) in [
+        ("sde", CriticInput::Observation, Gae, 0.0, One),
+        ("noise", CriticInput::Observation, Gae, 0.0, One),
+        ("sde", CriticInput::ExpertFeatures, Gae, 0.0, One),
+        ("sde", CriticInput::Observation, Grpo, 0.0, One),
+        ("sde", CriticInput::Observation, Grpo, 1.0, One),
+        ("sde-all", CriticInput::Observation, Grpo, 0.0, All),
     ] {
-        let method = if init == "sde" { embodia_algos::FlowRlMethod::Sde } else { embodia_algos::FlowRlMethod::Noise };
+        let method =
+            if init == "noise" { embodia_algos::FlowRlMethod::Noise } else { embodia_algos::FlowRlMethod::Sde };
         let config = PpoFlowConfig {
             method,
+            sde_steps,
             num_envs: 8,
             chunk_steps: 10,
             critic_warmup_iterations: 2,
@@ -116,9 +120,12 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
             let row = ppo.iterate(env.as_mut()).unwrap();
             assert_eq!(row.kl, Some(0.0), "{init}: the frozen policy's ratios must be exactly 1");
             value_losses.push(row.value_loss.unwrap());
-            match method {
-                embodia_algos::FlowRlMethod::Sde => assert_eq!(row.entropy, Some(0.0)),
-                embodia_algos::FlowRlMethod::Noise => assert!(row.entropy.unwrap() < 0.0, "{row:?}"),
+            // One SDE step has no entropy term; a joint log-prob over every step has the mean
+            // Gaussian entropy of its steps and of the initial N(0, 1).
+            match init {
+                "sde" => assert_eq!(row.entropy, Some(0.0)),
+                "noise" => assert!(row.entropy.unwrap() < 0.0, "{row:?}"),
+                _ => assert!(row.entropy.unwrap() != 0.0 && row.entropy.unwrap().is_finite(), "{row:?}"),
             }
         }
         let mut actions = vec![0.0f32; reference.len()];
@@ -135,8 +142,15 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
 
         // A restored learner (its critic and optimizer state included) continues identically.
         let saved = ppo.checkpoint().unwrap();
-        let config =
-            PpoFlowConfig { method, critic, critic_hidden: vec![32], advantage, group_size: 4, ..Default::default() };
+        let config = PpoFlowConfig {
+            method,
+            sde_steps,
+            critic,
+            critic_hidden: vec![32],
+            advantage,
+            group_size: 4,
+            ..Default::default()
+        };
         let mut restored = PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
         restored.restore(&saved).unwrap();
         assert_eq!(restored.checkpoint().unwrap().params("critic"), saved.params("critic"), "{init}");
