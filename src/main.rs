@@ -516,6 +516,10 @@ enum BenchCommand {
         /// Override one RL setting, e.g. --rl-set algo.policy_lr=1e-4 (repeatable).
         #[arg(long = "rl-set", value_name = "KEY=VALUE")]
         rl_overrides: Vec<String>,
+        /// Start RL from this finished vla-sft run instead of training one (--sft-steps and
+        /// --sft-set unused).
+        #[arg(long, value_name = "RUN_DIR")]
+        sft_run: Option<PathBuf>,
         /// Directory of the SFT run (<out>/sft, a run directory) and the RL curves (<out>/rl).
         #[arg(long, default_value = "bench-vla")]
         out: PathBuf,
@@ -937,6 +941,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     seed,
                     sft_overrides,
                     rl_overrides,
+                    sft_run,
                     out,
                     json,
                 },
@@ -950,6 +955,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 seed,
                 sft_overrides,
                 rl_overrides,
+                sft_run,
                 out,
             };
             bench_vla(&spec, json)
@@ -1502,9 +1508,13 @@ fn bench_vla_model(spec: &embodia::vla_model_bench::VlaModelBenchSpec, json: boo
 
 fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(spec.eval_episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
+    let sft = match &spec.sft_run {
+        Some(dir) => format!("SFT run {}", dir.display()),
+        None => format!("{} SFT steps", spec.sft_steps),
+    };
     println!(
-        "bench vla: {} SFT steps, then {} for {} s on every training variant; {} episodes per split and policy",
-        spec.sft_steps, spec.algorithm, spec.rl_seconds, spec.eval_episodes
+        "bench vla: {sft}, then {} for {} s on every training variant; {} episodes per split and policy",
+        spec.algorithm, spec.rl_seconds, spec.eval_episodes
     );
     let r = embodia::vla_bench::vla_bench(spec)?;
     let show = |s: &embodia::vla_bench::SplitSuccess| {
@@ -1534,7 +1544,8 @@ fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Res
         r.update_seconds,
         show(&r.s1)
     );
-    println!("runs: {} (SFT), {} (RL curves)", spec.out.join("sft").display(), spec.out.join("rl").display());
+    let sft_dir = spec.sft_run.clone().unwrap_or_else(|| spec.out.join("sft"));
+    println!("runs: {} (SFT), {} (RL curves)", sft_dir.display(), spec.out.join("rl").display());
     if json {
         println!("{}", serde_json::to_string(&r)?);
     }

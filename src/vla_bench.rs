@@ -11,7 +11,7 @@ use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaPpo};
 use serde::Serialize;
 
 use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
-use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner, make_env};
+use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner, load_learner, make_env};
 
 /// What `embodia bench vla` runs.
 #[derive(Debug, Clone)]
@@ -32,6 +32,9 @@ pub struct VlaBenchSpec {
     pub sft_overrides: Vec<String>,
     /// `--set` overrides of the RL run.
     pub rl_overrides: Vec<String>,
+    /// A finished `vla-sft` run to start RL from instead of training one (`sft_steps` and
+    /// `sft_overrides` then unused).
+    pub sft_run: Option<PathBuf>,
     /// Directory of the SFT run (`<out>/sft`) and the RL curves (`<out>/rl`).
     pub out: PathBuf,
 }
@@ -64,7 +67,8 @@ pub struct VlaBenchResult {
     pub demos: usize,
     /// SFT gradient steps.
     pub sft_steps: u64,
-    /// Wall seconds of SFT (recording and its periodic evaluations included).
+    /// Wall seconds of SFT (recording and its periodic evaluations included); 0 for a reused
+    /// run.
     pub sft_seconds: f64,
     /// Success of the SFT policy.
     pub s0: SplitSuccess,
@@ -108,24 +112,39 @@ fn split_success(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -
     })
 }
 
-/// SFT (a run directory in `<out>/sft`), S0, RL for the budget, S1.
+/// SFT (a run directory in `<out>/sft`, or the reused `sft_run`), S0, RL for the budget, S1.
 pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
-    let sft_config = resolve(&ConfigSources {
-        task: Some(&spec.task),
-        algorithm: Some("vla-sft"),
-        seed: Some(spec.seed),
-        total_steps: Some(spec.sft_steps),
-        overrides: &spec.sft_overrides,
-        ..Default::default()
-    })?;
-    let AlgoConfig::VlaSft(sft_algo) = &sft_config.algo else { unreachable!("resolved as vla-sft") };
+    let (sft_dir, sft_config, sft_seconds, s0) = match &spec.sft_run {
+        Some(dir) => {
+            let (config, learner) = load_learner(dir)?;
+            let s0 = split_success(learner.as_ref(), &config, spec.eval_episodes)?;
+            (dir.clone(), config, 0.0, s0)
+        }
+        None => {
+            let config = resolve(&ConfigSources {
+                task: Some(&spec.task),
+                algorithm: Some("vla-sft"),
+                seed: Some(spec.seed),
+                total_steps: Some(spec.sft_steps),
+                overrides: &spec.sft_overrides,
+                ..Default::default()
+            })?;
+            let start = Instant::now();
+            let dir = spec.out.join("sft");
+            let mut sft = Run::create(&dir, config.clone())?;
+            sft.train(&mut [])?;
+            let seconds = start.elapsed().as_secs_f64();
+            let s0 = split_success(sft.learner(), &config, spec.eval_episodes)?;
+            (dir, config, seconds, s0)
+        }
+    };
+    let AlgoConfig::VlaSft(sft_algo) = &sft_config.algo else {
+        return Err(RunError::Io {
+            path: sft_dir.display().to_string(),
+            message: format!("bench vla starts RL from a vla-sft run, not {}", sft_config.algorithm),
+        });
+    };
     let demos = sft_algo.demos;
-    let start = Instant::now();
-    let sft_dir = spec.out.join("sft");
-    let mut sft = Run::create(&sft_dir, sft_config.clone())?;
-    sft.train(&mut [])?;
-    let sft_seconds = start.elapsed().as_secs_f64();
-    let s0 = split_success(sft.learner(), &sft_config, spec.eval_episodes)?;
 
     let mut rl_overrides = vec![format!("algo.init={}", toml::Value::String(sft_dir.display().to_string()))];
     rl_overrides.extend(spec.rl_overrides.iter().cloned());
@@ -163,7 +182,7 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
         seed: spec.seed,
         parameters,
         demos,
-        sft_steps: spec.sft_steps,
+        sft_steps: sft_config.total_steps,
         sft_seconds,
         s0,
         s1,

@@ -1174,6 +1174,24 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     let eval: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
 
+    // `bench vla` from that SFT run: S0, one RL iteration, S1 and the time split. An RL run is
+    // refused as the starting point.
+    let mut args = vec!["bench", "vla", "--sft-run", "sft", "--rl-seconds", "0.1", "--eval-episodes", "1"];
+    args.extend(["--rl-set", "algo.num_envs=4", "--rl-set", "algo.group_size=2", "--out", "bv", "--json"]);
+    let out = ok(d, &args);
+    let r: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(r["sft_seconds"].as_f64(), Some(0.0), "{r:?}");
+    assert_eq!(r["sft_steps"].as_u64(), Some(10), "{r:?}");
+    assert!(r["rl_env_steps"].as_u64().is_some_and(|s| s > 0), "{r:?}");
+    for key in ["sim_seconds", "inference_seconds", "update_seconds"] {
+        assert!(r[key].as_f64().is_some_and(|s| s > 0.0), "{key}: {r:?}");
+    }
+    for policy in ["s0", "s1"] {
+        assert!(r[policy]["held_out_sampled"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{r:?}");
+    }
+    let e = fail(d, &["bench", "vla", "--sft-run", "rl", "--rl-seconds", "0.1", "--eval-episodes", "1"]);
+    assert_mentions(&e, &["rl", "vla-sft"]);
+
     // Flow-Noise: the learned noise head's joint log-probs, and its entropy in the metrics.
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-noise", "--init", "sft"];
     args.extend(["--steps", "100", "--set", "algo.num_envs=4", "--set", "algo.group_size=2", "--set"]);
