@@ -146,6 +146,7 @@ pub fn parse_metrics(text: &str, path: &str) -> Result<Vec<MetricRow>, PlotError
                 "val_loss" => &mut row.val_loss,
                 "val_aux_loss" => &mut row.val_aux_loss,
                 "clip_fraction" => &mut row.clip_fraction,
+                "mixed_groups" => &mut row.mixed_groups,
                 _ => continue,
             };
             *slot = value;
@@ -410,6 +411,7 @@ mod tests {
             return_mean: Some(-3.0),
             alpha: Some(0.2),
             clip_fraction: Some(0.25),
+            mixed_groups: Some(0.5),
             ..Default::default()
         };
         let text = format!("{}\n{}\n", MetricRow::CSV_HEADER, row.csv_values());
@@ -419,12 +421,13 @@ mod tests {
         assert_eq!(rows[0].return_mean, Some(-3.0));
         assert_eq!(rows[0].alpha, Some(0.2));
         assert_eq!(rows[0].clip_fraction, Some(0.25));
+        assert_eq!(rows[0].mixed_groups, Some(0.5));
         assert_eq!(rows[0].success_rate, None);
-        let bad = format!("{text}200,2.0,abc,,,,,,,,,,,,,,,\n");
+        let bad = format!("{text}200,2.0,abc,,,,,,,,,,,,,,,,\n");
         let e = parse_metrics(&bad, "m.csv").unwrap_err().to_string();
         assert!(e.starts_with("m.csv:3: column `return_mean`"), "{e}");
         let short = format!("{text}200,2.0\n");
-        assert!(parse_metrics(&short, "m.csv").unwrap_err().to_string().starts_with("m.csv:3: expected 18 fields"));
+        assert!(parse_metrics(&short, "m.csv").unwrap_err().to_string().starts_with("m.csv:3: expected 19 fields"));
         assert!(
             parse_metrics("a,b\n", "m.csv").unwrap_err().to_string().starts_with("m.csv:1: header has no `env_steps`")
         );

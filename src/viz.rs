@@ -260,6 +260,7 @@ mod imp {
                 ("val_loss", row.val_loss),
                 ("val_aux_loss", row.val_aux_loss),
                 ("clip_fraction", row.clip_fraction),
+                ("mixed_groups", row.mixed_groups),
             ];
             for (name, value) in fields {
                 if let Some(v) = value.filter(|v| v.is_finite())

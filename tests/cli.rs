@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The columns `metrics.csv` documents (issue 2, `MetricRow::CSV_HEADER`).
-const METRIC_COLUMNS: [&str; 18] = [
+const METRIC_COLUMNS: [&str; 19] = [
     "env_steps",
     "wall_seconds",
     "return_mean",
@@ -32,6 +32,7 @@ const METRIC_COLUMNS: [&str; 18] = [
     "val_loss",
     "val_aux_loss",
     "clip_fraction",
+    "mixed_groups",
 ];
 
 /// Columns that legitimately differ between an interrupted-and-resumed run and an uninterrupted one.

@@ -351,6 +351,8 @@ pub struct Dppo {
     rollout: Rollout,
     scratch: ChunkScratch,
     last_split: TimeSplit,
+    /// GRPO: share of the last collection's groups with differing returns.
+    mixed_groups: Option<f64>,
 }
 
 impl Dppo {
@@ -397,6 +399,7 @@ impl Dppo {
             rollout: Rollout::default(),
             scratch: ChunkScratch::default(),
             last_split: TimeSplit::default(),
+            mixed_groups: None,
             actor,
             model,
             base,
@@ -573,6 +576,7 @@ impl Dppo {
         r.advantages = episodes.row_advantages();
         r.used = episodes.used;
         self.last_split = episodes.split;
+        self.mixed_groups = Some(episodes.mixed_groups);
         Ok(())
     }
 
@@ -699,6 +703,7 @@ impl Learner for Dppo {
         row.policy_loss = Some(stats.policy_loss);
         row.value_loss = (!self.config.grpo()).then_some(stats.value_loss);
         row.kl = Some(stats.kl);
+        row.mixed_groups = self.mixed_groups;
         row.learning_rate = Some(self.config.policy_lr);
         Ok(row)
     }

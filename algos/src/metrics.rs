@@ -42,6 +42,9 @@ pub struct MetricRow {
     /// Flow-policy PPO: fraction of the probability ratios outside `[1 − ε, 1 + ε]` over the
     /// interval's mini-batches (one ratio per chunk, action or element, per `logprob_type`).
     pub clip_fraction: Option<f64>,
+    /// GRPO: share of the iteration's groups whose returns differ, the only ones with a
+    /// learning signal (the others are dropped with `filter_uniform_groups`).
+    pub mixed_groups: Option<f64>,
 }
 
 impl MetricRow {
@@ -60,13 +63,13 @@ impl MetricRow {
     }
 
     /// CSV header, matching [`MetricRow::csv_values`].
-    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss,val_loss,val_aux_loss,clip_fraction";
+    pub const CSV_HEADER: &'static str = "env_steps,wall_seconds,return_mean,return_min,return_max,episode_length,success_rate,policy_loss,value_loss,entropy,alpha,kl,learning_rate,fps,aux_loss,val_loss,val_aux_loss,clip_fraction,mixed_groups";
 
     /// The row as CSV fields (empty where `None`).
     pub fn csv_values(&self) -> String {
         let opt = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
         format!(
-            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.env_steps,
             self.wall_seconds,
             opt(self.return_mean),
@@ -85,6 +88,7 @@ impl MetricRow {
             opt(self.val_loss),
             opt(self.val_aux_loss),
             opt(self.clip_fraction),
+            opt(self.mixed_groups),
         )
     }
 }

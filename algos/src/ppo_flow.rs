@@ -553,6 +553,8 @@ pub struct PpoFlow {
     /// Initial states GRPO groups failed from ([`PpoFlowConfig::replay_failed_states`]).
     failed_states: FailedStateReplay,
     last_split: TimeSplit,
+    /// GRPO: share of the last collection's groups with differing returns.
+    mixed_groups: Option<f64>,
 }
 
 impl PpoFlow {
@@ -599,6 +601,7 @@ impl PpoFlow {
             scratch: ChunkScratch::default(),
             failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
+            mixed_groups: None,
             actor,
             model,
             critic,
@@ -794,6 +797,7 @@ impl PpoFlow {
         r.returns.clear();
         r.returns.resize(episodes.steps * n, 0.0);
         self.last_split = episodes.split;
+        self.mixed_groups = Some(episodes.mixed_groups);
         Ok(())
     }
 
@@ -1034,6 +1038,8 @@ pub(crate) struct GrpoEpisodes {
     pub chunk_dones: Vec<f32>,
     /// Environment steps taken.
     pub env_steps: u64,
+    /// Share of the groups whose returns differ.
+    pub mixed_groups: f64,
     /// Time spent: stepping, sampling (`sample`), computing advantages.
     pub split: TimeSplit,
 }
@@ -1169,10 +1175,22 @@ pub(crate) fn grpo_episodes(
         replay.record(&snapshot, config.group_size, &success);
     }
     let group_advantages = group_advantages(&returns, config.group_size, config.filter_uniform_groups);
+    let mixed = returns.chunks(config.group_size).filter(|g| g.iter().any(|&r| r != g[0])).count();
+    let mixed_groups = mixed as f64 / groups.max(1) as f64;
     let advantages = episode_advantages(&group_advantages, &used, n, config.equal_episode_weights);
     used.retain(|&idx| group_advantages[idx % n].is_some());
     split.update += start.elapsed().as_secs_f64();
-    Ok(GrpoEpisodes { steps: step, used, advantages, ended, chunk_rewards, chunk_dones, env_steps, split })
+    Ok(GrpoEpisodes {
+        steps: step,
+        used,
+        advantages,
+        ended,
+        chunk_rewards,
+        chunk_dones,
+        env_steps,
+        mixed_groups,
+        split,
+    })
 }
 
 /// The advantage of every chunk step of each environment's episode, `[n]`: its group advantage
@@ -1352,6 +1370,7 @@ impl Learner for PpoFlow {
         row.entropy = Some(entropy);
         row.kl = Some(kl);
         row.clip_fraction = Some(clip_fraction);
+        row.mixed_groups = self.mixed_groups;
         row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }
@@ -1489,6 +1508,7 @@ mod tests {
             chunk_rewards: vec![0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
             chunk_dones: vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0],
             env_steps: 0,
+            mixed_groups: 1.0,
             split: TimeSplit::default(),
         };
         let values = [0.5f32; 6];

@@ -113,6 +113,8 @@ pub struct VlaPpo {
     /// Initial states GRPO groups failed from ([`PpoFlowConfig::replay_failed_states`]).
     failed_states: FailedStateReplay,
     last_split: TimeSplit,
+    /// GRPO: share of the last collection's groups with differing returns.
+    mixed_groups: Option<f64>,
 }
 
 /// An MLP value function on the environment's state and the running statistics that
@@ -198,6 +200,7 @@ impl VlaPpo {
             observation: VlaInput::default(),
             failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
+            mixed_groups: None,
             actor,
             model,
             critic,
@@ -285,6 +288,7 @@ impl VlaPpo {
         episodes.push_ended(&mut self.episodes);
         self.env_steps += episodes.env_steps;
         self.last_split = episodes.split;
+        self.mixed_groups = (!gae).then_some(episodes.mixed_groups);
         let r = &mut self.rollout;
         if gae {
             let start = Instant::now();
@@ -445,6 +449,7 @@ impl Learner for VlaPpo {
         row.entropy = Some(entropy);
         row.kl = Some(kl);
         row.clip_fraction = Some(clip_fraction);
+        row.mixed_groups = self.mixed_groups;
         row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }

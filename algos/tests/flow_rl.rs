@@ -138,6 +138,9 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
         assert!(value_losses.iter().all(|v| v.is_finite()), "{value_losses:?}");
         if advantage == Grpo {
             assert!(value_losses.iter().all(|&v| v == 0.0), "GRPO has no critic: {value_losses:?}");
+            assert!(row.mixed_groups.is_some_and(|m| (0.0..=1.0).contains(&m)), "{row:?}");
+        } else {
+            assert_eq!(row.mixed_groups, None, "GAE has no groups");
         }
 
         // A restored learner (its critic and optimizer state included) continues identically.

@@ -168,7 +168,9 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     for _ in 0..3 {
         let row = rl.iterate(&mut train_env).unwrap();
         kl = row.kl.unwrap();
+        let mixed = row.mixed_groups.unwrap();
         eprintln!("VLA GRPO at lr 2e-5: training success {:?}, approx KL {kl:e}", row.success_rate);
+        assert_eq!(mixed == 0.0, kl == 0.0, "mixed groups {mixed}, KL {kl}: only mixed groups enter the update");
         if kl != 0.0 {
             break;
         }
