@@ -32,7 +32,8 @@ pub struct MetricRow {
     pub learning_rate: Option<f64>,
     /// Environment steps per second over the interval.
     pub fps: Option<f64>,
-    /// Auxiliary loss, averaged over the interval's updates (VLA SFT's grounding loss).
+    /// Auxiliary loss, averaged over the interval's updates (VLA SFT's grounding loss; VLA PPO's
+    /// self-imitation flow-matching loss).
     pub aux_loss: Option<f64>,
     /// Loss on held-out validation data at the end of the interval (VLA SFT's flow-matching loss
     /// on its validation episodes).

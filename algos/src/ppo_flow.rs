@@ -226,6 +226,13 @@ pub struct PpoFlowConfig {
     pub ignore_last: bool,
     /// Flow-SDE: one stochastic denoising step per chunk or all of them. Default one.
     pub sde_steps: SdeSteps,
+    /// Weight of a flow-matching loss on the chunks that the mini-batch's successful episodes
+    /// executed, added to the PPO loss (self-imitation, Oh et al. 2018: reward-weighted flow
+    /// matching with 0/1 weights on the policy's own samples). Where the policy gradient moves
+    /// the velocity field only through the log-density of a stochastic step, this trains it
+    /// with the objective it was cloned with, towards what worked. VLA only (`vla-ppo-flow-*`);
+    /// 0 turns it off. Default 0.
+    pub self_imitation_coef: f64,
     /// Multiplier of the chunk rewards (not in RLinf, whose LIBERO rewards are 0/1; our dense
     /// task rewards sum to O(100) per episode, which a fresh value head under a Huber loss
     /// with δ = 10 learns slowly). Default 1.
@@ -300,6 +307,7 @@ impl Default for PpoFlowConfig {
             noise_anneal_iterations: 400,
             ignore_last: false,
             sde_steps: SdeSteps::One,
+            self_imitation_coef: 0.0,
             reward_scale: 1.0,
             critic_warmup_iterations: 0,
             critic: CriticInput::Observation,
@@ -337,6 +345,8 @@ impl PpoFlowConfig {
         check_range("gamma", self.gamma, (0.0..=1.0).contains(&self.gamma), "0 ≤ gamma ≤ 1")?;
         check_range("lambda", self.lambda, (0.0..=1.0).contains(&self.lambda), "0 ≤ lambda ≤ 1")?;
         check_range("clip_ratio", self.clip_ratio, self.clip_ratio > 0.0, "> 0")?;
+        let sil = self.self_imitation_coef;
+        check_range("self_imitation_coef", sil, sil >= 0.0, "≥ 0")?;
         check_range("target_kl", self.target_kl, self.target_kl >= 0.0, "≥ 0 (0: off)")?;
         check_range(
             "adaptive_lr",
@@ -568,6 +578,8 @@ impl PpoFlow {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
+        let sil = config.self_imitation_coef;
+        check_range("self_imitation_coef", sil, sil == 0.0, "0: not implemented for ppo-flow (vla-ppo-flow has it)")?;
         let has_success = env.info().has_success;
         let allowed = format!("task (`{}` has no success criterion)", env.info().name);
         check_range("reward", "success", config.reward == RewardSource::Task || has_success, &allowed)?;
@@ -980,9 +992,9 @@ pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool
 /// fraction) and whether it stepped the optimizer) over `batches` in order until one is
 /// refused by the KL guard; returns the mean statistics over the mini-batches run (zeros
 /// without any).
-pub(crate) fn kl_guarded_minibatches(
-    batches: &[Vec<usize>],
-    mut minibatch: impl FnMut(&[usize]) -> Result<([f64; 5], bool), AlgoError>,
+pub(crate) fn kl_guarded_minibatches<B>(
+    batches: &[B],
+    mut minibatch: impl FnMut(&B) -> Result<([f64; 5], bool), AlgoError>,
 ) -> Result<[f64; 5], AlgoError> {
     let (mut sums, mut run) = ([0.0f64; 5], 0usize);
     for batch in batches {
@@ -1040,6 +1052,8 @@ pub(crate) struct GrpoEpisodes {
     pub env_steps: u64,
     /// Share of the groups whose returns differ.
     pub mixed_groups: f64,
+    /// Rows sampled while a successful episode ran, whatever its group (`step·n + env`).
+    pub successful_rows: Vec<usize>,
     /// Time spent: stepping, sampling (`sample`), computing advantages.
     pub split: TimeSplit,
 }
@@ -1178,6 +1192,7 @@ pub(crate) fn grpo_episodes(
     let mixed = returns.chunks(config.group_size).filter(|g| g.iter().any(|&r| r != g[0])).count();
     let mixed_groups = mixed as f64 / groups.max(1) as f64;
     let advantages = episode_advantages(&group_advantages, &used, n, config.equal_episode_weights);
+    let successful_rows = used.iter().copied().filter(|&idx| success[idx % n]).collect();
     used.retain(|&idx| group_advantages[idx % n].is_some());
     split.update += start.elapsed().as_secs_f64();
     Ok(GrpoEpisodes {
@@ -1189,6 +1204,7 @@ pub(crate) fn grpo_episodes(
         chunk_dones,
         env_steps,
         mixed_groups,
+        successful_rows,
         split,
     })
 }
@@ -1509,6 +1525,7 @@ mod tests {
             chunk_dones: vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0],
             env_steps: 0,
             mixed_groups: 1.0,
+            successful_rows: vec![0, 2],
             split: TimeSplit::default(),
         };
         let values = [0.5f32; 6];

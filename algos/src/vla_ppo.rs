@@ -23,7 +23,9 @@
 //!    values from the stored chains and states (re-encoding the stored observations with the
 //!    present weights), clipped surrogate, clipped Huber value loss, entropy bonus, one
 //!    backward pass, one AdamW step on the value function at `value_lr` and one on the rest of
-//!    the model at `policy_lr` (0 during `critic_warmup_iterations`).
+//!    the model at `policy_lr` (0 during `critic_warmup_iterations`); with
+//!    `self_imitation_coef`, plus that weight times the flow-matching loss on the chunks the
+//!    mini-batch's successful episodes executed (self-imitation), reported as `aux_loss`.
 //!
 //! The hyperparameters are [`PpoFlowConfig`]'s. With GAE, `critic` picks the value function:
 //! - `expert_features`: the VLA's own value head (πRL's, spec §1.4: on the prefix pooled over
@@ -46,7 +48,8 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaInput, VlaModel};
 use embodia_policies::{
-    Activation, ValueCritic, ValueCriticConfig, load_params, named_params, seeded_init, with_generator_lock,
+    Activation, ValueCritic, ValueCriticConfig, load_params, named_params, sample_flow_time, seeded_init,
+    with_generator_lock,
 };
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
@@ -87,6 +90,8 @@ struct VlaRollout {
     returns: Vec<f32>,
     /// Rows that enter the update.
     used: Vec<usize>,
+    /// Rows of the successful episodes, whatever their group (self-imitation).
+    successful: Vec<usize>,
 }
 
 /// PPO with GRPO or GAE advantages for a VLA started from a `vla-sft` checkpoint.
@@ -115,6 +120,9 @@ pub struct VlaPpo {
     last_split: TimeSplit,
     /// GRPO: share of the last collection's groups with differing returns.
     mixed_groups: Option<f64>,
+    /// Self-imitation: the flow-matching loss on successful chunks summed over the last
+    /// update's mini-batches, and their count.
+    self_imitation_loss: (f64, usize),
 }
 
 /// An MLP value function on the environment's state and the running statistics that
@@ -201,6 +209,7 @@ impl VlaPpo {
             failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
             mixed_groups: None,
+            self_imitation_loss: (0.0, 0),
             actor,
             model,
             critic,
@@ -298,6 +307,7 @@ impl VlaPpo {
             r.advantages = episodes.row_advantages();
         }
         r.used = episodes.used;
+        r.successful = episodes.successful_rows;
         debug_assert_eq!(r.advantages.len(), episodes.steps * n);
         Ok(())
     }
@@ -318,10 +328,46 @@ impl VlaPpo {
         input
     }
 
-    /// Loss of one mini-batch of rollout rows `indices`, backward pass and optimizer steps unless
-    /// the KL guard refuses it. Returns (policy loss, value loss (0 under GRPO), entropy, approx
-    /// KL, clip fraction) and whether it stepped.
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<([f64; 5], bool), AlgoError> {
+    /// `self_imitation_coef` times the flow-matching loss on the chunks executed at rollout rows
+    /// `rows` (of successful episodes), averaged over them, `[1]`; records its value. `None`
+    /// without rows or weight.
+    fn self_imitation_loss(&mut self, rows: &[usize], n: usize) -> Result<Option<Tensor<1>>, AlgoError> {
+        let coef = self.config.self_imitation_coef;
+        if coef == 0.0 || rows.is_empty() {
+            return Ok(None);
+        }
+        let m = &self.actor.model;
+        let (h, ad, k, b) = (m.horizon, m.action_dim, m.denoise_steps, rows.len());
+        let d = self.device.clone();
+        let mut noise = vec![0.0f32; b * h * ad];
+        fill_normal(&mut self.rng, &mut noise);
+        let t: Vec<f32> = (0..b).map(|_| sample_flow_time(self.rng.random::<f32>())).collect();
+        // The executed chunk is the chain's last element, in normalized action units.
+        let chains = gather_chains(&self.rollout.chains, rows, n, k, h * ad);
+        let actions: Vec<f32> = chains[k * b * h * ad..].to_vec();
+        let batch = self.model.prepare(&self.gather_obs(rows), &d).map_err(vla_error)?;
+        let loss = self.model.flow_matching_loss_at(
+            &self.model.encode(&batch),
+            Tensor::from_data(TensorData::new(actions, [b, h, ad]), &d),
+            Tensor::from_data(TensorData::new(noise, [b, h, ad]), &d),
+            Tensor::from_data(TensorData::new(t, [b, 1]), &d),
+        );
+        let value = to_host(loss.clone())?[0] as f64;
+        check_finite("VLA PPO self-imitation loss", value, self.env_steps)?;
+        let (sum, count) = self.self_imitation_loss;
+        self.self_imitation_loss = (sum + value, count + 1);
+        Ok(Some(loss.mul_scalar(coef)))
+    }
+
+    /// Loss of one mini-batch (PPO on rollout rows `indices`, self-imitation on rows
+    /// `imitated`), backward pass and optimizer steps unless the KL guard refuses it. Returns
+    /// (policy loss, value loss (0 under GRPO), entropy, approx KL, clip fraction) and whether it
+    /// stepped.
+    fn update_minibatch(
+        &mut self,
+        (indices, imitated): &(Vec<usize>, Vec<usize>),
+        n: usize,
+    ) -> Result<([f64; 5], bool), AlgoError> {
         let m = &self.actor.model;
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
         let layout = (m.chunk, m.action_dim, k);
@@ -330,11 +376,11 @@ impl VlaPpo {
         let gae = self.config.advantage == AdvantageEstimator::Gae;
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.joint_log_prob());
-        let mut total: Option<Tensor<1>> = None;
+        let mut total = self.self_imitation_loss(imitated, n)?;
         let mut stats = [0.0f64; 5];
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
-            let r = &self.rollout;
             let rows = members.len();
+            let r = &self.rollout;
             let chains = gather_chains(&r.chains, members, n, k, hd);
             let old_lp: Vec<f32> =
                 members.iter().flat_map(|&i| r.log_probs[i * cd..(i + 1) * cd].iter().copied()).collect();
@@ -379,7 +425,7 @@ impl VlaPpo {
                 None => loss,
             });
         }
-        let loss = total.expect("a non-empty mini-batch");
+        let Some(loss) = total else { return Ok((stats, true)) };
         check_finite("VLA PPO loss", stats[0], self.env_steps)?;
         if self.config.kl_stops_update(stats[3]) {
             return Ok((stats, false));
@@ -417,7 +463,16 @@ impl VlaPpo {
 
     fn update(&mut self, n: usize) -> Result<[f64; 5], AlgoError> {
         let c = &self.config;
+        self.self_imitation_loss = (0.0, 0);
         let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
+        // Self-imitation's rows ride along, as many mini-batches of them per pass.
+        let imitated = match c.self_imitation_coef > 0.0 {
+            true => epoch_minibatches(&self.rollout.successful, c.update_epochs, c.mini_batches, &mut self.rng),
+            false => Vec::new(),
+        };
+        let batches: Vec<(Vec<usize>, Vec<usize>)> = (0..batches.len().max(imitated.len()))
+            .map(|i| (batches.get(i).cloned().unwrap_or_default(), imitated.get(i).cloned().unwrap_or_default()))
+            .collect();
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
         self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means[3]);
         Ok(means)
@@ -450,6 +505,8 @@ impl Learner for VlaPpo {
         row.kl = Some(kl);
         row.clip_fraction = Some(clip_fraction);
         row.mixed_groups = self.mixed_groups;
+        let (sil_sum, sil_count) = self.self_imitation_loss;
+        row.aux_loss = (sil_count > 0).then(|| sil_sum / sil_count as f64);
         row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }

@@ -88,6 +88,11 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     use AdvantageEstimator::{Gae, Grpo};
     use embodia_algos::SdeSteps::{All, One};
     use embodia_algos::{AdvantageEstimator, CriticInput};
+    // Self-imitation is the VLA's alone: refused here, naming the field.
+    let env = embodia_sim::make("reach", 4).unwrap();
+    let config = PpoFlowConfig { self_imitation_coef: 0.5, ..Default::default() };
+    let e = PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).err().unwrap().to_string();
+    assert!(e.contains("self_imitation_coef") && e.contains("not implemented"), "{e}");
     for (init, critic, advantage, replay_failed_states, sde_steps) in [
         ("sde", CriticInput::Observation, Gae, 0.0, One),
         ("noise", CriticInput::Observation, Gae, 0.0, One),

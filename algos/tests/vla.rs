@@ -189,6 +189,25 @@ fn vla_clones_one_variant_from_camera_demonstrations_and_grpo_updates_it() {
     restored.restore(&rl.checkpoint().unwrap()).unwrap();
     assert_eq!(act(&restored), moved, "a restored learner acts as the saved one");
 
+    // Self-imitation: the same first iteration with and without it (identical rollouts) differs
+    // only by the flow-matching loss on the successful episodes' chunks.
+    let imitation = PpoFlowConfig { num_envs: 16, self_imitation_coef: 1.0, ..config.clone() };
+    let plain = PpoFlowConfig { self_imitation_coef: 0.0, ..imitation.clone() };
+    let first_iteration = |config: &PpoFlowConfig| {
+        let mut train_env = env(&variant, config.num_envs);
+        train_env.reset(3);
+        let mut rl = VlaPpo::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
+        let row = rl.iterate(&mut train_env).unwrap();
+        (row, act(&rl))
+    };
+    let ((with, imitated), (without, not_imitated)) = (first_iteration(&imitation), first_iteration(&plain));
+    eprintln!("VLA self-imitation: training success {:?}, loss {:?}", with.success_rate, with.aux_loss);
+    assert_eq!(with.success_rate, without.success_rate, "the rollouts must be the same");
+    assert!(with.success_rate.unwrap() > 0.0, "no successful episode to imitate in 16: {with:?}");
+    assert!(with.aux_loss.is_some_and(|l| l.is_finite() && l > 0.0), "{with:?}");
+    assert_eq!(without.aux_loss, None);
+    assert_ne!(imitated, not_imitated, "self-imitation must change the update");
+
     // GAE with the model's value head (πRL's PPO): during the critic warm-up only the value
     // head learns, so the policy acts as the SFT one; a restored learner (value optimizer
     // included) continues exactly. (Each continues on a fresh environment: a rapier world's
