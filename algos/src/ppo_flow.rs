@@ -226,12 +226,12 @@ pub struct PpoFlowConfig {
     pub ignore_last: bool,
     /// Flow-SDE: one stochastic denoising step per chunk or all of them. Default one.
     pub sde_steps: SdeSteps,
-    /// Weight of a flow-matching loss on the chunks that the mini-batch's successful episodes
-    /// executed, added to the PPO loss (self-imitation, Oh et al. 2018: reward-weighted flow
-    /// matching with 0/1 weights on the policy's own samples). Where the policy gradient moves
-    /// the velocity field only through the log-density of a stochastic step, this trains it
-    /// with the objective it was cloned with, towards what worked. VLA only (`vla-ppo-flow-*`);
-    /// 0 turns it off. Default 0.
+    /// Weight of a flow-matching loss on the chunks that the iteration's successful episodes
+    /// (of every group) executed, added to the PPO loss of each mini-batch with a share of them
+    /// (self-imitation, Oh et al. 2018: reward-weighted flow matching with 0/1 weights on the
+    /// policy's own samples). Where the policy gradient moves the velocity field only through
+    /// the log-density of its stochastic steps, this trains it with the objective it was cloned
+    /// with, towards what worked. VLA only (`vla-ppo-flow-*`); 0 turns it off. Default 0.
     pub self_imitation_coef: f64,
     /// Multiplier of the chunk rewards (not in RLinf, whose LIBERO rewards are 0/1; our dense
     /// task rewards sum to O(100) per episode, which a fresh value head under a Huber loss

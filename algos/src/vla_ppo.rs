@@ -24,8 +24,9 @@
 //!    present weights), clipped surrogate, clipped Huber value loss, entropy bonus, one
 //!    backward pass, one AdamW step on the value function at `value_lr` and one on the rest of
 //!    the model at `policy_lr` (0 during `critic_warmup_iterations`); with
-//!    `self_imitation_coef`, plus that weight times the flow-matching loss on the chunks the
-//!    mini-batch's successful episodes executed (self-imitation), reported as `aux_loss`.
+//!    `self_imitation_coef`, plus that weight times the flow-matching loss on the chunks that
+//!    the iteration's successful episodes executed (self-imitation; every group's, spread over
+//!    the mini-batches as the PPO rows are), reported as `aux_loss`.
 //!
 //! The hyperparameters are [`PpoFlowConfig`]'s. With GAE, `critic` picks the value function:
 //! - `expert_features`: the VLA's own value head (πRL's, spec §1.4: on the prefix pooled over
@@ -379,8 +380,8 @@ impl VlaPpo {
         let mut total = self.self_imitation_loss(imitated, n)?;
         let mut stats = [0.0f64; 5];
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
-            let rows = members.len();
             let r = &self.rollout;
+            let rows = members.len();
             let chains = gather_chains(&r.chains, members, n, k, hd);
             let old_lp: Vec<f32> =
                 members.iter().flat_map(|&i| r.log_probs[i * cd..(i + 1) * cd].iter().copied()).collect();
