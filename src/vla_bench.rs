@@ -112,11 +112,22 @@ fn split_success(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -
     })
 }
 
+/// The error for a run `bench vla` cannot start RL from.
+fn not_sft(dir: &std::path::Path, config: &TrainConfig) -> RunError {
+    RunError::Io {
+        path: dir.display().to_string(),
+        message: format!("bench vla starts RL from a vla-sft run, not {}", config.algorithm),
+    }
+}
+
 /// SFT (a run directory in `<out>/sft`, or the reused `sft_run`), S0, RL for the budget, S1.
 pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
     let (sft_dir, sft_config, sft_seconds, s0) = match &spec.sft_run {
         Some(dir) => {
             let (config, learner) = load_learner(dir)?;
+            if !matches!(config.algo, AlgoConfig::VlaSft(_)) {
+                return Err(not_sft(dir, &config));
+            }
             let s0 = split_success(learner.as_ref(), &config, spec.eval_episodes)?;
             (dir.clone(), config, 0.0, s0)
         }
@@ -138,12 +149,7 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
             (dir, config, seconds, s0)
         }
     };
-    let AlgoConfig::VlaSft(sft_algo) = &sft_config.algo else {
-        return Err(RunError::Io {
-            path: sft_dir.display().to_string(),
-            message: format!("bench vla starts RL from a vla-sft run, not {}", sft_config.algorithm),
-        });
-    };
+    let AlgoConfig::VlaSft(sft_algo) = &sft_config.algo else { return Err(not_sft(&sft_dir, &sft_config)) };
     let demos = sft_algo.demos;
 
     let mut rl_overrides = vec![format!("algo.init={}", toml::Value::String(sft_dir.display().to_string()))];

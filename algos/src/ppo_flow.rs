@@ -131,8 +131,8 @@ pub enum LogProbType {
     TokenLevel,
 }
 
-/// How a joint log-prob (Flow-Noise, Flow-SDE on every step) combines the `K + 1` per-step log-probabilities of a chunk element (its
-/// initial-noise term included) before the ratio.
+/// How a joint log-prob (Flow-Noise, Flow-SDE on every step) combines the `K + 1` per-step
+/// log-probabilities of a chunk element (its initial-noise term included) before the ratio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoiseStepReduction {
@@ -207,9 +207,8 @@ pub struct PpoFlowConfig {
     /// Ratio shaping. Default chunk_level.
     pub logprob_type: LogProbType,
     /// Flow-Noise and Flow-SDE with `sde_steps = "all"`: how the per-step log-probabilities
-    /// combine (one-step Flow-SDE has one). On
-    /// push-t the mean let Flow-Noise drift off and collapse after ~2M env steps (README).
-    /// Default mean.
+    /// combine (one-step Flow-SDE has one). On push-t the mean let Flow-Noise drift off and
+    /// collapse after ~2M env steps (README). Default mean.
     pub noise_step_reduction: NoiseStepReduction,
     /// SDE noise level `a` (Flow-SDE) when not annealed. Default 0.5.
     pub noise_level: f64,
