@@ -232,6 +232,11 @@ pub struct PpoFlowConfig {
     /// the log-density of its stochastic steps, this trains it with the objective it was cloned
     /// with, towards what worked. VLA only (`vla-ppo-flow-*`); 0 turns it off. Default 0.
     pub self_imitation_coef: f64,
+    /// Self-imitation: weight each successful episode by one over the number of the
+    /// iteration's successful episodes with its instruction, so that every instruction that
+    /// succeeded counts the same. Without it the skill that succeeds most dominates (on the
+    /// weak clone of `lang-cubes-ee-fixed`'s family, pushes took over; README). Default false.
+    pub self_imitation_balance: bool,
     /// Multiplier of the chunk rewards (not in RLinf, whose LIBERO rewards are 0/1; our dense
     /// task rewards sum to O(100) per episode, which a fresh value head under a Huber loss
     /// with δ = 10 learns slowly). Default 1.
@@ -307,6 +312,7 @@ impl Default for PpoFlowConfig {
             ignore_last: false,
             sde_steps: SdeSteps::One,
             self_imitation_coef: 0.0,
+            self_imitation_balance: false,
             reward_scale: 1.0,
             critic_warmup_iterations: 0,
             critic: CriticInput::Observation,

@@ -93,6 +93,23 @@ struct VlaRollout {
     used: Vec<usize>,
     /// Rows of the successful episodes, whatever their group (self-imitation).
     successful: Vec<usize>,
+    /// Self-imitation weight of each environment's episode, `[n]`.
+    imitation_weights: Vec<f32>,
+}
+
+/// Weights of episodes `[n]` with instruction keys `instructions` (equal keys, equal
+/// instruction): one over the number of successful episodes (`success`) with the same key, 0
+/// for the failed ones.
+fn instruction_balanced_weights<K: PartialEq>(instructions: &[K], success: &[bool]) -> Vec<f32> {
+    (0..instructions.len())
+        .map(|i| match success[i] {
+            true => {
+                let same = (0..instructions.len()).filter(|&j| success[j] && instructions[j] == instructions[i]);
+                1.0 / same.count() as f32
+            }
+            false => 0.0,
+        })
+        .collect()
 }
 
 /// PPO with GRPO or GAE advantages for a VLA started from a `vla-sft` checkpoint.
@@ -309,6 +326,19 @@ impl VlaPpo {
         }
         r.used = episodes.used;
         r.successful = episodes.successful_rows;
+        let mut success = vec![false; n];
+        for &row in &r.successful {
+            success[row % n] = true;
+        }
+        r.imitation_weights = match self.config.self_imitation_balance {
+            true => {
+                // The first chunk step's tokens name each episode's instruction.
+                let len = r.obs.tokens.len() / r.obs.batch.max(1);
+                let keys: Vec<&[u32]> = (0..n).map(|i| &r.obs.tokens[i * len..(i + 1) * len]).collect();
+                instruction_balanced_weights(&keys, &success)
+            }
+            false => success.iter().map(|&s| f32::from(u8::from(s))).collect(),
+        };
         debug_assert_eq!(r.advantages.len(), episodes.steps * n);
         Ok(())
     }
@@ -347,12 +377,15 @@ impl VlaPpo {
         let chains = gather_chains(&self.rollout.chains, rows, n, k, h * ad);
         let actions: Vec<f32> = chains[k * b * h * ad..].to_vec();
         let batch = self.model.prepare(&self.gather_obs(rows), &d).map_err(vla_error)?;
-        let loss = self.model.flow_matching_loss_at(
+        let losses = self.model.flow_matching_sample_losses_at(
             &self.model.encode(&batch),
             Tensor::from_data(TensorData::new(actions, [b, h, ad]), &d),
             Tensor::from_data(TensorData::new(noise, [b, h, ad]), &d),
             Tensor::from_data(TensorData::new(t, [b, 1]), &d),
         );
+        let weights: Vec<f32> = rows.iter().map(|&i| self.rollout.imitation_weights[i % n]).collect();
+        let total = weights.iter().sum::<f32>() as f64;
+        let loss = (losses * Tensor::from_data(TensorData::new(weights, [b]), &d)).sum().div_scalar(total);
         let value = to_host(loss.clone())?[0] as f64;
         check_finite("VLA PPO self-imitation loss", value, self.env_steps)?;
         let (sum, count) = self.self_imitation_loss;
@@ -585,5 +618,17 @@ impl Learner for VlaPpo {
         self.policy_lr = ckpt.get("policy_lr").unwrap_or(self.config.policy_lr);
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two successful episodes of instruction 1, one of instruction 2, a failed one of each.
+    #[test]
+    fn balanced_weights_give_every_successful_instruction_the_same_total() {
+        let weights = instruction_balanced_weights(&[1, 1, 2, 1, 2], &[true, true, true, false, false]);
+        assert_eq!(weights, vec![0.5, 0.5, 1.0, 0.0, 0.0]);
     }
 }
