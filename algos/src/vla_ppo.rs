@@ -337,7 +337,7 @@ impl VlaPpo {
                 let keys: Vec<&[u32]> = (0..n).map(|i| &r.obs.tokens[i * len..(i + 1) * len]).collect();
                 instruction_balanced_weights(&keys, &success)
             }
-            false => success.iter().map(|&s| f32::from(u8::from(s))).collect(),
+            false => success.iter().map(|&s| if s { 1.0 } else { 0.0 }).collect(),
         };
         debug_assert_eq!(r.advantages.len(), episodes.steps * n);
         Ok(())
@@ -360,8 +360,8 @@ impl VlaPpo {
     }
 
     /// `self_imitation_coef` times the flow-matching loss on the chunks executed at rollout rows
-    /// `rows` (of successful episodes), averaged over them, `[1]`; records its value. `None`
-    /// without rows or weight.
+    /// `rows` (of successful episodes), their mean weighted by `imitation_weights`, `[1]`;
+    /// records its value. `None` without rows or weight.
     fn self_imitation_loss(&mut self, rows: &[usize], n: usize) -> Result<Option<Tensor<1>>, AlgoError> {
         let coef = self.config.self_imitation_coef;
         if coef == 0.0 || rows.is_empty() {
