@@ -263,6 +263,7 @@ impl DppoConfig {
             replay_failed_states: 0.0,
             reward: self.reward,
             reward_scale: self.reward_scale,
+            failure_progress: 0.0,
         }
     }
 
@@ -566,10 +567,11 @@ impl Dppo {
         self.clear_rollout();
         let seed = self.rng.random();
         let settings = self.config.grpo_settings();
-        let episodes = grpo_episodes(env, &settings, &mut FailedStateReplay::new(0), seed, layout, |env, actions| {
-            let obs = env.buffers().obs.clone();
-            self.sample_chunk(&model, None, &obs, actions)
-        })?;
+        let episodes =
+            grpo_episodes(env, &settings, &mut FailedStateReplay::new(0), seed, layout, |env, _, actions| {
+                let obs = env.buffers().obs.clone();
+                self.sample_chunk(&model, None, &obs, actions)
+            })?;
         episodes.push_ended(&mut self.episodes);
         self.env_steps += episodes.env_steps;
         let r = &mut self.rollout;

@@ -257,6 +257,12 @@ pub struct PpoFlowConfig {
     /// GRPO: drop groups whose returns are all equal (no learning signal; RLinf's reward
     /// filter). Default true.
     pub filter_uniform_groups: bool,
+    /// GRPO with `reward = "success"`: a failed episode's return is this weight times the
+    /// highest task reward (the dense terms, unscaled) of any of its steps, how close it came,
+    /// so that the members of a group that all fail still rank, where the sparse reward leaves
+    /// the group out. Keep it below the success return: lang-cubes' dense terms reach 3 per step,
+    /// so 0.1 keeps every failure at or under 0.3. 0 turns it off. Default 0.
+    pub failure_progress_coef: f64,
     /// GRPO: weight each episode's chunk steps by `L̄ / L` (`L` its chunk steps, `L̄` their mean
     /// over the episodes in the update) so that every episode counts equally in the loss
     /// (RLinf's `seq-mean-token-mean` aggregation) instead of every chunk step. Without it,
@@ -313,6 +319,7 @@ impl Default for PpoFlowConfig {
             sde_steps: SdeSteps::One,
             self_imitation_coef: 0.0,
             self_imitation_balance: false,
+            failure_progress_coef: 0.0,
             reward_scale: 1.0,
             critic_warmup_iterations: 0,
             critic: CriticInput::Observation,
@@ -372,6 +379,19 @@ impl PpoFlowConfig {
                 "≥ 2 and dividing num_envs",
             )?;
         }
+        let progress = self.failure_progress_coef;
+        check_range(
+            "failure_progress_coef",
+            progress,
+            (0.0..1.0).contains(&progress),
+            "0 ≤ failure_progress_coef < 1",
+        )?;
+        check_range(
+            "failure_progress_coef",
+            progress,
+            progress == 0.0 || (self.advantage == AdvantageEstimator::Grpo && self.reward == RewardSource::Success),
+            "0 unless advantage = \"grpo\" and reward = \"success\"",
+        )?;
         let replay = self.replay_failed_states;
         check_range("replay_failed_states", replay, (0.0..=1.0).contains(&replay), "0 ≤ replay_failed_states ≤ 1")?;
         let grpo_only = "0 unless advantage = \"grpo\" (it replays the initial states of GRPO groups)";
@@ -404,6 +424,7 @@ impl PpoFlowConfig {
             replay_failed_states: self.replay_failed_states,
             reward: self.reward,
             reward_scale: self.reward_scale,
+            failure_progress: self.failure_progress_coef as f32,
         }
     }
 
@@ -799,7 +820,7 @@ impl PpoFlow {
         let settings = self.config.grpo_settings();
         // Taken out while the sampling closure borrows the learner.
         let mut replay = std::mem::take(&mut self.failed_states);
-        let episodes = grpo_episodes(env, &settings, &mut replay, seed, (p.chunk, p.action_dim), |env, actions| {
+        let episodes = grpo_episodes(env, &settings, &mut replay, seed, (p.chunk, p.action_dim), |env, _, actions| {
             let obs = env.buffers().obs.clone();
             self.sample_chunk(&model, None, &obs, actions)
         });
@@ -1116,13 +1137,17 @@ pub(crate) struct GrpoSettings {
     pub replay_failed_states: f64,
     pub reward: RewardSource,
     pub reward_scale: f64,
+    /// [`PpoFlowConfig::failure_progress_coef`].
+    pub failure_progress: f32,
 }
 
 /// GRPO collection (module docs): resets `env` from `seed` so that each group of
 /// `config.group_size` environments shares an initial state, then runs chunk steps until every
 /// environment's episode has ended. `sample` samples one chunk for every environment from what
 /// `env` observes now, stores what its learner needs (the rows of chunk step `s` are
-/// `s·n + env`), and writes the chunk in environment units (`[n, C, D]`, layout `(C, D)`).
+/// `s·n + env`), and writes the chunk in environment units (`[n, C, D]`, layout `(C, D)`); its
+/// second argument says which environments' episodes still run (`[n]`: the chunks of the
+/// others are not used, so a sampler may skip them).
 /// Each episode's chunk steps get its group-normalized return as advantage
 /// ([`episode_advantages`]); chunk steps after an episode's end (the environment auto-resets and
 /// runs on) and, with `filter_uniform_groups`, groups whose returns are all equal are left out.
@@ -1132,7 +1157,7 @@ pub(crate) fn grpo_episodes(
     replay: &mut FailedStateReplay,
     seed: u64,
     (c, ad): (usize, usize),
-    mut sample: impl FnMut(&dyn VecEnv, &mut [f32]) -> Result<(), AlgoError>,
+    mut sample: impl FnMut(&dyn VecEnv, &[bool], &mut [f32]) -> Result<(), AlgoError>,
 ) -> Result<GrpoEpisodes, AlgoError> {
     use std::time::Instant;
     let n = env.num_envs();
@@ -1155,11 +1180,12 @@ pub(crate) fn grpo_episodes(
     let mut returns = vec![0.0f32; n];
     let mut success = vec![false; n];
     let mut running = vec![true; n];
+    let mut best_task_reward = vec![f32::NEG_INFINITY; n];
     let (mut used, mut ended, mut env_steps, mut step) = (Vec::new(), Vec::new(), 0u64, 0);
     let (mut chunk_rewards, mut chunk_dones) = (Vec::new(), Vec::new());
     while running.iter().any(|&r| r) {
         let start = Instant::now();
-        sample(&*env, &mut env_actions)?;
+        sample(&*env, &running, &mut env_actions)?;
         used.extend((0..n).filter(|&i| running[i]).map(|i| step * n + i));
         split.inference += start.elapsed().as_secs_f64();
         let row = chunk_rewards.len();
@@ -1177,6 +1203,7 @@ pub(crate) fn grpo_episodes(
                 if !running[i] {
                     continue;
                 }
+                best_task_reward[i] = best_task_reward[i].max(b.reward[i]);
                 returns[i] += reward * scale;
                 chunk_rewards[row + i] += reward * scale;
                 if b.done(i) {
@@ -1192,6 +1219,11 @@ pub(crate) fn grpo_episodes(
     let start = Instant::now();
     if config.replay_failed_states > 0.0 {
         replay.record(&snapshot, config.group_size, &success);
+    }
+    if config.failure_progress > 0.0 {
+        for i in (0..n).filter(|&i| !success[i]) {
+            returns[i] += config.failure_progress * best_task_reward[i] * config.reward_scale as f32;
+        }
     }
     let group_advantages = group_advantages(&returns, config.group_size, config.filter_uniform_groups);
     let mixed = returns.chunks(config.group_size).filter(|g| g.iter().any(|&r| r != g[0])).count();

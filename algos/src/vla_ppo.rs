@@ -112,6 +112,24 @@ fn instruction_balanced_weights<K: PartialEq>(instructions: &[K], success: &[boo
         .collect()
 }
 
+/// Rows `rows` of `x` (`[lead, n, width]`), as `[lead, rows, width]`.
+fn select_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
+    x.chunks_exact(n * width)
+        .flat_map(|slab| rows.iter().flat_map(move |&i| &slab[i * width..(i + 1) * width]))
+        .copied()
+        .collect()
+}
+
+/// `x` (`[lead, rows, width]`) placed at rows `rows` of a zeroed `[lead, n, width]`.
+fn scatter_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
+    let lead = x.len() / (rows.len() * width).max(1);
+    let mut out = vec![0.0f32; lead * n * width];
+    for (src, dst) in x.chunks_exact(width).zip((0..lead).flat_map(|l| rows.iter().map(move |&i| l * n + i))) {
+        out[dst * width..(dst + 1) * width].copy_from_slice(src);
+    }
+    out
+}
+
 /// PPO with GRPO or GAE advantages for a VLA started from a `vla-sft` checkpoint.
 pub struct VlaPpo {
     config: PpoFlowConfig,
@@ -241,31 +259,38 @@ impl VlaPpo {
         self.last_split
     }
 
-    /// Samples one chunk for every environment from what it observes now with the rollout
-    /// policy, appends the observation, chain, `k*` and log-probs to the rollout, and writes
-    /// the chunk in environment units to `env_actions` (`[n, C, D]`).
+    /// Samples one chunk for every environment whose episode still runs (`running`, `[n]`) from
+    /// what it observes now with the rollout policy, appends the observations, chains, `k*`
+    /// and log-probs of all `n` to the rollout (zeros for the others: their rows are never
+    /// used), and writes the chunks in environment units to `env_actions` (`[n, C, D]`).
     fn sample_chunk(
         &mut self,
         model: &VlaModel,
         env: &dyn VecEnv,
         cameras: &[usize],
+        running: &[bool],
         env_actions: &mut [f32],
     ) -> Result<(), AlgoError> {
         let (n, k, hd) = (env.num_envs(), self.actor.model.denoise_steps, self.actor.chunk.policy.chunk_width());
+        let cd = self.actor.model.chunk * self.actor.model.action_dim;
         self.actor.observe(env, cameras, &model.tokenizer(), &mut self.observation)?;
         let k_star = self.config.draw_stochastic_step(k, &mut self.rng);
+        // Drawn for all n, so that an environment's noise does not depend on which others ended.
         let mut noise = vec![0.0f32; (k + 1) * n * hd];
         fill_normal(&mut self.rng, &mut noise);
+        let active: Vec<usize> = (0..n).filter(|&i| running[i]).collect();
         let plain = self.device.clone().inner();
-        let batch = model.prepare(&self.observation, &plain).map_err(vla_error)?;
-        let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, n, hd]), &plain);
+        let batch = model.prepare(&self.observation.select(&active), &plain).map_err(vla_error)?;
+        let noise = select_rows(&noise, &active, n, hd);
+        let noise = Tensor::<3>::from_data(TensorData::new(noise, [k + 1, active.len(), hd]), &plain);
         let sample = model.sample(
             &model.encode(&batch),
             noise,
             self.config.noise_method(self.iterations),
             self.config.stochastic_steps(k_star),
         );
-        self.actor.chunk.env_actions(&env.buffers().obs, &to_host(sample.actions)?, env_actions);
+        let actions = scatter_rows(&to_host(sample.actions)?, &active, n, hd);
+        self.actor.chunk.env_actions(&env.buffers().obs, &actions, env_actions);
         let (o, r) = (&self.observation, &mut self.rollout);
         r.obs.images.extend_from_slice(&o.images);
         r.obs.tokens.extend_from_slice(&o.tokens);
@@ -273,20 +298,20 @@ impl VlaPpo {
         r.obs.proprio.extend_from_slice(&o.proprio);
         r.obs.batch += n;
         (r.obs.views, r.obs.height, r.obs.width) = (o.views, o.height, o.width);
-        r.chains.extend(to_host(sample.chains)?);
+        r.chains.extend(scatter_rows(&to_host(sample.chains)?, &active, n, hd));
         r.stochastic_step.push(k_star);
-        r.log_probs.extend(to_host(sample.log_prob)?);
+        r.log_probs.extend(scatter_rows(&to_host(sample.log_prob)?, &active, n, cd));
         if self.config.advantage == AdvantageEstimator::Gae {
-            let value = match self.critic.as_mut() {
+            let values = match self.critic.as_mut() {
                 Some(critic) => {
                     critic.observe(env);
                     r.critic_obs.extend_from_slice(&critic.input);
                     let dim = critic.norm.dim();
-                    critic.net.valid().forward(to_tensor(&critic.input, n, dim, &plain))
+                    to_host(critic.net.valid().forward(to_tensor(&critic.input, n, dim, &plain)))?
                 }
-                None => sample.value,
+                None => scatter_rows(&to_host(sample.value)?, &active, n, 1),
             };
-            r.values.extend(to_host(value)?);
+            r.values.extend(values);
         }
         Ok(())
     }
@@ -307,8 +332,8 @@ impl VlaPpo {
         }
         // Taken out while the sampling closure borrows the learner.
         let mut replay = std::mem::take(&mut self.failed_states);
-        let episodes = grpo_episodes(env, &settings, &mut replay, seed, layout, |env, actions| {
-            self.sample_chunk(&model, env, &cameras, actions)
+        let episodes = grpo_episodes(env, &settings, &mut replay, seed, layout, |env, running, actions| {
+            self.sample_chunk(&model, env, &cameras, running, actions)
         });
         self.failed_states = replay;
         let episodes = episodes?;
@@ -345,18 +370,7 @@ impl VlaPpo {
 
     /// The stored observations of rows `rows`.
     fn gather_obs(&self, rows: &[usize]) -> VlaInput {
-        let o = &self.rollout.obs;
-        let view = o.views * o.height * o.width * 3;
-        let (len, pd) = (o.tokens.len() / o.batch.max(1), self.actor.model.proprio_dim);
-        let mut input =
-            VlaInput { batch: rows.len(), views: o.views, height: o.height, width: o.width, ..Default::default() };
-        for &i in rows {
-            input.images.extend_from_slice(&o.images[i * view..(i + 1) * view]);
-            input.tokens.extend_from_slice(&o.tokens[i * len..(i + 1) * len]);
-            input.token_mask.extend_from_slice(&o.token_mask[i * len..(i + 1) * len]);
-            input.proprio.extend_from_slice(&o.proprio[i * pd..(i + 1) * pd]);
-        }
-        input
+        self.rollout.obs.select(rows)
     }
 
     /// `self_imitation_coef` times the flow-matching loss on the chunks executed at rollout rows
@@ -630,5 +644,16 @@ mod tests {
     fn balanced_weights_give_every_successful_instruction_the_same_total() {
         let weights = instruction_balanced_weights(&[1, 1, 2, 1, 2], &[true, true, true, false, false]);
         assert_eq!(weights, vec![0.5, 0.5, 1.0, 0.0, 0.0]);
+    }
+
+    /// Rows 0 and 2 of 3, width 2, two leading slabs (as a chain's `[K + 1, n, H·D]`): the
+    /// selection keeps them in order per slab and scattering puts them back with row 1 zeroed.
+    #[test]
+    fn selected_rows_scatter_back_to_their_places() {
+        let x: Vec<f32> = (1..=12).map(|v| v as f32).collect();
+        let picked = select_rows(&x, &[0, 2], 3, 2);
+        assert_eq!(picked, vec![1.0, 2.0, 5.0, 6.0, 7.0, 8.0, 11.0, 12.0]);
+        let back = scatter_rows(&picked, &[0, 2], 3, 2);
+        assert_eq!(back, vec![1.0, 2.0, 0.0, 0.0, 5.0, 6.0, 7.0, 8.0, 0.0, 0.0, 11.0, 12.0]);
     }
 }

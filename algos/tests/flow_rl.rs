@@ -287,3 +287,33 @@ fn success_reward_needs_a_task_with_a_success_criterion() {
         .to_string();
     assert!(err.contains("algo.reward") && err.contains("pendulum"), "{err}");
 }
+
+/// With the sparse success reward, groups whose members all fail carry no signal; with
+/// `failure_progress_coef` a failed episode's return is how close it came (its best dense task
+/// reward), so more groups rank their members. The same rollouts (same seeds, the first
+/// iteration) with and without it. GAE refuses the field.
+#[test]
+fn failure_progress_ranks_the_members_of_groups_that_all_fail() {
+    let (sft, _) = sft_on_reach(60);
+    let ckpt = sft.checkpoint().unwrap();
+    let config = |failure_progress_coef: f64| PpoFlowConfig {
+        reward: embodia_algos::RewardSource::Success,
+        advantage: embodia_algos::AdvantageEstimator::Grpo,
+        num_envs: 16,
+        group_size: 4,
+        failure_progress_coef,
+        ..Default::default()
+    };
+    let mixed = |coef: f64| {
+        let mut env = embodia_sim::make("reach", 16).unwrap();
+        let mut ppo = PpoFlow::new(config(coef), env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
+        ppo.iterate(env.as_mut()).unwrap().mixed_groups.unwrap()
+    };
+    let (sparse, ranked) = (mixed(0.0), mixed(0.1));
+    assert!(sparse < 1.0 && ranked > sparse, "mixed groups: {sparse} sparse, {ranked} with progress");
+
+    let gae = PpoFlowConfig { advantage: embodia_algos::AdvantageEstimator::Gae, ..config(0.1) };
+    let env = embodia_sim::make("reach", 16).unwrap();
+    let err = PpoFlow::new(gae, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).err().unwrap().to_string();
+    assert!(err.contains("failure_progress_coef") && err.contains("grpo"), "{err}");
+}

@@ -432,4 +432,19 @@ impl VlaInput {
         let tokens = tokenizer.encode_batch(instructions)?;
         Ok(Self { batch, views, height, width, images, tokens: tokens.ids, token_mask: tokens.mask, proprio })
     }
+
+    /// The samples `rows` (indices `< batch`, in that order) as a batch of `rows.len()`.
+    pub fn select(&self, rows: &[usize]) -> Self {
+        let b = self.batch.max(1);
+        let (image, len, pd) = (self.images.len() / b, self.tokens.len() / b, self.proprio.len() / b);
+        let mut out =
+            Self { batch: rows.len(), views: self.views, height: self.height, width: self.width, ..Default::default() };
+        for &i in rows {
+            out.images.extend_from_slice(&self.images[i * image..(i + 1) * image]);
+            out.tokens.extend_from_slice(&self.tokens[i * len..(i + 1) * len]);
+            out.token_mask.extend_from_slice(&self.token_mask[i * len..(i + 1) * len]);
+            out.proprio.extend_from_slice(&self.proprio[i * pd..(i + 1) * pd]);
+        }
+        out
+    }
 }
