@@ -264,6 +264,7 @@ impl DppoConfig {
             reward: self.reward,
             reward_scale: self.reward_scale,
             failure_progress: 0.0,
+            divide_by_group_std: true,
         }
     }
 

@@ -257,6 +257,11 @@ pub struct PpoFlowConfig {
     /// GRPO: drop groups whose returns are all equal (no learning signal; RLinf's reward
     /// filter). Default true.
     pub filter_uniform_groups: bool,
+    /// GRPO: divide each group's centred returns by the group's standard deviation (GRPO's
+    /// advantage); false keeps them in return units (Dr. GRPO, Liu et al. 2025), so that small
+    /// differences between returns, such as `failure_progress_coef`'s rankings of failures,
+    /// weigh little next to a success. Default true.
+    pub divide_by_group_std: bool,
     /// GRPO with `reward = "success"`: a failed episode's return is this weight times the
     /// highest task reward (the dense terms, unscaled) of any of its steps, how close it came,
     /// so that the members of a group that all fail still rank, where the sparse reward leaves
@@ -320,6 +325,7 @@ impl Default for PpoFlowConfig {
             self_imitation_coef: 0.0,
             self_imitation_balance: false,
             failure_progress_coef: 0.0,
+            divide_by_group_std: true,
             reward_scale: 1.0,
             critic_warmup_iterations: 0,
             critic: CriticInput::Observation,
@@ -425,6 +431,7 @@ impl PpoFlowConfig {
             reward: self.reward,
             reward_scale: self.reward_scale,
             failure_progress: self.failure_progress_coef as f32,
+            divide_by_group_std: self.divide_by_group_std,
         }
     }
 
@@ -997,19 +1004,24 @@ fn copy_leader_rows<T: Clone>(v: &mut [T], n: usize, group: usize) {
 }
 
 /// GRPO advantages of episode `returns` (`[n]`) in groups of `group_size` consecutive
-/// environments: `(R − mean) / (std + 1e-6)` with the population std of the group; `None` for
-/// every member of a group whose returns are all equal when `filter_uniform` (no signal).
-pub fn group_advantages(returns: &[f32], group_size: usize, filter_uniform: bool) -> Vec<Option<f32>> {
+/// environments: `(R − mean) / (std + 1e-6)` with the population std of the group, or `R − mean`
+/// without `divide_by_std`; `None` for every member of a group whose returns are all equal when
+/// `filter_uniform` (no signal).
+pub fn group_advantages(
+    returns: &[f32],
+    group_size: usize,
+    filter_uniform: bool,
+    divide_by_std: bool,
+) -> Vec<Option<f32>> {
     returns
         .chunks(group_size)
         .flat_map(|group| {
             let len = group.len() as f64;
             let mean = group.iter().map(|&r| r as f64).sum::<f64>() / len;
             let std = (group.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / len).sqrt();
+            let scale = if divide_by_std { std + 1e-6 } else { 1.0 };
             let uniform = group.iter().all(|&r| r == group[0]);
-            group
-                .iter()
-                .map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / (std + 1e-6)) as f32))
+            group.iter().map(move |&r| (!(filter_uniform && uniform)).then(|| ((r as f64 - mean) / scale) as f32))
         })
         .collect()
 }
@@ -1139,6 +1151,7 @@ pub(crate) struct GrpoSettings {
     pub reward_scale: f64,
     /// [`PpoFlowConfig::failure_progress_coef`].
     pub failure_progress: f32,
+    pub divide_by_group_std: bool,
 }
 
 /// GRPO collection (module docs): resets `env` from `seed` so that each group of
@@ -1225,7 +1238,8 @@ pub(crate) fn grpo_episodes(
             returns[i] += config.failure_progress * best_task_reward[i] * config.reward_scale as f32;
         }
     }
-    let group_advantages = group_advantages(&returns, config.group_size, config.filter_uniform_groups);
+    let group_advantages =
+        group_advantages(&returns, config.group_size, config.filter_uniform_groups, config.divide_by_group_std);
     let mixed = returns.chunks(config.group_size).filter(|g| g.iter().any(|&r| r != g[0])).count();
     let mixed_groups = mixed as f64 / groups.max(1) as f64;
     let advantages = episode_advantages(&group_advantages, &used, n, config.equal_episode_weights);
@@ -1539,14 +1553,16 @@ mod tests {
     #[test]
     fn group_advantages_normalize_within_groups_and_filter_uniform_ones() {
         let returns = [1.0, 0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 2.0];
-        let adv = group_advantages(&returns, 4, true);
+        let adv = group_advantages(&returns, 4, true, true);
         let std = (0.25f64 * 0.75).sqrt();
         for (a, e) in adv[..4].iter().zip([0.75 / std, -0.25 / std, -0.25 / std, -0.25 / std]) {
             assert!((a.unwrap() as f64 - e).abs() < 1e-4, "{adv:?}");
         }
         assert!(adv[4..].iter().all(Option::is_none), "{adv:?}");
-        let kept = group_advantages(&returns, 4, false);
+        let kept = group_advantages(&returns, 4, false, true);
         assert!(kept[4..].iter().all(|a| *a == Some(0.0)), "{kept:?}");
+        let centered = group_advantages(&returns, 4, true, false);
+        assert_eq!(centered[..4], [Some(0.75), Some(-0.25), Some(-0.25), Some(-0.25)]);
     }
 
     /// Two environments run to their episodes' ends: env 0 after two chunk steps (reward 1 on
