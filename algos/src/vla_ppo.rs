@@ -9,9 +9,10 @@
 //!    state (the same instruction, the same objects: the group baseline compares like with like);
 //! 2. run every environment's episode to its end, one chunk step at a time: render, observe
 //!    (images, instruction, proprioception), encode the prefix once, sample a chunk with the
-//!    rollout policy (Flow-SDE: one stochastic denoising step `k*` shared by the batch;
-//!    Flow-Noise: all steps with the learned std), store the observation, the chain, `k*`, the
-//!    old log-probs `[C·D]` and (GAE) the value function's value, execute the chunk;
+//!    rollout policy for every environment whose episode still runs (Flow-SDE: one stochastic
+//!    denoising step `k*` shared by the batch; Flow-Noise: all steps with the learned std),
+//!    store the observation, the chain, `k*`, the old log-probs `[C·D]` and (GAE) the value
+//!    function's value, execute the chunk;
 //! 3. advantages:
 //!    - `grpo`: each episode's chunk steps get the group-normalized return (weighted so that every
 //!      episode counts equally with `equal_episode_weights`); groups whose returns are all
@@ -368,11 +369,6 @@ impl VlaPpo {
         Ok(())
     }
 
-    /// The stored observations of rows `rows`.
-    fn gather_obs(&self, rows: &[usize]) -> VlaInput {
-        self.rollout.obs.select(rows)
-    }
-
     /// `self_imitation_coef` times the flow-matching loss on the chunks executed at rollout rows
     /// `rows` (of successful episodes), their mean weighted by `imitation_weights`, `[1]`;
     /// records its value. `None` without rows or weight.
@@ -390,7 +386,7 @@ impl VlaPpo {
         // The executed chunk is the chain's last element, in normalized action units.
         let chains = gather_chains(&self.rollout.chains, rows, n, k, h * ad);
         let actions: Vec<f32> = chains[k * b * h * ad..].to_vec();
-        let batch = self.model.prepare(&self.gather_obs(rows), &d).map_err(vla_error)?;
+        let batch = self.model.prepare(&self.rollout.obs.select(rows), &d).map_err(vla_error)?;
         let losses = self.model.flow_matching_sample_losses_at(
             &self.model.encode(&batch),
             Tensor::from_data(TensorData::new(actions, [b, h, ad]), &d),
@@ -437,7 +433,7 @@ impl VlaPpo {
                 true => members.iter().map(|&i| (r.values[i], r.returns[i])).unzip(),
                 false => (vec![0.0; rows], vec![0.0; rows]),
             };
-            let batch = self.model.prepare(&self.gather_obs(members), &d).map_err(vla_error)?;
+            let batch = self.model.prepare(&self.rollout.obs.select(members), &d).map_err(vla_error)?;
             let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, rows, hd]), &d);
             let eval = self.model.evaluate_chain(
                 &self.model.encode(&batch),
