@@ -266,7 +266,8 @@ pub struct PpoFlowConfig {
     /// highest task reward (the dense terms, unscaled) of any of its steps, how close it came,
     /// so that the members of a group that all fail still rank, where the sparse reward leaves
     /// the group out. Keep it below the success return: lang-cubes' dense terms reach 3 per step,
-    /// so 0.1 keeps every failure at or under 0.3. 0 turns it off. Default 0.
+    /// so 0.1 keeps every failure at or under 0.3. On the weak clone of `lang-cubes-ee-fixed`'s
+    /// family it lowered success (README). 0 turns it off. Default 0.
     pub failure_progress_coef: f64,
     /// GRPO: weight each episode's chunk steps by `L̄ / L` (`L` its chunk steps, `L̄` their mean
     /// over the episodes in the update) so that every episode counts equally in the loss
