@@ -1152,6 +1152,7 @@ pub(crate) struct GrpoSettings {
     pub reward_scale: f64,
     /// [`PpoFlowConfig::failure_progress_coef`].
     pub failure_progress: f32,
+    /// [`PpoFlowConfig::divide_by_group_std`].
     pub divide_by_group_std: bool,
 }
 
