@@ -5,13 +5,13 @@ use std::path::Path;
 
 use embodia_algos::{
     AdvantageEstimator, DistillConfig, DppoConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig,
-    VlaSftConfig,
+    VlaDsrlConfig, VlaSftConfig,
 };
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// Algorithms `embodia train` can run, with one-line descriptions.
-pub const ALGORITHMS: [(&str, &str); 10] = [
+pub const ALGORITHMS: [(&str, &str); 11] = [
     ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
     ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
     (
@@ -37,6 +37,10 @@ pub const ALGORITHMS: [(&str, &str); 10] = [
         "πRL Flow-SDE on the VLA (GRPO, or GAE with its value head), every instruction at once (--init runs/<vla-sft-run>)",
     ),
     ("vla-ppo-flow-noise", "πRL Flow-Noise on the VLA (GRPO, or GAE with its value head) (--init runs/<vla-sft-run>)"),
+    (
+        "vla-dsrl",
+        "DSRL: SAC on the initial noise of a frozen VLA, every instruction at once (--init runs/<vla-sft-run>)",
+    ),
 ];
 
 /// Algorithms whose step budget counts gradient steps, not environment steps.
@@ -85,6 +89,8 @@ pub enum AlgoConfig {
     VlaSft(VlaSftConfig),
     /// PPO with GRPO or GAE advantages on the VLA (`vla-ppo-flow-sde`, `vla-ppo-flow-noise`).
     VlaPpo(PpoFlowConfig),
+    /// SAC on the initial noise of a frozen VLA (`vla-dsrl`).
+    VlaDsrl(VlaDsrlConfig),
 }
 
 impl AlgoConfig {
@@ -99,6 +105,7 @@ impl AlgoConfig {
             Self::Dppo(c) => c.num_envs,
             Self::VlaSft(c) => c.num_envs,
             Self::VlaPpo(c) => c.num_envs,
+            Self::VlaDsrl(c) => c.num_envs,
         }
     }
 
@@ -117,7 +124,7 @@ impl AlgoConfig {
 pub enum ConfigError {
     /// Unknown algorithm name.
     #[error(
-        "unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill, vla-sft, vla-ppo-flow-sde, vla-ppo-flow-noise"
+        "unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill, vla-sft, vla-ppo-flow-sde, vla-ppo-flow-noise, vla-dsrl"
     )]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
@@ -167,6 +174,7 @@ fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
         "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => {
             toml::Table::try_from(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
         }
+        "vla-dsrl" => toml::Table::try_from(VlaDsrlConfig::default()),
         other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
     }
     .map_err(|e| ConfigError::Invalid(e.to_string()))?;
@@ -216,8 +224,15 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
             include_str!("../assets/configs/lang-cubes-vla-sft.toml")
         }
         ("lang-cubes" | "lang-cubes-ee" | "lang-cubes-ee-fixed", "vla-ppo-flow-sde" | "vla-ppo-flow-noise") => {
-            include_str!("../assets/configs/lang-cubes-vla-ppo.toml")
+            concat!(
+                include_str!("../assets/configs/lang-cubes-vla-ppo.toml"),
+                include_str!("../assets/configs/lang-cubes-vla-rl-observations.toml")
+            )
         }
+        ("lang-cubes" | "lang-cubes-ee" | "lang-cubes-ee-fixed", "vla-dsrl") => concat!(
+            include_str!("../assets/configs/lang-cubes-vla-dsrl.toml"),
+            include_str!("../assets/configs/lang-cubes-vla-rl-observations.toml")
+        ),
         _ => return None,
     })
 }
@@ -280,6 +295,7 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         "dppo" => toml::from_str::<File<DppoConfig>>(text).map(|_| ()),
         "vla-sft" => toml::from_str::<File<VlaSftConfig>>(text).map(|_| ()),
         "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
+        "vla-dsrl" => toml::from_str::<File<VlaDsrlConfig>>(text).map(|_| ()),
         _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
     };
     match result {
@@ -517,6 +533,7 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         "vla-ppo-flow-noise" => {
             build(table, |c| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Noise, ..c }))
         }
+        "vla-dsrl" => build(table, AlgoConfig::VlaDsrl),
         other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
     }
 }
@@ -555,6 +572,7 @@ impl TrainConfig {
             AlgoConfig::Dppo(c) => c.validate(),
             AlgoConfig::VlaSft(c) => c.validate_fields(),
             AlgoConfig::VlaPpo(c) => c.validate(),
+            AlgoConfig::VlaDsrl(c) => c.validate(),
         }
         .map_err(|e| match e {
             embodia_algos::AlgoError::Config { field, value, allowed } => {

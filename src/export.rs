@@ -64,7 +64,8 @@ fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunErro
         | AlgoConfig::PpoFlow(_)
         | AlgoConfig::Dppo(_)
         | AlgoConfig::VlaSft(_)
-        | AlgoConfig::VlaPpo(_) => Err(not_exportable(config, run)),
+        | AlgoConfig::VlaPpo(_)
+        | AlgoConfig::VlaDsrl(_) => Err(not_exportable(config, run)),
     }
 }
 
@@ -82,7 +83,7 @@ fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
             ),
         };
     }
-    if matches!(config.algo, AlgoConfig::VlaSft(_) | AlgoConfig::VlaPpo(_)) {
+    if matches!(config.algo, AlgoConfig::VlaSft(_) | AlgoConfig::VlaPpo(_) | AlgoConfig::VlaDsrl(_)) {
         return ExportRunError::NotExportable {
             run: run.into(),
             message: format!(
@@ -142,7 +143,8 @@ pub fn policy_of_checkpoint(
         | AlgoConfig::PpoFlow(_)
         | AlgoConfig::Dppo(_)
         | AlgoConfig::VlaSft(_)
-        | AlgoConfig::VlaPpo(_) => return Err(not_exportable(config, source)),
+        | AlgoConfig::VlaPpo(_)
+        | AlgoConfig::VlaDsrl(_) => return Err(not_exportable(config, source)),
     };
     let spec = PolicySpec {
         source: format!("{source} ({}, task {})", config.algorithm, config.task),

@@ -23,8 +23,8 @@ use std::time::Instant;
 use burn::tensor::Device;
 use embodia_algos::{
     CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult,
-    InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, Sac, Sft, StepTrace, VLA_ACTOR_KEY, VlaActor, VlaPpo,
-    VlaSft, evaluate_traced,
+    InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, PpoFlowConfig, Sac, Sft, StepTrace, VLA_ACTOR_KEY,
+    VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, evaluate_traced,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
@@ -152,8 +152,8 @@ pub fn plain_device() -> Device {
 pub fn make_env(config: &TrainConfig, num_envs: usize) -> Result<Box<dyn VecEnv>, RunError> {
     let env = embodia_sim::make_with(&config.task, num_envs, config.env.as_ref())?;
     let cameras = match &config.algo {
-        AlgoConfig::VlaPpo(c) => {
-            let actor: VlaActor = vla_init_checkpoint(config, &c.init)?.get(VLA_ACTOR_KEY)?;
+        AlgoConfig::VlaPpo(PpoFlowConfig { init, .. }) | AlgoConfig::VlaDsrl(VlaDsrlConfig { init, .. }) => {
+            let actor: VlaActor = vla_init_checkpoint(config, init)?.get(VLA_ACTOR_KEY)?;
             Some((actor.cameras, actor.model.vision.image_size))
         }
         other => other.vla_cameras(),
@@ -267,6 +267,10 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
         AlgoConfig::VlaPpo(c) => {
             let ckpt = vla_init_checkpoint(config, &c.init)?;
             Box::new(VlaPpo::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
+        }
+        AlgoConfig::VlaDsrl(c) => {
+            let ckpt = vla_init_checkpoint(config, &c.init)?;
+            Box::new(VlaDsrl::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
         }
         AlgoConfig::Distill(c) => {
             if c.teacher.is_empty() {

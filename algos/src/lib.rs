@@ -1,5 +1,6 @@
 //! Reinforcement-learning algorithms for embodia: PPO, SAC, flow-policy behaviour cloning
-//! (SFT) and RL, SFT and RL of the vision-language-action model, and one-step distillation of flow policies, with their buffers, normalizer,
+//! (SFT) and RL, SFT and RL of the vision-language-action model (PPO on its weights, or SAC on
+//! its initial noise with the weights frozen), and one-step distillation of flow policies, with their buffers, normalizer,
 //! optimizer, checkpoints and metrics.
 //!
 //! Algorithms implement [`Learner`]; they take a [`VecEnv`](embodia_sim::VecEnv), report
@@ -26,6 +27,7 @@ pub mod sac;
 pub mod sft;
 pub mod state_replay;
 mod vla_actor;
+pub mod vla_dsrl;
 pub mod vla_ppo;
 pub mod vla_sft;
 
@@ -52,6 +54,7 @@ pub use replay::{ReplayBuffer, TransitionBatch};
 pub use sac::{Sac, SacConfig, TargetEntropy};
 pub use sft::{ChunkModel, Sft, SftConfig};
 pub use vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor};
+pub use vla_dsrl::{VlaDsrl, VlaDsrlConfig};
 pub use vla_ppo::VlaPpo;
 pub use vla_sft::{DaggerLabels, VlaSft, VlaSftConfig};
 

@@ -8,7 +8,7 @@
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 use embodia_policies::{
     Activation, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, TwinQConfig, load_params, named_params,
     polyak_update, seeded_init,
@@ -68,6 +68,11 @@ pub struct SacConfig {
     /// Noise that drives exploration when acting: `white` or `pink` (temporally correlated;
     /// also shapes the random actions before `learning_starts`). Default white.
     pub exploration_noise: ExplorationNoise,
+    /// Include the entropy bonus `−α log π(a'|s')` in the critics' target (soft Q). Without it
+    /// (RLPD's `backup_entropy = False`) the critics estimate the task return alone and only
+    /// the actor's loss trades Q against entropy: for sparse rewards of 1 over long episodes,
+    /// where the summed bonus would outweigh the reward. Default true.
+    pub backup_entropy: bool,
 }
 
 impl Default for SacConfig {
@@ -91,6 +96,7 @@ impl Default for SacConfig {
             log_std_bounds: [-5.0, 2.0],
             steps_per_iteration: 1_000,
             exploration_noise: ExplorationNoise::White,
+            backup_entropy: true,
         }
     }
 }
@@ -161,15 +167,17 @@ impl SacConfig {
     }
 }
 
-/// A SAC learner for one task.
-pub struct Sac {
+/// SAC's networks, optimizers, temperature and replay buffer with its update: what [`Sac`] and
+/// the VLA's noise-space SAC ([`crate::VlaDsrl`]) share. The critics read whole stored
+/// observations `[obs_dim]`; the actor reads their first `actor_obs_dim` columns, so a critic
+/// may see privileged state the actor never sees (asymmetric actor-critic). Actions are in
+/// the actor's squashed units, `[-1, 1]`.
+pub(crate) struct SoftActorCritic {
     config: SacConfig,
     device: Device,
     obs_dim: usize,
+    actor_obs_dim: usize,
     action_dim: usize,
-    /// Action bounds: env action = `low + (a + 1)/2 · (high − low)` for `a ∈ [-1, 1]`.
-    action_low: Vec<f32>,
-    action_scale: Vec<f32>,
     target_entropy: f64,
     actor: SquashedGaussianActor,
     critic: TwinQ,
@@ -179,16 +187,203 @@ pub struct Sac {
     log_alpha: f64,
     /// Adam state of the scalar log α: (m, v, steps).
     alpha_optim: (f64, f64, u64),
-    replay: ReplayBuffer,
+    pub(crate) replay: ReplayBuffer,
+    /// Critic updates so far (the actor updates on every `actor_update_interval`-th).
+    critic_updates: u64,
+    // Reused host scratch buffers.
+    batch: TransitionBatch,
+    noise: Vec<f32>,
+}
+
+impl SoftActorCritic {
+    /// Fresh networks for `obs_dim`-wide stored observations (the actor reads the first
+    /// `actor_obs_dim`) and `action_dim` actions, the actor's output layer initialized with
+    /// `actor_output_gain`; `device` must have autodiff enabled.
+    pub(crate) fn new(
+        config: SacConfig,
+        (obs_dim, actor_obs_dim, action_dim): (usize, usize, usize),
+        actor_output_gain: f64,
+        device: Device,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
+        config.validate()?;
+        let actor_config = SquashedGaussianActorConfig {
+            obs_dim: actor_obs_dim,
+            action_dim,
+            hidden: config.hidden.clone(),
+            activation: config.activation,
+            log_std_min: config.log_std_bounds[0],
+            log_std_max: config.log_std_bounds[1],
+            output_gain: actor_output_gain,
+        };
+        let critic_config =
+            TwinQConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
+        let (actor, critic) = seeded_init(&device, seed, || (actor_config.init(&device), critic_config.init(&device)));
+        Ok(Self {
+            target_entropy: match config.target_entropy {
+                TargetEntropy::Auto => -(action_dim as f64),
+                TargetEntropy::Nats(h) => h,
+            },
+            log_alpha: config.init_alpha.ln(),
+            alpha_optim: (0.0, 0.0, 0),
+            replay: ReplayBuffer::new(obs_dim, action_dim, config.buffer_size),
+            critic_updates: 0,
+            batch: TransitionBatch::default(),
+            noise: Vec::new(),
+            critic_target: critic.valid(),
+            obs_dim,
+            actor_obs_dim,
+            action_dim,
+            actor,
+            critic,
+            actor_optim: Adam::default(),
+            critic_optim: Adam::default(),
+            device,
+            config,
+        })
+    }
+
+    /// The current entropy temperature α.
+    pub(crate) fn alpha(&self) -> f64 {
+        self.log_alpha.exp()
+    }
+
+    /// The actor's actions in `[-1, 1]` for observations `[n, actor_obs_dim]`: its mode without
+    /// `noise`, else `tanh(μ + σ ε)` with `noise` (`[n, action_dim]` standard normal).
+    pub(crate) fn actions(&self, obs: &[f32], noise: Option<&[f32]>) -> Result<Vec<f32>, AlgoError> {
+        let n = obs.len() / self.actor_obs_dim;
+        let plain = self.device.clone().inner();
+        let obs = to_tensor(obs, n, self.actor_obs_dim, &plain);
+        let actor = self.actor.valid();
+        to_host(match noise {
+            None => actor.deterministic(obs),
+            Some(noise) => actor.sample(obs, to_tensor(noise, n, self.action_dim, &plain)).0,
+        })
+    }
+
+    /// One gradient step on the critics and, every `actor_update_interval`-th call, on the
+    /// actor and α, on a batch drawn with `rng`. Returns the critic loss and, if the actor was
+    /// updated, (actor loss, entropy).
+    pub(crate) fn update(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        env_steps: u64,
+    ) -> Result<(f64, Option<(f64, f64)>), AlgoError> {
+        let (b, od, ad) = (self.config.batch_size, self.obs_dim, self.action_dim);
+        let plain = self.device.clone().inner();
+        self.replay.sample(rng, b, &mut self.batch);
+        self.noise.resize(2 * b * ad, 0.0);
+        fill_normal(rng, &mut self.noise);
+        let obs = to_tensor(&self.batch.obs, b, od, &plain);
+        let actions = to_tensor(&self.batch.actions, b, ad, &plain);
+        let rewards = to_tensor(&self.batch.rewards, b, 1, &plain);
+        let next_obs = to_tensor(&self.batch.next_obs, b, od, &plain);
+        let not_done = to_tensor(&self.batch.terminated, b, 1, &plain).neg().add_scalar(1.0);
+        let target_noise = to_tensor(&self.noise[..b * ad], b, ad, &plain);
+        let actor_noise = to_tensor(&self.noise[b * ad..], b, ad, &plain);
+        let alpha = self.alpha();
+        let actor_view = |x: &Tensor<2>| x.clone().narrow(1, 0, self.actor_obs_dim);
+
+        // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(·|s').
+        let (next_actions, next_log_prob) = self.actor.valid().sample(actor_view(&next_obs), target_noise);
+        let bonus = if self.config.backup_entropy { alpha } else { 0.0 };
+        let next_q = self.critic_target.min(next_obs, next_actions) - next_log_prob.mul_scalar(bonus);
+        let y = rewards + not_done * next_q.mul_scalar(self.config.gamma);
+        let (q1, q2) = self.critic.forward(obs.clone(), actions);
+        let critic_loss = (q1 - y.clone()).square().mean() + (q2 - y).square().mean();
+        let critic_loss_value = check_finite("critic loss", to_host(critic_loss.clone())?[0] as f64, env_steps)?;
+        let grads = GradientsParams::from_grads(critic_loss.backward(), &self.critic);
+        self.critic = self.critic_optim.step(self.config.learning_rate, self.critic.clone(), &grads, None).0;
+        self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, self.config.tau);
+        self.critic_updates += 1;
+        if self.critic_updates % self.config.actor_update_interval != 0 {
+            return Ok((critic_loss_value, None));
+        }
+
+        // Actor: minimize E[α log π(a|s) − min Q(s, a)], a = tanh(μ + σ ε) reparameterized.
+        let (new_actions, log_prob) = self.actor.sample(actor_view(&obs), actor_noise);
+        let q = self.critic.clone().no_grad().min(obs, new_actions);
+        let actor_loss = (log_prob.clone().mul_scalar(alpha) - q).mean();
+        let log_prob_mean = to_host(log_prob.mean())?[0] as f64;
+        let actor_loss_value = check_finite("actor loss", to_host(actor_loss.clone())?[0] as f64, env_steps)?;
+        let grads = GradientsParams::from_grads(actor_loss.backward(), &self.actor);
+        self.actor = self.actor_optim.step(self.config.learning_rate, self.actor.clone(), &grads, None).0;
+
+        // Temperature: minimize −log α · (log π + H̄); its gradient is −(E[log π] + H̄).
+        if self.config.autotune_alpha {
+            let grad = -(log_prob_mean + self.target_entropy);
+            self.log_alpha = adam_scalar(&mut self.alpha_optim, self.log_alpha, grad, self.config.alpha_learning_rate);
+        }
+        Ok((critic_loss_value, Some((actor_loss_value, -log_prob_mean))))
+    }
+
+    /// Writes networks, optimizers, temperature and replay buffer into `ckpt`.
+    pub(crate) fn save(&self, ckpt: &mut Checkpoint) -> Result<(), AlgoError> {
+        ckpt.insert_params("actor", named_params(&self.actor));
+        ckpt.insert_params("critic", named_params(&self.critic));
+        ckpt.insert_params("critic_target", named_params(&self.critic_target));
+        for (name, optim) in [("actor", &self.actor_optim), ("critic", &self.critic_optim)] {
+            let (steps, state) = optim.state();
+            ckpt.insert_params(&format!("optim.{name}"), state);
+            ckpt.put(&format!("optim_{name}_steps"), &steps)?;
+        }
+        self.replay.save(ckpt)?;
+        ckpt.put("critic_updates", &self.critic_updates)?;
+        ckpt.put("log_alpha", &self.log_alpha)?;
+        ckpt.put("alpha_optim", &self.alpha_optim)
+    }
+
+    /// Restores what [`Self::save`] wrote.
+    pub(crate) fn load(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
+        self.actor = load_params(self.actor.clone(), &ckpt.params("actor"))?;
+        self.critic = load_params(self.critic.clone(), &ckpt.params("critic"))?;
+        self.critic_target = load_params(self.critic_target.clone(), &ckpt.params("critic_target"))?;
+        let plain = self.device.clone().inner();
+        self.actor_optim.load_state(
+            ckpt.get("optim_actor_steps")?,
+            &ckpt.params("optim.actor"),
+            &self.actor,
+            &plain,
+        )?;
+        self.critic_optim.load_state(
+            ckpt.get("optim_critic_steps")?,
+            &ckpt.params("optim.critic"),
+            &self.critic,
+            &plain,
+        )?;
+        self.replay.load(ckpt)?;
+        self.critic_updates = ckpt.get("critic_updates")?;
+        self.log_alpha = ckpt.get("log_alpha")?;
+        self.alpha_optim = ckpt.get("alpha_optim")?;
+        Ok(())
+    }
+}
+
+/// One Adam step on a scalar parameter; `state` is (m, v, steps).
+fn adam_scalar(state: &mut (f64, f64, u64), x: f64, grad: f64, lr: f64) -> f64 {
+    let (b1, b2, eps) = (0.9, 0.999, 1e-8);
+    state.2 += 1;
+    state.0 = b1 * state.0 + (1.0 - b1) * grad;
+    state.1 = b2 * state.1 + (1.0 - b2) * grad * grad;
+    let t = state.2 as i32;
+    x - lr * (1.0 - b2.powi(t)).sqrt() / (1.0 - b1.powi(t)) * state.0 / (state.1.sqrt() + eps)
+}
+
+/// A SAC learner for one task.
+pub struct Sac {
+    config: SacConfig,
+    obs_dim: usize,
+    action_dim: usize,
+    /// Action bounds: env action = `low + (a + 1)/2 · (high − low)` for `a ∈ [-1, 1]`.
+    action_low: Vec<f32>,
+    action_scale: Vec<f32>,
+    sac: SoftActorCritic,
     rng: ChaCha8Rng,
     /// Exploration noise state when `exploration_noise` is pink, `[num_envs · action_dim]` streams.
     pink: Option<PinkNoise>,
     env_steps: u64,
-    /// Critic updates so far (the actor updates on every `actor_update_interval`-th).
-    critic_updates: u64,
     episodes: EpisodeStats,
     // Reused host scratch buffers.
-    batch: TransitionBatch,
     noise: Vec<f32>,
     actions: Vec<f32>,
     env_actions: Vec<f32>,
@@ -209,36 +404,17 @@ impl Sac {
         let obs_dim = env.obs_spec().vector.dim();
         let bounds = &env.action_spec().bounds;
         let action_dim = bounds.dim();
-        let actor_config = SquashedGaussianActorConfig {
-            obs_dim,
-            action_dim,
-            hidden: config.hidden.clone(),
-            activation: config.activation,
-            log_std_min: config.log_std_bounds[0],
-            log_std_max: config.log_std_bounds[1],
-        };
-        let critic_config =
-            TwinQConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
-        let (actor, critic) = seeded_init(&device, seed, || (actor_config.init(&device), critic_config.init(&device)));
-        let critic_target = critic.valid();
+        let sac = SoftActorCritic::new(config.clone(), (obs_dim, obs_dim, action_dim), 1.0, device, seed)?;
         let n = env.num_envs();
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5AC0_5AC0);
         let pink =
             (config.exploration_noise == ExplorationNoise::Pink).then(|| PinkNoise::new(n * action_dim, &mut rng));
         Ok(Self {
-            target_entropy: match config.target_entropy {
-                TargetEntropy::Auto => -(action_dim as f64),
-                TargetEntropy::Nats(h) => h,
-            },
-            log_alpha: config.init_alpha.ln(),
-            alpha_optim: (0.0, 0.0, 0),
-            replay: ReplayBuffer::new(obs_dim, action_dim, config.buffer_size),
+            sac,
             rng,
             pink,
             env_steps: 0,
-            critic_updates: 0,
             episodes: EpisodeStats::default(),
-            batch: TransitionBatch::default(),
             noise: Vec::new(),
             actions: vec![0.0; n * action_dim],
             env_actions: vec![0.0; n * action_dim],
@@ -247,19 +423,13 @@ impl Sac {
             action_scale: bounds.low.iter().zip(&bounds.high).map(|(l, h)| h - l).collect(),
             obs_dim,
             action_dim,
-            actor,
-            critic,
-            critic_target,
-            actor_optim: Adam::default(),
-            critic_optim: Adam::default(),
-            device,
             config,
         })
     }
 
     /// The current entropy temperature α.
     pub fn alpha(&self) -> f64 {
-        self.log_alpha.exp()
+        self.sac.alpha()
     }
 
     fn scale_actions(&self, squashed: &[f32], out: &mut [f32]) {
@@ -268,65 +438,6 @@ impl Sac {
             *o = self.action_low[j] + 0.5 * (a + 1.0) * self.action_scale[j];
         }
     }
-
-    /// One gradient step on the critics and, every `actor_update_interval`-th call, on the
-    /// actor and α. Returns the critic loss and, if the actor was updated, (actor loss, entropy).
-    fn update(&mut self) -> Result<(f64, Option<(f64, f64)>), AlgoError> {
-        let (b, od, ad) = (self.config.batch_size, self.obs_dim, self.action_dim);
-        let plain = self.device.clone().inner();
-        self.replay.sample(&mut self.rng, b, &mut self.batch);
-        self.noise.resize(2 * b * ad, 0.0);
-        fill_normal(&mut self.rng, &mut self.noise);
-        let obs = to_tensor(&self.batch.obs, b, od, &plain);
-        let actions = to_tensor(&self.batch.actions, b, ad, &plain);
-        let rewards = to_tensor(&self.batch.rewards, b, 1, &plain);
-        let next_obs = to_tensor(&self.batch.next_obs, b, od, &plain);
-        let not_done = to_tensor(&self.batch.terminated, b, 1, &plain).neg().add_scalar(1.0);
-        let target_noise = to_tensor(&self.noise[..b * ad], b, ad, &plain);
-        let actor_noise = to_tensor(&self.noise[b * ad..], b, ad, &plain);
-        let alpha = self.alpha();
-
-        // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(·|s').
-        let (next_actions, next_log_prob) = self.actor.valid().sample(next_obs.clone(), target_noise);
-        let next_q = self.critic_target.min(next_obs, next_actions) - next_log_prob.mul_scalar(alpha);
-        let y = rewards + not_done * next_q.mul_scalar(self.config.gamma);
-        let (q1, q2) = self.critic.forward(obs.clone(), actions);
-        let critic_loss = (q1 - y.clone()).square().mean() + (q2 - y).square().mean();
-        let critic_loss_value = check_finite("critic loss", to_host(critic_loss.clone())?[0] as f64, self.env_steps)?;
-        let grads = GradientsParams::from_grads(critic_loss.backward(), &self.critic);
-        self.critic = self.critic_optim.step(self.config.learning_rate, self.critic.clone(), &grads, None).0;
-        self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, self.config.tau);
-        self.critic_updates += 1;
-        if self.critic_updates % self.config.actor_update_interval != 0 {
-            return Ok((critic_loss_value, None));
-        }
-
-        // Actor: minimize E[α log π(a|s) − min Q(s, a)], a = tanh(μ + σ ε) reparameterized.
-        let (new_actions, log_prob) = self.actor.sample(obs.clone(), actor_noise);
-        let q = self.critic.clone().no_grad().min(obs, new_actions);
-        let actor_loss = (log_prob.clone().mul_scalar(alpha) - q).mean();
-        let log_prob_mean = to_host(log_prob.mean())?[0] as f64;
-        let actor_loss_value = check_finite("actor loss", to_host(actor_loss.clone())?[0] as f64, self.env_steps)?;
-        let grads = GradientsParams::from_grads(actor_loss.backward(), &self.actor);
-        self.actor = self.actor_optim.step(self.config.learning_rate, self.actor.clone(), &grads, None).0;
-
-        // Temperature: minimize −log α · (log π + H̄); its gradient is −(E[log π] + H̄).
-        if self.config.autotune_alpha {
-            let grad = -(log_prob_mean + self.target_entropy);
-            self.log_alpha = adam_scalar(&mut self.alpha_optim, self.log_alpha, grad, self.config.alpha_learning_rate);
-        }
-        Ok((critic_loss_value, Some((actor_loss_value, -log_prob_mean))))
-    }
-}
-
-/// One Adam step on a scalar parameter; `state` is (m, v, steps).
-fn adam_scalar(state: &mut (f64, f64, u64), x: f64, grad: f64, lr: f64) -> f64 {
-    let (b1, b2, eps) = (0.9, 0.999, 1e-8);
-    state.2 += 1;
-    state.0 = b1 * state.0 + (1.0 - b1) * grad;
-    state.1 = b2 * state.1 + (1.0 - b2) * grad * grad;
-    let t = state.2 as i32;
-    x - lr * (1.0 - b2.powi(t)).sqrt() / (1.0 - b1.powi(t)) * state.0 / (state.1.sqrt() + eps)
 }
 
 impl Learner for Sac {
@@ -358,11 +469,7 @@ impl Learner for Sac {
                     *a = if self.pink.is_some() { eps.tanh() } else { self.rng.random_range(-1.0..=1.0) };
                 }
             } else {
-                let plain = self.device.clone().inner();
-                let obs = to_tensor(&self.prev_obs, n as usize, od, &plain);
-                let noise = to_tensor(&self.noise, n as usize, ad, &plain);
-                let (a, _) = self.actor.valid().sample(obs, noise);
-                self.actions.copy_from_slice(&to_host(a)?);
+                self.actions = self.sac.actions(&self.prev_obs, Some(&self.noise))?;
             }
             let mut env_actions = std::mem::take(&mut self.env_actions);
             self.scale_actions(&self.actions, &mut env_actions);
@@ -377,7 +484,7 @@ impl Learner for Sac {
                 if next.iter().any(|x| !x.is_finite()) {
                     return Err(AlgoError::NonFinite { what: "observations".into(), env_steps: self.env_steps });
                 }
-                self.replay.push(
+                self.sac.replay.push(
                     &self.prev_obs[i * od..(i + 1) * od],
                     &self.actions[i * ad..(i + 1) * ad],
                     b.reward[i],
@@ -388,7 +495,7 @@ impl Learner for Sac {
 
             if self.env_steps >= self.config.learning_starts {
                 for _ in 0..self.config.updates_per_step {
-                    let (c, actor) = self.update()?;
+                    let (c, actor) = self.sac.update(&mut self.rng, self.env_steps)?;
                     critic_loss += c;
                     updates += 1;
                     if let Some((a, e)) = actor {
@@ -415,38 +522,20 @@ impl Learner for Sac {
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
-        let n = obs.len() / self.obs_dim;
-        let plain = self.device.clone().inner();
-        let obs = to_tensor(obs, n, self.obs_dim, &plain);
-        let actor = self.actor.valid();
-        let a = match sampling {
-            None => actor.deterministic(obs),
-            Some(rng) => {
-                let mut noise = vec![0.0; n * self.action_dim];
-                fill_normal(rng, &mut noise);
-                actor.sample(obs, to_tensor(&noise, n, self.action_dim, &plain)).0
-            }
-        };
-        self.scale_actions(&to_host(a)?, actions);
+        let noise = sampling.map(|rng| {
+            let mut noise = vec![0.0; obs.len() / self.obs_dim * self.action_dim];
+            fill_normal(rng, &mut noise);
+            noise
+        });
+        self.scale_actions(&self.sac.actions(obs, noise.as_deref())?, actions);
         Ok(())
     }
 
     fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
         let mut ckpt = Checkpoint::default();
-        ckpt.insert_params("actor", named_params(&self.actor));
-        ckpt.insert_params("critic", named_params(&self.critic));
-        ckpt.insert_params("critic_target", named_params(&self.critic_target));
-        for (name, optim) in [("actor", &self.actor_optim), ("critic", &self.critic_optim)] {
-            let (steps, state) = optim.state();
-            ckpt.insert_params(&format!("optim.{name}"), state);
-            ckpt.put(&format!("optim_{name}_steps"), &steps)?;
-        }
-        self.replay.save(&mut ckpt)?;
+        self.sac.save(&mut ckpt)?;
         ckpt.put("algo", &"sac")?;
         ckpt.put("env_steps", &self.env_steps)?;
-        ckpt.put("critic_updates", &self.critic_updates)?;
-        ckpt.put("log_alpha", &self.log_alpha)?;
-        ckpt.put("alpha_optim", &self.alpha_optim)?;
         ckpt.put("rng", &rng_state(&self.rng))?;
         ckpt.put("pink_noise", &self.pink)?;
         Ok(ckpt)
@@ -457,27 +546,8 @@ impl Learner for Sac {
         if algo != "sac" {
             return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `sac`")));
         }
-        self.actor = load_params(self.actor.clone(), &ckpt.params("actor"))?;
-        self.critic = load_params(self.critic.clone(), &ckpt.params("critic"))?;
-        self.critic_target = load_params(self.critic_target.clone(), &ckpt.params("critic_target"))?;
-        let plain = self.device.clone().inner();
-        self.actor_optim.load_state(
-            ckpt.get("optim_actor_steps")?,
-            &ckpt.params("optim.actor"),
-            &self.actor,
-            &plain,
-        )?;
-        self.critic_optim.load_state(
-            ckpt.get("optim_critic_steps")?,
-            &ckpt.params("optim.critic"),
-            &self.critic,
-            &plain,
-        )?;
-        self.replay.load(ckpt)?;
+        self.sac.load(ckpt)?;
         self.env_steps = ckpt.get("env_steps")?;
-        self.critic_updates = ckpt.get("critic_updates")?;
-        self.log_alpha = ckpt.get("log_alpha")?;
-        self.alpha_optim = ckpt.get("alpha_optim")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);
         let pink: Option<PinkNoise> = ckpt.get("pink_noise")?;
         if pink.as_ref().map(PinkNoise::streams) != self.pink.as_ref().map(PinkNoise::streams) {
@@ -507,10 +577,10 @@ mod tests {
         // Updates after env steps 21..=30: 10 critic updates in the first iteration.
         let mut changed = |interval| {
             let mut sac = Sac::new(config(interval), env.as_ref(), Device::flex().autodiff(), 1).unwrap();
-            let actor_before = named_params(&sac.actor);
-            let critic_before = named_params(&sac.critic);
+            let actor_before = named_params(&sac.sac.actor);
+            let critic_before = named_params(&sac.sac.critic);
             let row = sac.iterate(env.as_mut()).unwrap();
-            (named_params(&sac.actor) != actor_before, named_params(&sac.critic) != critic_before, row)
+            (named_params(&sac.sac.actor) != actor_before, named_params(&sac.sac.critic) != critic_before, row)
         };
         let (actor, critic, row) = changed(11);
         assert!(!actor && critic, "interval 11: the actor waits for the 11th critic update");

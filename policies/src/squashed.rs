@@ -23,12 +23,17 @@ pub struct SquashedGaussianActorConfig {
     pub log_std_min: f64,
     /// Upper bound of the pre-squash log standard deviation.
     pub log_std_max: f64,
+    /// Gain of the output layer's initial weights: 1 for the usual initialization; a small gain
+    /// starts every state's mean near 0 and its log std near the middle of its bounds.
+    pub output_gain: f64,
 }
 
 impl SquashedGaussianActorConfig {
     /// Builds the actor on `device`.
     pub fn init(&self, device: &Device) -> SquashedGaussianActor {
-        let net = MlpConfig::new(self.obs_dim, &self.hidden, 2 * self.action_dim, self.activation).init(device);
+        let net = MlpConfig::new(self.obs_dim, &self.hidden, 2 * self.action_dim, self.activation)
+            .with_output_gain(self.output_gain)
+            .init(device);
         SquashedGaussianActor {
             net,
             action_dim: self.action_dim,

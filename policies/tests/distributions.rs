@@ -66,6 +66,7 @@ fn squashed_log_prob_matches_change_of_variables() {
         activation: Activation::Relu,
         log_std_min: -5.0,
         log_std_max: 2.0,
+        output_gain: 1.0,
     };
     let actor = config.init(&device);
     let obs = t2(&[0.5, -1.0, 2.0, 0.0, 0.3, -0.2, 1.0, 1.0, 1.0], 3, 3);
