@@ -495,7 +495,7 @@ enum BenchCommand {
         /// The language-conditioned family.
         #[arg(long, default_value = "lang-cubes")]
         task: String,
-        /// RL algorithm: vla-ppo-flow-sde or vla-ppo-flow-noise.
+        /// RL algorithm: vla-ppo-flow-sde, vla-ppo-flow-noise or vla-dsrl.
         #[arg(long, default_value = "vla-ppo-flow-sde")]
         algo: String,
         /// SFT gradient steps.

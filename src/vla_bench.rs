@@ -1,13 +1,14 @@
 //! `embodia bench vla`: πRL's recipe at small scale on a language-conditioned family: SFT of the
-//! VLA on scripted demonstrations with camera images (success S0), then GRPO with Flow-SDE or
-//! Flow-Noise from that checkpoint on every training variant at once for a wall-time budget
-//! (success S1); both measured on the training and the held-out variants, with the RL time
+//! VLA on scripted demonstrations with camera images (success S0), then RL from that checkpoint
+//! on every training variant at once for a wall-time budget (success S1): GRPO with Flow-SDE or
+//! Flow-Noise on the model's weights, or DSRL on its initial noise; both measured on the training and the held-out variants, with the RL time
 //! split between simulation and rendering, inference and update.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaPpo};
+use embodia_algos::ppo_flow::TimeSplit;
+use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo};
 use serde::Serialize;
 
 use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
@@ -18,7 +19,7 @@ use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner
 pub struct VlaBenchSpec {
     /// Language-conditioned task.
     pub task: String,
-    /// RL algorithm: `vla-ppo-flow-sde` or `vla-ppo-flow-noise`.
+    /// RL algorithm: `vla-ppo-flow-sde`, `vla-ppo-flow-noise` or `vla-dsrl`.
     pub algorithm: String,
     /// SFT gradient steps.
     pub sft_steps: u64,
@@ -112,6 +113,28 @@ fn split_success(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -
     })
 }
 
+/// The RL learners `bench vla` runs, with their time splits.
+enum VlaRl {
+    Ppo(VlaPpo),
+    Dsrl(VlaDsrl),
+}
+
+impl VlaRl {
+    fn learner(&mut self) -> &mut dyn Learner {
+        match self {
+            Self::Ppo(l) => l,
+            Self::Dsrl(l) => l,
+        }
+    }
+
+    fn last_time_split(&self) -> TimeSplit {
+        match self {
+            Self::Ppo(l) => l.last_time_split(),
+            Self::Dsrl(l) => l.last_time_split(),
+        }
+    }
+}
+
 /// The error for a run `bench vla` cannot start RL from.
 fn not_sft(dir: &std::path::Path, config: &TrainConfig) -> RunError {
     RunError::Io {
@@ -161,19 +184,21 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
         overrides: &rl_overrides,
         ..Default::default()
     })?;
-    let AlgoConfig::VlaPpo(c) = &rl_config.algo else {
-        return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into());
-    };
-    let mut env = make_env(&rl_config, c.num_envs)?;
+    let mut env = make_env(&rl_config, rl_config.algo.num_envs())?;
     env.reset(spec.seed);
     let init = Checkpoint::load(&sft_dir.join(CHECKPOINT_DIR))?;
     let parameters = init.get::<VlaActor>(VLA_ACTOR_KEY)?.model.param_count();
-    let mut rl = VlaPpo::new(c.clone(), env.as_ref(), &init, default_device(), spec.seed)?;
+    let (device, seed) = (default_device(), spec.seed);
+    let mut rl = match &rl_config.algo {
+        AlgoConfig::VlaPpo(c) => VlaRl::Ppo(VlaPpo::new(c.clone(), env.as_ref(), &init, device, seed)?),
+        AlgoConfig::VlaDsrl(c) => VlaRl::Dsrl(VlaDsrl::new(c.clone(), env.as_ref(), &init, device, seed)?),
+        _ => return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into()),
+    };
     let (mut sim, mut inference, mut update, mut rl_seconds) = (0.0, 0.0, 0.0, 0.0);
     let mut rows = Vec::new();
     while rl_seconds < spec.rl_seconds {
         let t = Instant::now();
-        let mut row = rl.iterate(env.as_mut())?;
+        let mut row = rl.learner().iterate(env.as_mut())?;
         rl_seconds += t.elapsed().as_secs_f64();
         row.wall_seconds = rl_seconds;
         rows.push(row);
@@ -181,7 +206,8 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
     }
     crate::bench::write_curves(&spec.out.join("rl"), &rows)?;
-    let s1 = split_success(&rl, &rl_config, spec.eval_episodes)?;
+    let rl = rl.learner();
+    let s1 = split_success(rl, &rl_config, spec.eval_episodes)?;
     Ok(VlaBenchResult {
         task: spec.task.clone(),
         algorithm: spec.algorithm.clone(),

@@ -288,12 +288,17 @@ fn vla_dsrl_steers_a_frozen_weak_clone_to_more_success_on_one_variant_in_one_sce
     let (sft, _, _) = sft(&variant, 250);
     let s0 = success(&sft, &variant, 64, 99);
     let init = sft.checkpoint().unwrap();
+    let config = VlaDsrlConfig { num_envs: 64, ..Default::default() };
+    let refused = VlaDsrl::new(config.clone(), &env(&variant, 1), &init, Device::flex().autodiff(), 3).err();
+    assert!(
+        refused.is_some_and(|e| e.to_string().contains("algo.privileged_critic")),
+        "a privileged critic without the task's critic observation must be refused naming the field"
+    );
     variant.task.observations.critic = Some(vec![
         ObsTerm::of(ObsKind::EeToObject),
         ObsTerm::of(ObsKind::ObjectPos),
         ObsTerm::of(ObsKind::GripperOpening),
     ]);
-    let config = VlaDsrlConfig { num_envs: 64, ..Default::default() };
     let mut train_env = env(&variant, config.num_envs);
     let mut rl = VlaDsrl::new(config.clone(), &train_env, &init, Device::flex().autodiff(), 3).unwrap();
     let mut env_steps = 0;
