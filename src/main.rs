@@ -32,7 +32,7 @@ enum Command {
     List,
     /// Print the full default configuration of an algorithm on a task, as TOML.
     Config {
-        /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo).
+        /// Algorithm (`embodia list` names them all).
         algo: String,
         /// Task.
         #[arg(long, default_value = "pendulum")]
@@ -673,7 +673,7 @@ struct Settings {
     /// Task (see `embodia list`). Default: pendulum.
     #[arg(long)]
     task: Option<String>,
-    /// Algorithm (sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo). Default: sac.
+    /// Algorithm (`embodia list` names them all: sac, ppo, sft, ..., vla-dsrl). Default: sac.
     #[arg(long)]
     algo: Option<String>,
     /// Seed.
@@ -689,8 +689,9 @@ struct Settings {
     /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.
     #[arg(long, value_name = "DIR", conflicts_with = "demos")]
     dataset: Option<PathBuf>,
-    /// ppo-flow-sde / ppo-flow-noise / dppo: the SFT run to start from (sets algo.init; dppo
-    /// needs a diffusion SFT run, `--set algo.model=diffusion`).
+    /// ppo-flow-sde / ppo-flow-noise / dppo / vla-ppo-flow-* / vla-dsrl: the SFT run to start
+    /// from (sets algo.init; dppo needs a diffusion SFT run, `--set algo.model=diffusion`; the
+    /// vla-* ones a vla-sft run).
     #[arg(long, value_name = "RUN_DIR")]
     init: Option<PathBuf>,
     /// ppo-flow-sde / ppo-flow-noise: also train a one-step student of the RL policy alongside,

@@ -48,6 +48,7 @@ use crate::ppo_flow::{GrpoSettings, TimeSplit, grpo_episodes};
 use crate::sac::SoftActorCritic;
 use crate::state_replay::FailedStateReplay;
 use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
+use crate::vla_ppo::{scatter_rows, select_rows};
 use crate::{
     AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RewardSource, SacConfig, TargetEntropy, check_range,
 };
@@ -311,17 +312,13 @@ impl VlaDsrl {
         // Drawn for all n, so that an environment's noise does not depend on which others ended.
         let mut eps = vec![0.0f32; n * hd];
         fill_normal(&mut self.rng, &mut eps);
-        let eps: Vec<f32> = active.iter().flat_map(|&i| &eps[i * hd..(i + 1) * hd]).copied().collect();
+        let eps = select_rows(&eps, &active, n, hd);
         let a = match gathering {
             true => eps.iter().map(|e| (e / self.config.noise_bound as f32).clamp(-1.0, 1.0)).collect(),
             false => self.sac.actions(&features, Some(&eps))?,
         };
-        let chunks = self.decode(model, &context, &a)?;
-        let mut all = vec![0.0f32; n * hd];
-        for (slot, &i) in active.iter().enumerate() {
-            all[i * hd..(i + 1) * hd].copy_from_slice(&chunks[slot * hd..(slot + 1) * hd]);
-        }
-        self.actor.chunk.env_actions(&env.buffers().obs, &all, env_actions);
+        let chunks = scatter_rows(&self.decode(model, &context, &a)?, &active, n, hd);
+        self.actor.chunk.env_actions(&env.buffers().obs, &chunks, env_actions);
 
         let od = self.policy_dim + self.critic_norm.as_ref().map_or(0, RunningNormalizer::dim);
         let row = self.rollout.obs.len() / od;

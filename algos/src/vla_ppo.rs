@@ -114,7 +114,7 @@ fn instruction_balanced_weights<K: PartialEq>(instructions: &[K], success: &[boo
 }
 
 /// Rows `rows` of `x` (`[lead, n, width]`), as `[lead, rows, width]`.
-fn select_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
+pub(crate) fn select_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
     x.chunks_exact(n * width)
         .flat_map(|slab| rows.iter().flat_map(move |&i| &slab[i * width..(i + 1) * width]))
         .copied()
@@ -122,7 +122,7 @@ fn select_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
 }
 
 /// `x` (`[lead, rows, width]`) placed at rows `rows` of a zeroed `[lead, n, width]`.
-fn scatter_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
+pub(crate) fn scatter_rows(x: &[f32], rows: &[usize], n: usize, width: usize) -> Vec<f32> {
     let lead = x.len() / (rows.len() * width).max(1);
     let mut out = vec![0.0f32; lead * n * width];
     for (src, dst) in x.chunks_exact(width).zip((0..lead).flat_map(|l| rows.iter().map(move |&i| l * n + i))) {
