@@ -393,7 +393,6 @@ pub struct Sac {
 impl Sac {
     /// A fresh learner for `env`'s spaces; `device` must have autodiff enabled.
     pub fn new(config: SacConfig, env: &dyn VecEnv, device: Device, seed: u64) -> Result<Self, AlgoError> {
-        config.validate()?;
         if env.obs_spec().critic.is_some() {
             return Err(AlgoError::Config {
                 field: "env.observations.critic".into(),
