@@ -5,7 +5,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{ByteTokenizer, VlaConfig, VlaInput, VlaModel};
-use embodia_policies::{NoiseMethod, StochasticSteps};
+use embodia_policies::{NoiseMethod, StochasticSteps, load_params, with_generator_lock};
 use embodia_sim::VecEnv;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -182,6 +182,28 @@ impl VlaActor {
         }
         norm.normalize(&mut states);
         Ok(states)
+    }
+
+    /// The actor and the model (its EMA weights, on `device`) of the `vla-sft` checkpoint
+    /// `init` of run `init_dir` (named in errors), checked against `env`'s widths and cameras:
+    /// where RL of the VLA starts.
+    pub(crate) fn from_sft_checkpoint(
+        init: &Checkpoint,
+        init_dir: &str,
+        env: &dyn VecEnv,
+        device: &Device,
+    ) -> Result<(Self, VlaModel), AlgoError> {
+        let algo: String = init.get("algo")?;
+        if algo != "vla-sft" {
+            return Err(AlgoError::Checkpoint(format!(
+                "`algo.init` must be a vla-sft run; {init_dir} is from `{algo}`"
+            )));
+        }
+        let actor = Self::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
+        actor.camera_indices(env)?;
+        let model = with_generator_lock(|| actor.model.init(device)).map_err(vla_error)?;
+        let model = load_params(model, &init.params("ema"))?;
+        Ok((actor, model))
     }
 
     /// Reads the actor of a checkpoint and checks it against the task's observation and action

@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaContext, VlaInput, VlaModel};
-use embodia_policies::{NoiseMethod, StochasticSteps, load_params, named_params, with_generator_lock};
+use embodia_policies::{NoiseMethod, StochasticSteps, load_params, named_params};
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -210,18 +210,7 @@ impl VlaDsrl {
         config.validate()?;
         let allowed = format!("task (`{}` has no success criterion)", env.info().name);
         check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
-        let algo: String = init.get("algo")?;
-        if algo != "vla-sft" {
-            return Err(AlgoError::Checkpoint(format!(
-                "`algo.init` must be a vla-sft run; {} is from `{algo}`",
-                config.init
-            )));
-        }
-        let actor = VlaActor::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
-        actor.camera_indices(env)?;
-        let plain = device.clone().inner();
-        let model = with_generator_lock(|| actor.model.init(&plain)).map_err(vla_error)?;
-        let model = load_params(model, &init.params("ema"))?;
+        let (actor, model) = VlaActor::from_sft_checkpoint(init, &config.init, env, &device.clone().inner())?;
         let critic_dim = match (config.privileged_critic, &env.obs_spec().critic) {
             (false, _) => 0,
             (true, Some(critic)) => critic.dim(),

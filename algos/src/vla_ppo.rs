@@ -51,7 +51,6 @@ use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::vla::{VlaInput, VlaModel};
 use embodia_policies::{
     Activation, ValueCritic, ValueCriticConfig, load_params, named_params, sample_flow_time, seeded_init,
-    with_generator_lock,
 };
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
@@ -209,17 +208,7 @@ impl VlaPpo {
         )?;
         let allowed = format!("task (`{}` has no success criterion)", env.info().name);
         check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
-        let algo: String = init.get("algo")?;
-        if algo != "vla-sft" {
-            return Err(AlgoError::Checkpoint(format!(
-                "`algo.init` must be a vla-sft run; {} is from `{algo}`",
-                config.init
-            )));
-        }
-        let actor = VlaActor::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
-        actor.camera_indices(env)?;
-        let model = with_generator_lock(|| actor.model.init(&device)).map_err(vla_error)?;
-        let model = load_params(model, &init.params("ema"))?;
+        let (actor, model) = VlaActor::from_sft_checkpoint(init, &config.init, env, &device)?;
         let state_critic = config.advantage == AdvantageEstimator::Gae && config.critic == CriticInput::Observation;
         let critic = state_critic.then(|| {
             let spec = env.obs_spec();
