@@ -104,30 +104,93 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
         )
     };
 
-    let mut demos: Demonstrations = rec(req.episodes, req.seed)?;
+    let who = format!("the {} expert of {}", req.expert, req.task);
+    let (demos, attempted, successes) = record_until(req.episodes, req.only_success, req.seed, &who, rec)?;
+    let options = WriteOptions { robot_type, ..WriteOptions::default() };
+    crate::dataset::save(&demos, &req.out, &options, req.force)?;
+    Ok(RecordSummary { attempted, successes, written: demos.episodes.len(), frames: demos.num_steps() })
+}
+
+/// What `embodia record --run` records: a trained policy's own episodes.
+#[derive(Debug, Clone)]
+pub struct PolicyRecordRequest {
+    /// Run directory whose policy acts, in its own environment (task, `[env]` table, cameras).
+    pub run: PathBuf,
+    /// Episodes to write (successful ones with `only_success`).
+    pub episodes: usize,
+    /// Seed of the first batch of episodes.
+    pub seed: u64,
+    /// Environments stepped in parallel.
+    pub envs: usize,
+    /// Keep only successful episodes, recording more until `episodes` of them are kept.
+    pub only_success: bool,
+    /// Sample the policy's actions instead of taking its mode.
+    pub stochastic: bool,
+    /// Dataset directory.
+    pub out: PathBuf,
+    /// Replace a non-empty `out`.
+    pub force: bool,
+}
+
+/// Records the request's episodes of the run's policy (the actions it executed, the images
+/// its environment renders) and writes them atomically as a dataset at `out`.
+pub fn record_policy(req: &PolicyRecordRequest) -> anyhow::Result<RecordSummary> {
+    anyhow::ensure!(req.episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(req.envs > 0, "invalid value for `--envs`: 0 (allowed: ≥ 1)");
+    if !req.force && std::fs::read_dir(&req.out).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(crate::dataset::DatasetError::NotEmpty { path: req.out.clone() }.into());
+    }
+    let (config, learner) = crate::run::load_learner(&req.run)?;
+    let task = config.env.clone().or_else(|| crate::sim::task_config(&config.task));
+    let fps = task.as_ref().map_or(0.0, |t| 1.0 / t.scene.control_dt());
+    anyhow::ensure!(
+        fps > 0.0,
+        "{}: `{}` is not a rapier task; only those record datasets",
+        req.run.display(),
+        config.task
+    );
+    let mut env = crate::run::make_env(&config, req.envs)?;
+    let rec = |episodes: usize, seed: u64| {
+        embodia_algos::record_policy_episodes(learner.as_ref(), env.as_mut(), episodes, seed, req.stochastic, fps)
+    };
+    let who = format!("the policy of {}", req.run.display());
+    let (demos, attempted, successes) = record_until(req.episodes, req.only_success, req.seed, &who, rec)?;
+    let robot_type = task.map(|t| t.scene.robot);
+    let options = WriteOptions { robot_type, ..WriteOptions::default() };
+    crate::dataset::save(&demos, &req.out, &options, req.force)?;
+    Ok(RecordSummary { attempted, successes, written: demos.episodes.len(), frames: demos.num_steps() })
+}
+
+/// `episodes` episodes from `record(count, seed)`, or with `only_success` that many successful
+/// ones, recording more (seeds `seed + 1`, …) until they are kept or
+/// [`MAX_ATTEMPTS_FACTOR`] times as many were attempted (else an error naming `who`, what
+/// acted). Returns the kept episodes, the episodes attempted and the successes.
+fn record_until<E: Into<anyhow::Error>>(
+    episodes: usize,
+    only_success: bool,
+    seed: u64,
+    who: &str,
+    mut record: impl FnMut(usize, u64) -> Result<Demonstrations, E>,
+) -> anyhow::Result<(Demonstrations, usize, usize)> {
+    let mut demos = record(episodes, seed).map_err(Into::into)?;
     let (mut attempted, mut successes) = (demos.episodes.len(), demos.episodes.iter().filter(|e| e.success).count());
-    if req.only_success {
+    if only_success {
         demos.episodes.retain(|e| e.success);
         let mut round = 1;
-        while demos.episodes.len() < req.episodes && attempted < MAX_ATTEMPTS_FACTOR * req.episodes {
-            let more = rec(req.episodes - demos.episodes.len(), req.seed.wrapping_add(round))?;
+        while demos.episodes.len() < episodes && attempted < MAX_ATTEMPTS_FACTOR * episodes {
+            let more = record(episodes - demos.episodes.len(), seed.wrapping_add(round)).map_err(Into::into)?;
             attempted += more.episodes.len();
             successes += more.episodes.iter().filter(|e| e.success).count();
             demos.episodes.extend(more.episodes.into_iter().filter(|e| e.success));
             round += 1;
         }
         anyhow::ensure!(
-            demos.episodes.len() >= req.episodes,
-            "the {} expert of {} succeeded in {successes} of {attempted} episodes; --only-success needs {}",
-            req.expert,
-            req.task,
-            req.episodes
+            demos.episodes.len() >= episodes,
+            "{who} succeeded in {successes} of {attempted} episodes; --only-success needs {episodes}"
         );
-        demos.episodes.truncate(req.episodes);
+        demos.episodes.truncate(episodes);
     }
-    let options = WriteOptions { robot_type, ..WriteOptions::default() };
-    crate::dataset::save(&demos, &req.out, &options, req.force)?;
-    Ok(RecordSummary { attempted, successes, written: demos.episodes.len(), frames: demos.num_steps() })
+    Ok((demos, attempted, successes))
 }
 
 /// A human-readable summary of the dataset at `dir`: task, episodes, frames, fps, features,

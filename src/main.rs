@@ -246,15 +246,24 @@ enum Command {
         #[arg(long, default_value = "curves.png")]
         out: PathBuf,
     },
-    /// Record demonstrations of a task's scripted expert into a LeRobot v3 dataset
-    /// (observations, actions, rewards, success, episode boundaries, normalization statistics).
+    /// Record demonstrations of a task's scripted expert, or a trained policy's own episodes
+    /// (`--run`), into a LeRobot v3 dataset (observations, actions, rewards, success, episode
+    /// boundaries, normalization statistics).
     Record {
         /// Task with a scripted expert (reach, pick-cube, push-t, lang-cubes).
-        #[arg(long)]
-        task: String,
+        #[arg(long, required_unless_present = "run")]
+        task: Option<String>,
         /// Expert.
         #[arg(long, default_value = "scripted")]
         expert: String,
+        /// Record this run's policy instead of an expert: the actions it executes and the
+        /// images its VLA sees, in the run's own environment (e.g. a `vla-dsrl` run, whose
+        /// successful episodes `vla-sft`'s `policy_datasets` distills into the VLA).
+        #[arg(long, conflicts_with_all = ["task", "noise", "camera", "for_algo"])]
+        run: Option<PathBuf>,
+        /// With `--run`: sample the policy's actions instead of taking its mode.
+        #[arg(long)]
+        stochastic: bool,
         /// Episodes to write.
         #[arg(long, default_value_t = 50)]
         episodes: usize,
@@ -970,9 +979,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             bench: BenchCommand::Render { task, envs, res, camera, randomize, threads, frames, json },
         } => bench_render(&task, envs, &res, camera.as_deref(), randomize, &threads, frames, json),
-        Command::Record { task, expert, episodes, out, seed, envs, only_success, force, noise, camera, for_algo } => {
+        Command::Record { run: Some(run), episodes, out, seed, envs, only_success, force, stochastic, .. } => {
+            let req =
+                embodia::demos::PolicyRecordRequest { run, episodes, seed, envs, only_success, stochastic, out, force };
+            let s = embodia::demos::record_policy(&req)?;
+            println!(
+                "policy of {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
+                req.run.display(),
+                100.0 * s.successes as f64 / s.attempted as f64,
+                s.successes,
+                s.attempted,
+                s.written,
+                s.frames,
+                req.out.display()
+            );
+            Ok(())
+        }
+        Command::Record {
+            task,
+            expert,
+            episodes,
+            out,
+            seed,
+            envs,
+            only_success,
+            force,
+            noise,
+            camera,
+            for_algo,
+            stochastic,
+            ..
+        } => {
+            anyhow::ensure!(!stochastic, "`--stochastic` samples a policy's actions: it needs `--run`");
             let req = embodia::demos::RecordRequest {
-                task,
+                task: task.unwrap_or_default(),
                 expert,
                 episodes,
                 seed,

@@ -258,10 +258,17 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
             }
         }
         AlgoConfig::VlaSft(c) => {
-            let demos = match &c.dataset {
+            let mut demos = match &c.dataset {
                 Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
                 None => record_vla_demos(config, c)?,
             };
+            for dir in &c.policy_datasets {
+                let episodes = embodia_dataset::read(Path::new(dir))?.demonstrations;
+                demos.insert_episodes(0, episodes).map_err(|message| RunError::Io {
+                    path: format!("algo.policy_datasets: {dir}"),
+                    message: format!("its episodes have {message}"),
+                })?;
+            }
             Box::new(VlaSft::new(c.clone(), env, demos, device.clone(), config.seed)?)
         }
         AlgoConfig::VlaPpo(c) => {

@@ -1221,4 +1221,24 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     args.extend(["--set", "algo.updates_per_iteration=5", "--set", "algo.num_envs=1", "--set", "eval_episodes=1"]);
     args.extend(["--run-dir", "ds"]);
     ok(d, &[&args[..], &small[..]].concat());
+
+    // A policy's own episodes (`record --run`, images included) train beside the
+    // demonstrations; a dataset of other observations is refused, naming it.
+    let out = ok(d, &["record", "--run", "rl", "--episodes", "2", "--envs", "2", "--out", "data/own"]);
+    assert!(out.stdout.contains("wrote 2 episodes"), "{}", out.stdout);
+    let own = embodia::dataset::read(&d.join("data/own")).unwrap().demonstrations;
+    assert_eq!(own.cameras.iter().map(|c| (c.name.as_str(), c.width)).collect::<Vec<_>>(), [("front", 48)]);
+    assert!(own.episodes.iter().all(|e| e.images[0].len() == e.len() * 48 * 48 * 3 && e.instruction.is_some()));
+    let distill = |dataset: &str, run: &str| {
+        let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--demos", "3", "--steps", "5"];
+        args.extend(["--set", "algo.updates_per_iteration=5", "--set", "algo.num_envs=1", "--set", "eval_episodes=1"]);
+        let datasets = format!("algo.policy_datasets=[\"{dataset}\"]");
+        args.extend(["--run-dir", run, "--set"]);
+        [&args[..], &[datasets.as_str()], &small[..]].concat().iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let args = distill("data/own", "distilled");
+    ok(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let args = distill("data/lc", "refused");
+    let e = fail(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_mentions(&e, &["algo.policy_datasets: data/lc", "71 observation"]);
 }

@@ -159,3 +159,51 @@ fn record_lang_cubes_with_cameras_round_trips_instructions_and_images() {
         embodia(&dir, &["eval", "--task", "pick-cube", "--expert", "scripted", "--episodes", "1", "--split", "all"]);
     assert!(!ok && err.contains("`--split` needs a language-conditioned task"), "{err}");
 }
+
+#[test]
+fn record_run_writes_the_policys_own_executed_actions() {
+    let dir = scratch("policy");
+    let mut train = vec!["train", "--task", "reach", "--algo", "ppo", "--steps", "512", "--set", "algo.num_envs=4"];
+    train.extend(["--set", "eval_episodes=1", "--run-dir", "runs/r", "--quiet"]);
+    let (ok, _, err) = embodia(&dir, &train);
+    assert!(ok, "{err}");
+    let record = ["record", "--run", "runs/r", "--episodes", "3", "--envs", "2"];
+    let (ok, out, err) = embodia(&dir, &[&record[..], &["--out", "data/own"]].concat());
+    assert!(ok, "{err}");
+    assert!(out.starts_with("policy of runs/r: success") && out.contains("wrote 3 episodes"), "{out}");
+    let d = embodia::dataset::read(&dir.join("data/own")).unwrap().demonstrations;
+    assert_eq!((d.task.as_str(), d.episodes.len(), d.fps), ("reach", 3, 50.0));
+
+    // Every recorded action is the policy's deterministic action for the recorded observation,
+    // as `embodia act` gives it.
+    let (od, ad) = (d.obs_dim, d.action_dim);
+    let ep = &d.episodes[1];
+    let rows = 20.min(ep.len());
+    let obs: Vec<String> =
+        ep.observations.chunks(od).take(rows).map(|o| format!("{o:?}").replace(['[', ']'], "")).collect();
+    std::fs::write(dir.join("obs.txt"), obs.join("\n")).unwrap();
+    let (ok, out, err) = embodia(&dir, &["act", "--run", "runs/r", "--obs", "obs.txt"]);
+    assert!(ok, "{err}");
+    let acted: Vec<f32> = out
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(acted.len(), rows * ad, "{out}");
+    for (k, (a, b)) in acted.iter().zip(&ep.actions).enumerate() {
+        assert!((a - b).abs() < 1e-4, "action value {k}: act gives {a}, the dataset holds {b}");
+    }
+
+    // Sampled actions differ from the mode.
+    let (ok, _, err) = embodia(&dir, &[&record[..], &["--stochastic", "--out", "data/sampled"]].concat());
+    assert!(ok, "{err}");
+    let sampled = embodia::dataset::read(&dir.join("data/sampled")).unwrap().demonstrations;
+    assert_ne!(sampled.episodes[0].actions[..ad], d.episodes[0].actions[..ad]);
+
+    // The run's environment is the policy's own: expert options are refused with it.
+    let (ok, _, err) = embodia(&dir, &[&record[..], &["--camera", "32", "--out", "data/x"]].concat());
+    assert!(!ok && err.contains("--camera") && err.contains("--run"), "{err}");
+    let (ok, _, err) = embodia(&dir, &["record", "--task", "reach", "--stochastic", "--out", "data/x"]);
+    assert!(!ok && err.contains("--stochastic") && err.contains("--run"), "{err}");
+    assert!(!dir.join("data/x").exists(), "nothing written on error");
+}

@@ -25,9 +25,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::dagger::dagger_chunk_samples;
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
+use crate::rollouts::dagger_chunk_samples;
 use crate::sft::{ChunkModel, SftConfig, fitted_actor, warmup_cosine};
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, evaluate};
 

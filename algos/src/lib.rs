@@ -9,7 +9,6 @@
 
 mod checkpoint;
 mod chunk_actor;
-mod dagger;
 pub mod diffusion_sft;
 pub mod distill;
 pub mod distill_alongside;
@@ -23,6 +22,7 @@ mod optim;
 pub mod ppo;
 pub mod ppo_flow;
 mod replay;
+mod rollouts;
 pub mod sac;
 pub mod sft;
 pub mod state_replay;
@@ -51,6 +51,7 @@ pub use ppo_flow::{
     share_initial_states,
 };
 pub use replay::{ReplayBuffer, TransitionBatch};
+pub use rollouts::record_policy_episodes;
 pub use sac::{Sac, SacConfig, TargetEntropy};
 pub use sft::{ChunkModel, Sft, SftConfig};
 pub use vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor};

@@ -52,9 +52,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
-use crate::dagger::dagger_chunk_samples;
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
+use crate::rollouts::dagger_chunk_samples;
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
 
 /// SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), ε = 1e-8,

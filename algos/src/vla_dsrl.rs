@@ -9,7 +9,8 @@
 //! how the shared-model updates of `vla-ppo-*` lost skills on `lang-cubes-ee-fixed`.
 //!
 //! The noise policy reads the VLA's own features: its prefix (images, instruction,
-//! proprioception) pooled over the valid tokens, `[backbone_width]`, and the standardized
+//! proprioception) pooled over the valid tokens, `[backbone_width]`, with
+//! `instruction_features` also its instruction tokens pooled alone, and the standardized
 //! proprioception. Its critics also read the task's critic observation (`privileged_critic`;
 //! training only, as `vla-ppo`'s state critic). Both inputs are standardized with statistics
 //! gathered during the `random_iterations` and frozen after, so that what the replay buffer
@@ -106,6 +107,12 @@ pub struct VlaDsrlConfig {
     /// Critics read the task's critic observation (`[[env.observations.critic]]`) besides the
     /// noise policy's input. Default true.
     pub privileged_critic: bool,
+    /// The noise policy also reads the prefix's instruction tokens pooled on their own
+    /// (`[backbone_width]` more inputs). In the whole prefix's pool the ~10 instruction tokens
+    /// are outnumbered by the image tokens, and held-out instructions that differ from trained
+    /// ones in one word ("push the blue cube to the left", trained: "... to the right") were
+    /// steered as the trained ones. Default false.
+    pub instruction_features: bool,
 }
 
 impl Default for VlaDsrlConfig {
@@ -129,6 +136,7 @@ impl Default for VlaDsrlConfig {
             target_entropy: TargetEntropy::Nats(0.0),
             hidden: vec![256, 256],
             privileged_critic: true,
+            instruction_features: false,
         }
     }
 }
@@ -181,7 +189,8 @@ pub struct VlaDsrl {
     actor: VlaActor,
     model: VlaModel,
     sac: SoftActorCritic,
-    /// The noise policy's input width: pooled prefix, then proprioception.
+    /// The noise policy's input width: pooled prefix, pooled instruction (with
+    /// `instruction_features`), then proprioception.
     policy_dim: usize,
     /// Standardizes the noise policy's input.
     feature_norm: RunningNormalizer,
@@ -222,7 +231,8 @@ impl VlaDsrl {
                 });
             }
         };
-        let policy_dim = actor.model.backbone_width + actor.model.proprio_dim;
+        let pools = 1 + usize::from(config.instruction_features);
+        let policy_dim = pools * actor.model.backbone_width + actor.model.proprio_dim;
         let hd = actor.chunk.policy.chunk_width();
         let dims = (policy_dim + critic_dim, policy_dim, hd);
         let sac = SoftActorCritic::new(config.sac(), dims, 0.01, device.clone(), seed)?;
@@ -257,10 +267,15 @@ impl VlaDsrl {
         let plain = self.device.clone().inner();
         let context = model.encode(&model.prepare(input, &plain).map_err(vla_error)?);
         let pooled = to_host(context.pooled.clone())?;
+        let instruction = match self.config.instruction_features {
+            true => to_host(context.pooled_instruction.clone())?,
+            false => Vec::new(),
+        };
         let (width, pd) = (self.actor.model.backbone_width, self.actor.model.proprio_dim);
         let mut features = Vec::with_capacity(input.batch * self.policy_dim);
         for i in 0..input.batch {
             features.extend_from_slice(&pooled[i * width..(i + 1) * width]);
+            features.extend_from_slice(instruction.get(i * width..(i + 1) * width).unwrap_or_default());
             features.extend_from_slice(&input.proprio[i * pd..(i + 1) * pd]);
         }
         Ok((context, features))

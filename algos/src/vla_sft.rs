@@ -43,8 +43,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::dagger::{DaggerRecording, dagger_rollouts};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
+use crate::rollouts::{RolloutLabels, RolloutRecording, learner_rollouts};
 use crate::sft::{chunk_samples, fitted_actor, warmup_cosine};
 use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, Standardizer, check_range, evaluate};
@@ -63,6 +63,13 @@ pub struct VlaSftConfig {
     /// LeRobot dataset directory (recorded with `--camera` at the model's image size) to train
     /// on instead of recorded demonstrations. Default none.
     pub dataset: Option<String>,
+    /// LeRobot datasets of a trained policy's own episodes (`embodia record --run R
+    /// --only-success`), trained on beside the demonstrations: what RL taught a steered or
+    /// fine-tuned policy is distilled into this model's weights (PLD's "probe, learn,
+    /// distill"), where every instruction shares it. Same observation, actions and cameras as
+    /// the demonstrations; they go before them, so `validation_episodes` stay demonstrations.
+    /// Default none.
+    pub policy_datasets: Vec<String>,
     /// Cameras the model sees, one view each. Default `["front"]`.
     pub cameras: Vec<String>,
     /// Mini-batch size. Default 64.
@@ -156,6 +163,7 @@ impl Default for VlaSftConfig {
             num_envs: 32,
             demos: 230,
             dataset: None,
+            policy_datasets: Vec::new(),
             cameras: vec!["front".into()],
             batch_size: 64,
             updates_per_iteration: 250,
@@ -523,9 +531,10 @@ impl VlaSft {
                 ),
             });
         }
-        let keep = DaggerRecording { state_dim: sd, cameras: &cameras };
+        let keep = RolloutRecording { state_dim: sd, cameras: &cameras };
         let (episodes, share) = (self.config.dagger_episodes, self.config.dagger_expert_share);
-        let added = dagger_rollouts(self, env, episodes, share, self.dagger_seed, &keep)?;
+        let labels = RolloutLabels::Expert { share };
+        let added = learner_rollouts(self, env, episodes, labels, self.dagger_seed, &keep)?;
         self.dagger_seed = self.dagger_seed.wrapping_add(1);
         let at = self.demos.episodes.len() - self.config.validation_episodes;
         self.demos.episodes.splice(at..at, added);

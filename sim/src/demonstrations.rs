@@ -70,6 +70,50 @@ impl Demonstrations {
         let n = self.episodes.len();
         if n == 0 { 0.0 } else { self.episodes.iter().filter(|e| e.success).count() as f64 / n as f64 }
     }
+
+    /// Inserts `other`'s episodes before episode `at` (clamped to the end). Both must have the
+    /// same observation and action widths, and `other` every camera of `self` (same name and
+    /// size; its others are dropped); the error says what differs. Environment states are kept
+    /// where both carry as many per step, else dropped from every episode (`state_dim` 0).
+    pub fn insert_episodes(&mut self, at: usize, mut other: Demonstrations) -> Result<(), String> {
+        if (other.obs_dim, other.action_dim) != (self.obs_dim, self.action_dim) {
+            return Err(format!(
+                "{} observation and {} action values per step, where the others have {} and {}",
+                other.obs_dim, other.action_dim, self.obs_dim, self.action_dim
+            ));
+        }
+        let mut picked = Vec::with_capacity(self.cameras.len());
+        for camera in &self.cameras {
+            match other.cameras.iter().position(|c| c == camera) {
+                Some(k) => picked.push(k),
+                None => {
+                    let names = |c: &[crate::ImageSpec]| {
+                        c.iter().map(|i| format!("{} {}x{}", i.name, i.width, i.height)).collect::<Vec<_>>().join(", ")
+                    };
+                    return Err(format!(
+                        "cameras [{}], without the others' {} {}x{}",
+                        names(&other.cameras),
+                        camera.name,
+                        camera.width,
+                        camera.height
+                    ));
+                }
+            }
+        }
+        for e in &mut other.episodes {
+            let mut images = std::mem::take(&mut e.images);
+            e.images = picked.iter().map(|&k| std::mem::take(&mut images[k])).collect();
+        }
+        if other.state_dim != self.state_dim {
+            for e in self.episodes.iter_mut().chain(other.episodes.iter_mut()) {
+                e.states.clear();
+            }
+            self.state_dim = 0;
+        }
+        let at = at.min(self.episodes.len());
+        self.episodes.splice(at..at, other.episodes);
+        Ok(())
+    }
 }
 
 /// Per-dimension statistics of one feature over all steps of a set of episodes (LeRobot's
@@ -175,5 +219,51 @@ mod tests {
         assert!((s.observation.std[1] - 200.0f64.sqrt()).abs() < 1e-12);
         assert_eq!(s.action.mean, vec![2.0 / 3.0]);
         assert_eq!(s.action.count, 3);
+    }
+
+    #[test]
+    fn inserted_episodes_must_match_and_states_are_kept_only_where_alike() {
+        let ep = |obs: f32, states: usize| Episode {
+            observations: vec![obs],
+            actions: vec![0.0],
+            rewards: vec![0.0],
+            states: vec![obs; states],
+            ..Episode::default()
+        };
+        let camera = |size| crate::ImageSpec { name: "front".into(), height: size, width: size, channels: 3 };
+        let demos = |obs: &[f32], state_dim| Demonstrations {
+            task: "t".into(),
+            fps: 10.0,
+            obs_dim: 1,
+            action_dim: 1,
+            episodes: obs.iter().map(|&o| ep(o, state_dim)).collect(),
+            cameras: vec![camera(48)],
+            state_dim,
+        };
+        let mut a = demos(&[1.0, 2.0], 1);
+        a.insert_episodes(1, demos(&[7.0], 1)).unwrap();
+        let order: Vec<f32> = a.episodes.iter().map(|e| e.observations[0]).collect();
+        assert_eq!(order, [1.0, 7.0, 2.0]);
+        assert_eq!((a.state_dim, a.episodes[1].states.len()), (1, 1));
+
+        a.insert_episodes(0, demos(&[8.0], 0)).unwrap();
+        assert_eq!(a.state_dim, 0);
+        assert!(a.episodes.iter().all(|e| e.states.is_empty()), "states dropped from every episode");
+
+        let wide = Demonstrations { obs_dim: 2, ..demos(&[], 0) };
+        let e = a.insert_episodes(0, wide).unwrap_err();
+        assert!(e.contains("2 observation and 1 action values") && e.contains("have 1 and 1"), "{e}");
+        let other_size = Demonstrations { cameras: vec![camera(32)], ..demos(&[], 0) };
+        let e = a.insert_episodes(0, other_size).unwrap_err();
+        assert!(e.contains("cameras [front 32x32], without the others' front 48x48"), "{e}");
+        assert_eq!(a.episodes.len(), 4, "a refused insert adds nothing");
+
+        // Extra cameras are dropped, the shared one kept.
+        let wrist = crate::ImageSpec { name: "wrist".into(), ..camera(48) };
+        let mut two = demos(&[9.0], 0);
+        two.cameras.insert(0, wrist);
+        two.episodes[0].images = vec![vec![1], vec![2]];
+        a.insert_episodes(0, two).unwrap();
+        assert_eq!(a.episodes[0].images, vec![vec![2]]);
     }
 }

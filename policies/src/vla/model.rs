@@ -50,6 +50,10 @@ pub struct VlaContext {
     pub cache: PrefixCache,
     /// The prefix averaged over its valid tokens, `[B, backbone_width]`.
     pub pooled: Tensor<2>,
+    /// The prefix's instruction tokens averaged over the valid ones, `[B, backbone_width]`: the
+    /// instruction as the shared transformer read it, undiluted by the image tokens that
+    /// outnumber it in `pooled`.
+    pub pooled_instruction: Tensor<2>,
     /// The prefix's proprioception token (its last), `[B, backbone_width]`: what the grounding
     /// head reads.
     pub proprio_token: Tensor<2>,
@@ -280,13 +284,18 @@ impl VlaModel {
             .backbone_norm
             .forward(self.backbone.forward(TransformerEncoderInput::new(tokens).mask_pad(padding.clone())));
         let valid = padding.clone().bool_not().float().unsqueeze_dim::<3>(2); // [B, P, 1]
-        let pooled = (prefix.clone() * valid.clone()).sum_dim(1).div(valid.sum_dim(1)); // [B, 1, d]
+        let pooled = (prefix.clone() * valid.clone()).sum_dim(1).div(valid.clone().sum_dim(1)); // [B, 1, d]
         let d = self.config.backbone_width;
         let p = prefix.dims()[1];
+        let words = p - n_img - 1;
+        let valid_words = valid.narrow(1, n_img, words);
+        let pooled_instruction =
+            (prefix.clone().narrow(1, n_img, words) * valid_words.clone()).sum_dim(1).div(valid_words.sum_dim(1));
         let proprio_token = prefix.clone().narrow(1, p - 1, 1).reshape([b, d]);
         let cache = self.expert.prefix_cache(self.memory_proj.forward(prefix), padding);
         let grounding = self.grounding_head.as_ref().map(|head| head.forward(proprio_token.clone()));
-        VlaContext { cache, pooled: pooled.reshape([b, d]), proprio_token, grounding }
+        let pooled_instruction = pooled_instruction.reshape([b, d]);
+        VlaContext { cache, pooled: pooled.reshape([b, d]), pooled_instruction, proprio_token, grounding }
     }
 
     /// The grounding head's prediction of the environment state, `[B, grounding_dim]`
