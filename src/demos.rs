@@ -165,7 +165,7 @@ pub fn record_policy(req: &PolicyRecordRequest) -> anyhow::Result<RecordSummary>
 /// ones, recording more (seeds `seed + 1`, …) until they are kept or
 /// [`MAX_ATTEMPTS_FACTOR`] times as many were attempted (else an error naming `who`, what
 /// acted). Returns the kept episodes, the episodes attempted and the successes.
-fn record_until<E: Into<anyhow::Error>>(
+pub(crate) fn record_until<E: Into<anyhow::Error>>(
     episodes: usize,
     only_success: bool,
     seed: u64,

@@ -529,7 +529,17 @@ enum BenchCommand {
         /// --sft-set unused).
         #[arg(long, value_name = "RUN_DIR")]
         sft_run: Option<PathBuf>,
-        /// Directory of the SFT run (<out>/sft, a run directory) and the RL curves (<out>/rl).
+        /// Then distill the RL policy into a fresh VLA (PLD): vla-sft with the SFT run's
+        /// settings for this many gradient steps on the demonstrations and the RL policy's
+        /// successful episodes (S2); 0: no distillation.
+        #[arg(long, default_value_t = 0)]
+        distill_steps: u64,
+        /// Successful RL episodes (sampled, training variants) the distillation trains on.
+        #[arg(long, default_value_t = 1000)]
+        distill_episodes: usize,
+        /// Directory of the SFT run (<out>/sft, a run directory), the RL curves (<out>/rl) and
+        /// with distillation the RL episodes (<out>/rl-episodes) and the distilled run
+        /// (<out>/distilled).
         #[arg(long, default_value = "bench-vla")]
         out: PathBuf,
         /// Also print one JSON object with the result.
@@ -952,6 +962,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     sft_overrides,
                     rl_overrides,
                     sft_run,
+                    distill_steps,
+                    distill_episodes,
                     out,
                     json,
                 },
@@ -966,6 +978,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 sft_overrides,
                 rl_overrides,
                 sft_run,
+                distill_steps,
+                distill_episodes,
                 out,
             };
             bench_vla(&spec, json)
@@ -1549,6 +1563,7 @@ fn bench_vla_model(spec: &embodia::vla_model_bench::VlaModelBenchSpec, json: boo
 
 fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(spec.eval_episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
+    anyhow::ensure!(spec.distill_episodes > 0, "invalid value for `--distill-episodes`: 0 (allowed: ≥ 1)");
     let sft = match &spec.sft_run {
         Some(dir) => format!("SFT run {}", dir.display()),
         None => format!("{} SFT steps", spec.sft_steps),
@@ -1585,6 +1600,17 @@ fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Res
         r.update_seconds,
         show(&r.s1)
     );
+    if let Some(d) = &r.distilled {
+        println!(
+            "distilled: {} successful RL episodes of {} ({} frames), {} SFT steps, {:.0} s; S2 {}",
+            d.episodes,
+            d.attempted,
+            d.frames,
+            d.steps,
+            d.seconds,
+            show(&d.s2)
+        );
+    }
     let sft_dir = spec.sft_run.clone().unwrap_or_else(|| spec.out.join("sft"));
     println!("runs: {} (SFT), {} (RL curves)", sft_dir.display(), spec.out.join("rl").display());
     if json {

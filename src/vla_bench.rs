@@ -1,14 +1,17 @@
 //! `embodia bench vla`: πRL's recipe at small scale on a language-conditioned family: SFT of the
 //! VLA on scripted demonstrations with camera images (success S0), then RL from that checkpoint
 //! on every training variant at once for a wall-time budget (success S1): GRPO with Flow-SDE or
-//! Flow-Noise on the model's weights, or DSRL on its initial noise; both measured on the training and the held-out variants, with the RL time
-//! split between simulation and rendering, inference and update.
+//! Flow-Noise on the model's weights, or DSRL on its initial noise. Optionally (`distill_steps`)
+//! the RL policy's successful episodes are then distilled into a fresh VLA (PLD's "probe, learn,
+//! distill"): `vla-sft` on the demonstrations and those episodes (success S2), a VLA that acts
+//! without the RL policy. Every policy is measured on the training and the held-out variants;
+//! the RL time is split between simulation and rendering, inference and update.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use embodia_algos::ppo_flow::TimeSplit;
-use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo};
+use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig, record_policy_episodes};
 use serde::Serialize;
 
 use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
@@ -36,7 +39,13 @@ pub struct VlaBenchSpec {
     /// A finished `vla-sft` run to start RL from instead of training one (`sft_steps` and
     /// `sft_overrides` then unused).
     pub sft_run: Option<PathBuf>,
-    /// Directory of the SFT run (`<out>/sft`) and the RL curves (`<out>/rl`).
+    /// Gradient steps of the distilled VLA's `vla-sft` run (module docs); 0: no distillation.
+    pub distill_steps: u64,
+    /// Successful RL episodes (sampled, training variants) the distillation trains on.
+    pub distill_episodes: usize,
+    /// Directory of the SFT run (`<out>/sft`), the RL curves (`<out>/rl`), and with
+    /// distillation the RL episodes (`<out>/rl-episodes`, a dataset) and the distilled run
+    /// (`<out>/distilled`).
     pub out: PathBuf,
 }
 
@@ -85,6 +94,25 @@ pub struct VlaBenchResult {
     pub inference_seconds: f64,
     /// Seconds of RL spent in advantages and updates.
     pub update_seconds: f64,
+    /// The distillation, when run.
+    pub distilled: Option<DistillFigures>,
+}
+
+/// Figures of the distillation of the RL policy into a fresh VLA.
+#[derive(Debug, Clone, Serialize)]
+pub struct DistillFigures {
+    /// Successful RL episodes recorded (its training data besides the demonstrations).
+    pub episodes: usize,
+    /// RL episodes run to record them.
+    pub attempted: usize,
+    /// Their frames.
+    pub frames: usize,
+    /// Gradient steps of the distilled VLA.
+    pub steps: u64,
+    /// Wall seconds of recording and training (with its periodic evaluations).
+    pub seconds: f64,
+    /// Success of the distilled VLA (S2).
+    pub s2: SplitSuccess,
 }
 
 /// `config` with the language family drawing from `split` (`train`, `held_out`).
@@ -208,6 +236,10 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
     crate::bench::write_curves(&spec.out.join("rl"), &rows)?;
     let rl = rl.learner();
     let s1 = split_success(rl, &rl_config, spec.eval_episodes)?;
+    let distilled = match spec.distill_steps {
+        0 => None,
+        steps => Some(distill(spec, rl, &rl_config, &sft_config, sft_algo, steps)?),
+    };
     Ok(VlaBenchResult {
         task: spec.task.clone(),
         algorithm: spec.algorithm.clone(),
@@ -223,5 +255,44 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
         sim_seconds: sim,
         inference_seconds: inference,
         update_seconds: update,
+        distilled,
+    })
+}
+
+/// Records `spec.distill_episodes` successful episodes of the RL policy `rl` (sampled, on the
+/// training variants) into `<out>/rl-episodes`, trains `vla-sft` with the SFT run's settings on
+/// the demonstrations and them for `steps` gradient steps in `<out>/distilled`, and measures it.
+fn distill(
+    spec: &VlaBenchSpec,
+    rl: &dyn Learner,
+    rl_config: &TrainConfig,
+    sft_config: &TrainConfig,
+    sft_algo: &VlaSftConfig,
+    steps: u64,
+) -> Result<DistillFigures, RunError> {
+    let start = Instant::now();
+    let fps = rl_config.env.as_ref().map_or(0.0, |t| 1.0 / t.scene.control_dt());
+    let mut env = make_env(rl_config, rl_config.algo.num_envs())?;
+    let record = |episodes: usize, seed: u64| record_policy_episodes(rl, env.as_mut(), episodes, seed, true, fps);
+    let who = format!("the {} policy", spec.algorithm);
+    let (episodes, attempted, _) =
+        crate::demos::record_until(spec.distill_episodes, true, spec.seed ^ 0xD157, &who, record)
+            .map_err(|e| RunError::Io { path: spec.out.join("rl-episodes").display().to_string(), message: e.to_string() })?;
+    let dataset = spec.out.join("rl-episodes");
+    crate::dataset::save(&episodes, &dataset, &crate::dataset::WriteOptions::default(), true)?;
+    let policy_datasets = vec![dataset.display().to_string()];
+    let algo = VlaSftConfig { decay_steps: steps, policy_datasets, ..sft_algo.clone() };
+    let config = TrainConfig { total_steps: steps, algo: AlgoConfig::VlaSft(algo), ..sft_config.clone() };
+    let dir = spec.out.join("distilled");
+    let mut run = Run::create(&dir, config.clone())?;
+    run.train(&mut [])?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(DistillFigures {
+        episodes: episodes.episodes.len(),
+        attempted,
+        frames: episodes.num_steps(),
+        steps,
+        seconds,
+        s2: split_success(run.learner(), &config, spec.eval_episodes)?,
     })
 }

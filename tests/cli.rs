@@ -1192,6 +1192,13 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     }
     let e = fail(d, &["bench", "vla", "--sft-run", "rl", "--rl-seconds", "0.1", "--eval-episodes", "1"]);
     assert_mentions(&e, &["rl", "vla-sft"]);
+    // Distillation needs successful RL episodes; this untrained policy has none, which is named
+    // (after 10 attempts, kept short here).
+    let mut args = vec!["bench", "vla", "--sft-run", "sft", "--rl-seconds", "0.1", "--eval-episodes", "1"];
+    args.extend(["--rl-set", "algo.num_envs=4", "--rl-set", "algo.group_size=2", "--rl-set", "env.episode_steps=8"]);
+    args.extend(["--out", "bv", "--distill-steps", "5", "--distill-episodes", "1"]);
+    let e = fail(d, &args);
+    assert_mentions(&e, &["bv/rl-episodes", "the vla-ppo-flow-sde policy succeeded in 0 of", "needs 1"]);
 
     // Flow-Noise: the learned noise head's joint log-probs, and its entropy in the metrics.
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-noise", "--init", "sft"];
