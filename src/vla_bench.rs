@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use embodia_algos::ppo_flow::TimeSplit;
-use embodia_algos::{Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig, record_policy_episodes};
+use embodia_algos::{
+    Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig, record_policy_episodes,
+};
 use serde::Serialize;
 
 use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
@@ -276,8 +278,9 @@ fn distill(
     let record = |episodes: usize, seed: u64| record_policy_episodes(rl, env.as_mut(), episodes, seed, true, fps);
     let who = format!("the {} policy", spec.algorithm);
     let (episodes, attempted, _) =
-        crate::demos::record_until(spec.distill_episodes, true, spec.seed ^ 0xD157, &who, record)
-            .map_err(|e| RunError::Io { path: spec.out.join("rl-episodes").display().to_string(), message: e.to_string() })?;
+        crate::demos::record_until(spec.distill_episodes, true, spec.seed ^ 0xD157, &who, record).map_err(|e| {
+            RunError::Io { path: spec.out.join("rl-episodes").display().to_string(), message: e.to_string() }
+        })?;
     let dataset = spec.out.join("rl-episodes");
     crate::dataset::save(&episodes, &dataset, &crate::dataset::WriteOptions::default(), true)?;
     let policy_datasets = vec![dataset.display().to_string()];

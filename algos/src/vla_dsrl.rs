@@ -108,10 +108,10 @@ pub struct VlaDsrlConfig {
     /// noise policy's input. Default true.
     pub privileged_critic: bool,
     /// The noise policy also reads the prefix's instruction tokens pooled on their own
-    /// (`[backbone_width]` more inputs). In the whole prefix's pool the ~10 instruction tokens
-    /// are outnumbered by the image tokens, and held-out instructions that differ from trained
-    /// ones in one word ("push the blue cube to the left", trained: "... to the right") were
-    /// steered as the trained ones. Default false.
+    /// (`[backbone_width]` more inputs): in the whole prefix's pool the ~10 instruction tokens
+    /// are outnumbered by 36 image tokens per view. Default true: on `lang-cubes-ee-fixed`
+    /// (same seed and episodes) training success rose to 91 / 90% (deterministic / sampled)
+    /// against 77 / 80% without, stacks 50 against 36 of 60.
     pub instruction_features: bool,
 }
 
@@ -136,7 +136,7 @@ impl Default for VlaDsrlConfig {
             target_entropy: TargetEntropy::Nats(0.0),
             hidden: vec![256, 256],
             privileged_critic: true,
-            instruction_features: false,
+            instruction_features: true,
         }
     }
 }
