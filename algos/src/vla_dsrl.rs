@@ -108,8 +108,8 @@ pub struct VlaDsrlConfig {
     /// noise policy's input. Default true.
     pub privileged_critic: bool,
     /// The noise policy also reads the prefix's instruction tokens pooled on their own
-    /// (`[backbone_width]` more inputs): in the whole prefix's pool the ~10 instruction tokens
-    /// are outnumbered by 36 image tokens per view. Default true: on `lang-cubes-ee-fixed`
+    /// (`[backbone_width]` more inputs): in the whole prefix's pool an instruction's ~30 byte
+    /// tokens are averaged with 36 image tokens per view. Default true: on `lang-cubes-ee-fixed`
     /// (same seed and episodes) training success rose to 91 / 90% (deterministic / sampled)
     /// against 77 / 80% without, stacks 50 against 36 of 60.
     pub instruction_features: bool,

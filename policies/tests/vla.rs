@@ -146,6 +146,41 @@ fn language_padding_is_masked_out() {
 }
 
 #[test]
+fn the_pooled_instruction_averages_only_the_valid_instruction_tokens() {
+    let (m, device) = model(&test_config(), 2);
+    let pools = |input: &VlaInput| {
+        let context = m.encode(&m.prepare(input, &device).unwrap());
+        (host(context.pooled), host(context.pooled_instruction))
+    };
+    let mut a = input(&m, 2, 1, &["push it to the left", "push it to the right"]);
+    // The same scene in both rows: only the instruction differs.
+    let (half, proprio) = (a.images.len() / 2, a.proprio.len() / 2);
+    a.images.copy_within(..half, half);
+    a.proprio.copy_within(..proprio, proprio);
+    let mut padded_x = a.clone();
+    for (id, &real) in padded_x.tokens.iter_mut().zip(&a.token_mask) {
+        if !real {
+            *id = b'x' as u32;
+        }
+    }
+    let (pooled, instruction) = pools(&a);
+    assert_eq!(instruction.len(), 2 * m.config().backbone_width);
+    // Padded positions still have outputs (they attend to the valid tokens); the pool must
+    // leave them out.
+    let (_, instruction_x) = pools(&padded_x);
+    for (x, y) in instruction.iter().zip(&instruction_x) {
+        assert!((x - y).abs() < 1e-5, "{x} vs {y}");
+    }
+    // One word apart, the instruction pool moves more than the whole prefix's pool, where the
+    // image tokens dilute the words.
+    let distance = |p: &[f32], q: &[f32]| p.iter().zip(q).map(|(x, y)| (x - y).powi(2)).sum::<f32>().sqrt();
+    let w = m.config().backbone_width;
+    let moved_instruction = distance(&instruction[..w], &instruction[w..]);
+    let moved_pooled = distance(&pooled[..w], &pooled[w..]);
+    assert!(moved_instruction > 1.2 * moved_pooled, "{moved_instruction} vs {moved_pooled}");
+}
+
+#[test]
 fn preset_parameter_counts() {
     let tiny = VlaConfig::tiny(7, 7);
     let small = VlaConfig::small(7, 7);

@@ -51,8 +51,8 @@ pub struct VlaContext {
     /// The prefix averaged over its valid tokens, `[B, backbone_width]`.
     pub pooled: Tensor<2>,
     /// The prefix's instruction tokens averaged over the valid ones, `[B, backbone_width]`: the
-    /// instruction as the shared transformer read it, undiluted by the image tokens that
-    /// outnumber it in `pooled`.
+    /// instruction as the shared transformer read it, undiluted by the image tokens it shares
+    /// `pooled` with.
     pub pooled_instruction: Tensor<2>,
     /// The prefix's proprioception token (its last), `[B, backbone_width]`: what the grounding
     /// head reads.
