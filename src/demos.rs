@@ -1,5 +1,5 @@
-//! `embodia record` and `embodia dataset info`: demonstrations recorded from scripted experts
-//! into LeRobot v3 datasets, and a summary of a dataset on disk.
+//! `embodia record` and `embodia dataset info`: episodes of scripted experts or of a trained
+//! policy (`--run`) recorded into LeRobot v3 datasets, and a summary of a dataset on disk.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
