@@ -102,7 +102,7 @@ impl Demonstrations {
         }
         for e in &mut other.episodes {
             let mut images = std::mem::take(&mut e.images);
-            e.images = picked.iter().map(|&k| std::mem::take(&mut images[k])).collect();
+            e.images = picked.iter().map(|&k| images.get_mut(k).map(std::mem::take).unwrap_or_default()).collect();
         }
         if other.state_dim != self.state_dim {
             for e in self.episodes.iter_mut().chain(other.episodes.iter_mut()) {
