@@ -55,6 +55,22 @@ pub struct RecordSummary {
     pub frames: usize,
 }
 
+impl RecordSummary {
+    /// One line for `who` (what acted) having written into `out`: its success rate and what was
+    /// written.
+    pub fn describe(&self, who: &str, out: &Path) -> String {
+        format!(
+            "{who}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
+            100.0 * self.successes as f64 / self.attempted as f64,
+            self.successes,
+            self.attempted,
+            self.written,
+            self.frames,
+            out.display()
+        )
+    }
+}
+
 /// With `only_success`, at most this many times the requested episodes are attempted.
 const MAX_ATTEMPTS_FACTOR: usize = 10;
 

@@ -997,16 +997,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let req =
                 embodia::demos::PolicyRecordRequest { run, episodes, seed, envs, only_success, stochastic, out, force };
             let s = embodia::demos::record_policy(&req)?;
-            println!(
-                "policy of {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
-                req.run.display(),
-                100.0 * s.successes as f64 / s.attempted as f64,
-                s.successes,
-                s.attempted,
-                s.written,
-                s.frames,
-                req.out.display()
-            );
+            println!("{}", s.describe(&format!("policy of {}", req.run.display()), &req.out));
             Ok(())
         }
         Command::Record {
@@ -1039,17 +1030,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 for_algo,
             };
             let s = embodia::demos::record(&req)?;
-            println!(
-                "{} expert on {}: success {:.1}% ({} of {} episodes); wrote {} episodes, {} frames to {}",
-                req.expert,
-                req.task,
-                100.0 * s.successes as f64 / s.attempted as f64,
-                s.successes,
-                s.attempted,
-                s.written,
-                s.frames,
-                req.out.display()
-            );
+            println!("{}", s.describe(&format!("{} expert on {}", req.expert, req.task), &req.out));
             Ok(())
         }
         Command::Dataset { dataset: DatasetCommand::Info { dir } } => {
