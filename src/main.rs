@@ -709,8 +709,8 @@ struct Settings {
     #[arg(long, value_name = "DIR", conflicts_with = "demos")]
     dataset: Option<PathBuf>,
     /// ppo-flow-sde / ppo-flow-noise / dppo / vla-ppo-flow-* / vla-dsrl: the SFT run to start
-    /// from (sets algo.init; dppo needs a diffusion SFT run, `--set algo.model=diffusion`; the
-    /// vla-* ones a vla-sft run).
+    /// from; vla-sft: a vla-sft run to fine-tune (sets algo.init; dppo needs a diffusion SFT
+    /// run, `--set algo.model=diffusion`; the vla-* ones a vla-sft run).
     #[arg(long, value_name = "RUN_DIR")]
     init: Option<PathBuf>,
     /// ppo-flow-sde / ppo-flow-noise: also train a one-step student of the RL policy alongside,

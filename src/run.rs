@@ -171,7 +171,22 @@ pub fn make_env(config: &TrainConfig, num_envs: usize) -> Result<Box<dyn VecEnv>
     Ok(Box::new(embodia_sim::camera::CameraEnv::new(env, render)?))
 }
 
-/// The checkpoint of the `vla-sft` run `init` a VLA RL run starts from.
+/// A `vla-sft` run fine-tuning `algo.init` takes that run's model layout and cameras, so that
+/// its environments render them and its `config.toml` says what it trains.
+fn adopt_vla_sft_init(config: &mut TrainConfig) -> Result<(), RunError> {
+    let AlgoConfig::VlaSft(c) = &config.algo else { return Ok(()) };
+    if c.init.is_empty() {
+        return Ok(());
+    }
+    let actor: VlaActor = vla_init_checkpoint(config, &c.init)?.get(VLA_ACTOR_KEY)?;
+    if let AlgoConfig::VlaSft(c) = &mut config.algo {
+        c.model = actor.model;
+        c.cameras = actor.cameras;
+    }
+    Ok(())
+}
+
+/// The checkpoint of the `vla-sft` run `init` a VLA run starts from.
 fn vla_init_checkpoint(config: &TrainConfig, init: &str) -> Result<Checkpoint, RunError> {
     if init.is_empty() {
         return Err(RunError::Io {
@@ -269,7 +284,8 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
                     message: format!("its episodes have {message}"),
                 })?;
             }
-            Box::new(VlaSft::new(c.clone(), env, demos, device.clone(), config.seed)?)
+            let init = if c.init.is_empty() { None } else { Some(vla_init_checkpoint(config, &c.init)?) };
+            Box::new(VlaSft::new(c.clone(), env, demos, init.as_ref(), device.clone(), config.seed)?)
         }
         AlgoConfig::VlaPpo(c) => {
             let ckpt = vla_init_checkpoint(config, &c.init)?;
@@ -395,7 +411,7 @@ pub struct Run {
 
 impl Run {
     /// Creates a new run directory (never reusing an existing one) and a fresh learner.
-    pub fn create(dir: &Path, config: TrainConfig) -> Result<Self, RunError> {
+    pub fn create(dir: &Path, mut config: TrainConfig) -> Result<Self, RunError> {
         if dir.join(CONFIG_FILE).exists() {
             return Err(RunError::Io {
                 path: dir.display().to_string(),
@@ -410,6 +426,7 @@ impl Run {
             });
         }
         // The learner first: a bad config, init run or dataset leaves no run directory behind.
+        adopt_vla_sft_init(&mut config)?;
         let mut env = make_env(&config, config.algo.num_envs())?;
         env.reset(config.seed);
         let learner = build_learner(&config, env.as_ref(), &default_device())?;

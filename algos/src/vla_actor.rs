@@ -193,6 +193,15 @@ impl VlaActor {
         env: &dyn VecEnv,
         device: &Device,
     ) -> Result<(Self, VlaModel), AlgoError> {
+        let actor = Self::of_sft_checkpoint(init, init_dir, env)?;
+        let model = with_generator_lock(|| actor.model.init(device)).map_err(vla_error)?;
+        let model = load_params(model, &init.params("ema"))?;
+        Ok((actor, model))
+    }
+
+    /// The actor of the `vla-sft` checkpoint `init` of run `init_dir` (named in errors),
+    /// checked against `env`'s widths and cameras.
+    pub(crate) fn of_sft_checkpoint(init: &Checkpoint, init_dir: &str, env: &dyn VecEnv) -> Result<Self, AlgoError> {
         let algo: String = init.get("algo")?;
         if algo != "vla-sft" {
             return Err(AlgoError::Checkpoint(format!(
@@ -201,9 +210,7 @@ impl VlaActor {
         }
         let actor = Self::from_checkpoint(init, env.obs_spec().vector.dim(), env.action_spec().bounds.dim())?;
         actor.camera_indices(env)?;
-        let model = with_generator_lock(|| actor.model.init(device)).map_err(vla_error)?;
-        let model = load_params(model, &init.params("ema"))?;
-        Ok((actor, model))
+        Ok(actor)
     }
 
     /// Reads the actor of a checkpoint and checks it against the task's observation and action

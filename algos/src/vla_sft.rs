@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
 use crate::rollouts::{RolloutLabels, RolloutRecording, learner_rollouts};
-use crate::sft::{chunk_samples, fitted_actor, warmup_cosine};
+use crate::sft::{check_demonstrations, chunk_samples, fitted_actor, warmup_cosine};
 use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, Standardizer, check_range, evaluate};
 
@@ -70,6 +70,12 @@ pub struct VlaSftConfig {
     /// the demonstrations; they go before them, so `validation_episodes` stay demonstrations.
     /// Default none.
     pub policy_datasets: Vec<String>,
+    /// A `vla-sft` run to fine-tune instead of starting from random weights: its EMA weights,
+    /// model layout, cameras and action/proprioception statistics are adopted (`model` and
+    /// `cameras` are replaced by the checkpoint's), with a fresh optimizer and learning-rate
+    /// schedule. With `policy_datasets` this distills RL into the policy RL started from, as
+    /// PLD does. Default none (empty).
+    pub init: String,
     /// Cameras the model sees, one view each. Default `["front"]`.
     pub cameras: Vec<String>,
     /// Mini-batch size. Default 64.
@@ -164,6 +170,7 @@ impl Default for VlaSftConfig {
             demos: 230,
             dataset: None,
             policy_datasets: Vec::new(),
+            init: String::new(),
             cameras: vec!["front".into()],
             batch_size: 64,
             updates_per_iteration: 250,
@@ -323,13 +330,16 @@ pub struct VlaSft {
 }
 
 impl VlaSft {
-    /// A fresh learner for `env`'s spaces, fitted to `demos`, whose episodes carry the images
-    /// of `config.cameras` at the model's image size and their instructions; `device` must
-    /// have autodiff enabled.
+    /// A learner for `env`'s spaces, fitted to `demos`, whose episodes carry the images of
+    /// `config.cameras` at the model's image size and their instructions; `device` must have
+    /// autodiff enabled. The model starts from random weights, or from the `vla-sft`
+    /// checkpoint `init` of run `config.init` (whose layout, cameras and statistics replace
+    /// the config's).
     pub fn new(
         mut config: VlaSftConfig,
         env: &dyn VecEnv,
         demos: Demonstrations,
+        init: Option<&Checkpoint>,
         device: Device,
         seed: u64,
     ) -> Result<Self, AlgoError> {
@@ -344,31 +354,56 @@ impl VlaSft {
             config.validation_episodes < episodes,
             &format!("fewer than the {episodes} demonstration episodes"),
         )?;
-        config.model.grounding_dim = 0;
-        if config.grounding_weight > 0.0 {
-            if demos.state_dim == 0 {
-                return Err(AlgoError::Config {
-                    field: "grounding_weight".into(),
-                    value: config.grounding_weight.to_string(),
-                    allowed: "0 for demonstrations without environment states (give the task \
-                              [[env.observations.critic]] terms and record them)"
-                        .into(),
-                });
-            }
-            config.model.grounding_dim = demos.state_dim;
+        if config.grounding_weight > 0.0 && demos.state_dim == 0 {
+            return Err(AlgoError::Config {
+                field: "grounding_weight".into(),
+                value: config.grounding_weight.to_string(),
+                allowed: "0 for demonstrations without environment states (give the task \
+                          [[env.observations.critic]] terms and record them)"
+                    .into(),
+            });
         }
-        let m = &config.model;
-        let policy = FlowPolicyConfig {
-            obs_dim: od,
-            action_dim: ad,
-            horizon: m.horizon,
-            chunk: m.chunk,
-            denoise_steps: m.denoise_steps,
-            ..FlowPolicyConfig::default()
+        let grounding_dim = if config.grounding_weight > 0.0 { demos.state_dim } else { 0 };
+        let actor = match init {
+            Some(ckpt) => {
+                let actor = VlaActor::of_sft_checkpoint(ckpt, &config.init, env)?;
+                check_demonstrations(&demos, od, ad)?;
+                if actor.model.grounding_dim != grounding_dim {
+                    return Err(AlgoError::Config {
+                        field: "grounding_weight".into(),
+                        value: config.grounding_weight.to_string(),
+                        allowed: format!(
+                            "{} for `algo.init` {}, whose grounding head predicts {} state features (these \
+                             demonstrations record {})",
+                            if actor.model.grounding_dim > 0 { "> 0" } else { "0" },
+                            config.init,
+                            actor.model.grounding_dim,
+                            demos.state_dim
+                        ),
+                    });
+                }
+                config.model = actor.model.clone();
+                config.cameras = actor.cameras.clone();
+                actor
+            }
+            None => {
+                config.model.grounding_dim = grounding_dim;
+                let m = &config.model;
+                let policy = FlowPolicyConfig {
+                    obs_dim: od,
+                    action_dim: ad,
+                    horizon: m.horizon,
+                    chunk: m.chunk,
+                    denoise_steps: m.denoise_steps,
+                    ..FlowPolicyConfig::default()
+                };
+                let (chunk, _, _) = fitted_actor(&policy, config.relative_actions, config.min_std, env, &demos)?;
+                let actor = VlaActor { model: m.clone(), cameras: config.cameras.clone(), chunk, state_norm: None };
+                actor.camera_indices(env)?;
+                actor
+            }
         };
-        let (chunk, _, _) = fitted_actor(&policy, config.relative_actions, config.min_std, env, &demos)?;
-        let actor = VlaActor { model: config.model.clone(), cameras: config.cameras.clone(), chunk, state_norm: None };
-        actor.camera_indices(env)?;
+        let m = &config.model;
         let size = m.vision.image_size;
         let demo_cameras = config
             .cameras
@@ -395,6 +430,10 @@ impl VlaSft {
             .collect::<Result<Vec<_>, _>>()?;
         config.model.validate().map_err(|e| vla_error(e.into()))?;
         let mut sft = Self::assemble(config, actor, demos, demo_cameras, device, seed);
+        if let Some(ckpt) = init {
+            sft.model = load_params(sft.model.clone(), &ckpt.params("ema"))?;
+            sft.ema = sft.model.valid();
+        }
         sft.index_samples()?;
         Ok(sft)
     }
@@ -964,7 +1003,7 @@ mod tests {
             dagger_episodes: 3,
             ..VlaSftConfig::default()
         };
-        let mut sft = VlaSft::new(config, &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
+        let mut sft = VlaSft::new(config, &env, demos.clone(), None, Device::flex().autodiff(), 1).unwrap();
         let (samples, validation) = (sft.num_samples(), sft.validation_losses().unwrap());
         sft.dagger_round(&mut env).unwrap();
         let episodes = &sft.demos.episodes;
@@ -1011,7 +1050,7 @@ mod tests {
     fn a_learner_for_evaluation_acts_as_the_trained_one_without_demonstrations() {
         use embodia_sim::rapier::task::ObsKind;
         let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos]);
-        let mut sft = VlaSft::new(config.clone(), &env, demos, Device::flex().autodiff(), 1).unwrap();
+        let mut sft = VlaSft::new(config.clone(), &env, demos, None, Device::flex().autodiff(), 1).unwrap();
         for _ in 0..3 {
             sft.update().unwrap();
         }
@@ -1033,6 +1072,44 @@ mod tests {
         assert!(err.to_string().contains("evaluation"), "{err}");
     }
 
+    /// Fine-tuning (`init`) starts from the checkpoint's EMA weights, layout, statistics and
+    /// grounding units, whatever the config's model says, with a fresh step count, and then
+    /// trains; a checkpoint of another algorithm or grounding width is refused.
+    #[test]
+    fn fine_tuning_starts_from_the_init_runs_weights_and_statistics() {
+        use embodia_sim::rapier::task::ObsKind;
+        let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos]);
+        let device = || Device::flex().autodiff();
+        let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), None, device(), 1).unwrap();
+        for _ in 0..3 {
+            sft.update().unwrap();
+        }
+        let ckpt = sft.checkpoint().unwrap();
+        // Another seed and another layout in the config: what acts must come from the checkpoint.
+        let tuning =
+            VlaSftConfig { model: tiny_model().with_backbone_width(48), init: "runs/trained".into(), ..config };
+        let mut tuned = VlaSft::new(tuning.clone(), &env, demos.clone(), Some(&ckpt), device(), 9).unwrap();
+        assert_eq!(tuned.actor, sft.actor);
+        assert_eq!((tuned.steps, tuned.config.model.backbone_width), (0, 32));
+        env.reset(5);
+        let act = |learner: &VlaSft| {
+            let mut actions = vec![0.0f32; 2 * 4 * learner.actor.model.action_dim];
+            learner.act_env(&env, &mut actions, None).unwrap();
+            actions
+        };
+        assert_eq!(act(&tuned), act(&sft));
+        tuned.update().unwrap();
+        assert_ne!(act(&tuned), act(&sft), "fine-tuning trains the adopted weights");
+
+        let without_head = VlaSftConfig { grounding_weight: 0.0, ..tuning.clone() };
+        let err = VlaSft::new(without_head, &env, demos.clone(), Some(&ckpt), device(), 9).err().unwrap().to_string();
+        assert!(err.contains("grounding_weight") && err.contains("runs/trained"), "{err}");
+        let mut dsrl = ckpt.clone();
+        dsrl.put("algo", &"vla-dsrl").unwrap();
+        let err = VlaSft::new(tuning, &env, demos, Some(&dsrl), device(), 9).err().unwrap().to_string();
+        assert!(err.contains("must be a vla-sft run; runs/trained is from `vla-dsrl`"), "{err}");
+    }
+
     /// Under `dagger_labels = "grounding"` the DAgger episodes' samples train the grounding
     /// head only: the flow loss of a mixed batch is that of its demonstration samples alone.
     #[test]
@@ -1046,7 +1123,7 @@ mod tests {
             dagger_labels: DaggerLabels::Grounding,
             ..config
         };
-        let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
+        let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), None, Device::flex().autodiff(), 1).unwrap();
         let (demo_samples, state_norm) = (sft.num_samples(), sft.actor.state_norm.clone());
         sft.dagger_round(&mut env).unwrap();
         assert!(sft.num_samples() > demo_samples);
@@ -1082,7 +1159,7 @@ mod tests {
         let mut actor: VlaActor = ckpt.get(VLA_ACTOR_KEY).unwrap();
         actor.state_norm.as_mut().unwrap().mean[0] += 0.5;
         ckpt.put(VLA_ACTOR_KEY, &actor).unwrap();
-        let mut restored = VlaSft::new(config.clone(), &env, demos, Device::flex().autodiff(), 1).unwrap();
+        let mut restored = VlaSft::new(config.clone(), &env, demos, None, Device::flex().autodiff(), 1).unwrap();
         let before = restored.sample_states.clone();
         restored.restore(&ckpt).unwrap();
         assert_eq!(restored.actor.state_norm, actor.state_norm);
@@ -1110,7 +1187,7 @@ mod tests {
             grounding_teacher_forcing: true,
             ..VlaSftConfig::default()
         };
-        let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), Device::flex().autodiff(), 1).unwrap();
+        let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), None, Device::flex().autodiff(), 1).unwrap();
         let m = sft.actor.model.clone();
         let gd = m.grounding_dim;
         assert_eq!(gd, 6);
@@ -1153,7 +1230,8 @@ mod tests {
             let mut bad = plain.clone();
             bad.grounding_teacher_forcing = field == "grounding_teacher_forcing";
             bad.evaluate_with_true_grounding = field == "evaluate_with_true_grounding";
-            let err = VlaSft::new(bad, &env, demos.clone(), Device::flex().autodiff(), 1).err().unwrap().to_string();
+            let err =
+                VlaSft::new(bad, &env, demos.clone(), None, Device::flex().autodiff(), 1).err().unwrap().to_string();
             assert!(err.contains(field), "{err}");
         }
     }

@@ -102,7 +102,7 @@ fn sft(v: &Variant, steps: usize) -> (VlaSft, f64, f64) {
         ..Default::default()
     };
     let env = env(v, 1);
-    let mut sft = VlaSft::new(config, &env, demos, Device::flex().autodiff(), 1).unwrap();
+    let mut sft = VlaSft::new(config, &env, demos, None, Device::flex().autodiff(), 1).unwrap();
     let losses: Vec<f64> = (0..steps).map(|_| sft.update().unwrap().0).collect();
     let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
     (sft, mean(&losses[..20]), mean(&losses[steps - 50..]))
@@ -378,19 +378,21 @@ fn vla_sft_grounding_head_learns_the_environment_state_it_needs_and_validates_on
         ..Default::default()
     };
     // Demonstrations without environment states cannot teach it: refused, naming the field.
-    let err =
-        VlaSft::new(config.clone(), &env(&variant, 1), record(&variant), Device::flex().autodiff(), 1).err().unwrap();
+    let err = VlaSft::new(config.clone(), &env(&variant, 1), record(&variant), None, Device::flex().autodiff(), 1)
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("grounding_weight"), "{err}");
 
     variant.task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::EeToObject)]);
     let demos = record(&variant);
     assert_eq!(demos.state_dim, 6);
     let too_many = VlaSftConfig { validation_episodes: 4, ..config.clone() };
-    let err = VlaSft::new(too_many, &env(&variant, 1), demos.clone(), Device::flex().autodiff(), 1).err().unwrap();
+    let err =
+        VlaSft::new(too_many, &env(&variant, 1), demos.clone(), None, Device::flex().autodiff(), 1).err().unwrap();
     assert!(err.to_string().contains("validation_episodes"), "{err}");
     let config = VlaSftConfig { validation_episodes: 1, ..config };
     let samples = demos.num_steps() - demos.episodes[3].len();
-    let mut sft = VlaSft::new(config, &env(&variant, 1), demos, Device::flex().autodiff(), 1).unwrap();
+    let mut sft = VlaSft::new(config, &env(&variant, 1), demos, None, Device::flex().autodiff(), 1).unwrap();
     assert_eq!(sft.num_samples(), samples, "the last episode is held out");
     assert_eq!(sft.policy().0.config().grounding_dim, 6);
     let (val_flow, val_grounding) = sft.validation_losses().unwrap().expect("validation samples");
