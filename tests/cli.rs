@@ -1248,4 +1248,15 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     let args = distill("data/lc", "refused");
     let e = fail(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_mentions(&e, &["algo.policy_datasets: data/lc", "71 observation"]);
+    // Or they fine-tune the policy they came from (`--init`): the run adopts its model, not
+    // the preset's; an RL run is refused as the start.
+    let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--init", "sft", "--steps", "5"];
+    args.extend(["--demos", "3", "--set", "algo.updates_per_iteration=5", "--set", "algo.num_envs=1", "--set"]);
+    args.extend(["eval_episodes=1", "--set", "algo.policy_datasets=[\"data/own\"]", "--run-dir", "tuned", "--quiet"]);
+    ok(d, &args);
+    let config = std::fs::read_to_string(d.join("tuned/config.toml")).unwrap();
+    assert!(config.contains("backbone_width = 32") && config.contains("init = \"sft\""), "{config}");
+    args[6] = "rl";
+    let e = fail(d, &[&args[..args.len() - 2], &["refused-init", "--quiet"]].concat());
+    assert_mentions(&e, &["must be a vla-sft run", "rl is from `vla-ppo-flow-sde`"]);
 }
