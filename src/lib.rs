@@ -10,6 +10,7 @@
 pub mod actions;
 pub mod bench;
 pub mod camera;
+pub mod compare;
 pub mod config;
 pub mod demos;
 pub mod deployment;

@@ -148,6 +148,29 @@ enum Command {
         #[arg(long, value_name = "libonnxruntime.so")]
         ort_lib: Option<PathBuf>,
     },
+    /// Evaluate two runs of one task on the same episodes and print their paired difference
+    /// (second minus first) with its 95% confidence interval, and success per instruction.
+    Compare {
+        /// The two run directories, first the baseline: `--run A --run B`.
+        #[arg(long, num_args = 1, required = true)]
+        run: Vec<PathBuf>,
+        /// Episodes per run.
+        #[arg(long, default_value_t = 128)]
+        episodes: usize,
+        /// Seed of the shared episodes [default: the first run's].
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Sample actions from the policies instead of taking their mode.
+        #[arg(long)]
+        stochastic: bool,
+        /// Language-conditioned tasks (lang-cubes): draw these variants instead of the
+        /// configured split: `train`, `held_out` or `all`.
+        #[arg(long, value_parser = ["train", "held_out", "all"])]
+        split: Option<String>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate a run's policy with deterministic actions, or a task's scripted expert
     /// (`--task NAME --expert scripted`).
     Eval {
@@ -876,6 +899,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 None => Ok(()),
             }
         }
+        Command::Compare { run, episodes, seed, stochastic, split, json } => {
+            compare(&run, episodes, seed, stochastic, split.as_deref(), json)
+        }
         Command::View { run } => Ok(embodia::viz::view(&run)?),
         Command::Eval { task, episodes, json, seed, render, render_frames, split, .. } => {
             let task = task.as_deref().unwrap_or_default();
@@ -1292,6 +1318,54 @@ fn eval(
         for (name, value) in learner.eval_diagnostics() {
             println!("  {name}: {value:.4}");
         }
+    }
+    Ok(())
+}
+
+fn compare(
+    runs: &[PathBuf],
+    episodes: usize,
+    seed: Option<u64>,
+    stochastic: bool,
+    split: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
+    use embodia::sim::rapier::language::Split;
+    let [a, b] = runs else {
+        anyhow::bail!("invalid `--run`: {} given (allowed: exactly two, `--run A --run B`)", runs.len());
+    };
+    anyhow::ensure!(episodes > 1, "invalid value for `--episodes`: {episodes} (allowed: ≥ 2)");
+    let split = split.map(|s| match s {
+        "held_out" => Split::HeldOut,
+        "all" => Split::All,
+        _ => Split::Train,
+    });
+    let spec = embodia::compare::CompareSpec { episodes, stochastic, seed, split };
+    let c = embodia::compare::compare_runs(a, b, &spec)?;
+    if json {
+        println!("{}", serde_json::to_string(&c)?);
+        return Ok(());
+    }
+    let (scale, percent, unit) = if c.metric == "success" { (100.0, "%", " points") } else { (1.0, "", "") };
+    let mode = if stochastic { "sampled" } else { "deterministic" };
+    println!("{} episodes of {} (seed {}, {mode} actions), {} of each run:", c.episodes, c.task, c.seed, c.metric);
+    println!("  A {}: {:.1}{percent}", a.display(), scale * c.a);
+    println!("  B {}: {:.1}{percent}", b.display(), scale * c.b);
+    let mut line = format!(
+        "  B − A: {:+.1}{unit}, 95% CI [{:+.1}, {:+.1}] (paired)",
+        scale * c.difference,
+        scale * c.ci95[0],
+        scale * c.ci95[1]
+    );
+    if let (Some(a_only), Some(b_only)) = (c.a_only, c.b_only) {
+        line += &format!("; A alone succeeded in {a_only} episodes, B alone in {b_only}");
+    }
+    println!("{line}");
+    if !c.per_instruction.is_empty() {
+        println!("  successes of A / B, of the episodes of each instruction:");
+    }
+    for r in &c.per_instruction {
+        println!("  {:>3} / {:>3} of {:>3}  {}", r.a_successes, r.b_successes, r.episodes, r.instruction);
     }
     Ok(())
 }

@@ -715,6 +715,45 @@ fn eval_json_reports_one_object() {
     assert_mentions(&e, &["--episodes", "allowed: ≥ 1"]);
 }
 
+/// `compare` evaluates both runs on the episodes of one seed (the first run's unless
+/// `--seed`): each run's figure is what `eval` gives it on that seed, and a run against itself
+/// differs by nothing.
+#[test]
+fn compare_pairs_two_runs_on_the_same_episodes() {
+    let dir = tmp();
+    let d = dir.path();
+    tiny_run(d, "a");
+    ok(d, &["train", "--steps", "1000", "--seed", "2", "--set", "eval_episodes=1", "--run-dir", "b", "--quiet"]);
+    let compare = |args: &[&str]| -> Value {
+        let out = ok(d, &[&["compare", "--episodes", "3", "--json"], args].concat());
+        serde_json::from_str(out.stdout.trim()).unwrap()
+    };
+    let itself = compare(&["--run", "a", "--run", "a"]);
+    assert_eq!(itself["metric"], "return", "pendulum has no success notion");
+    assert_eq!((itself["difference"].as_f64(), itself["ci95"][0].as_f64()), (Some(0.0), Some(0.0)), "{itself}");
+    let mean_return = |run: &str| eval_json(d, run)["mean_return"].as_f64().unwrap();
+    let close = |x: &Value, y: f64| x.as_f64().is_some_and(|x| (x - y).abs() < 1e-3 * y.abs().max(1.0));
+    let (a, b) = (mean_return("a"), mean_return("b"));
+    let on_a = compare(&["--run", "a", "--run", "b"]);
+    assert!(close(&on_a["a"], a) && on_a["seed"] == 1, "{on_a} against eval's {a}");
+    let on_b = compare(&["--run", "a", "--run", "b", "--seed", "2"]);
+    assert!(close(&on_b["b"], b), "{on_b} against eval's {b}");
+    assert!(close(&on_b["difference"], on_b["b"].as_f64().unwrap() - on_b["a"].as_f64().unwrap()), "{on_b}");
+    let lo_hi = (on_b["ci95"][0].as_f64().unwrap(), on_b["ci95"][1].as_f64().unwrap());
+    assert!(lo_hi.0 <= lo_hi.1, "{on_b}");
+    let out = ok(d, &["compare", "--run", "a", "--run", "b", "--episodes", "3"]);
+    assert_mentions(&out.stdout, &["3 episodes of pendulum (seed 1", "B − A", "95% CI"]);
+
+    let e = fail(d, &["compare", "--run", "a", "--run", "b", "--split", "held_out"]);
+    assert_mentions(&e, &["--split", "language-conditioned", "pendulum"]);
+    let e = fail_at_once(d, &["compare", "--run", "a"]);
+    assert_mentions(&e, &["--run", "exactly two"]);
+    let args = ["train", "--task", "mountain-car-continuous", "--steps", "1000", "--set", "eval_episodes=1"];
+    ok(d, &[&args[..], &["--run-dir", "car", "--quiet"]].concat());
+    let e = fail(d, &["compare", "--run", "a", "--run", "car", "--episodes", "2"]);
+    assert_mentions(&e, &["car", "mountain-car-continuous", "pendulum", "one task"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 11. the run directory
 
