@@ -113,7 +113,7 @@ pub fn compare_runs(a: &Path, b: &Path, spec: &CompareSpec) -> Result<PairedComp
 
 /// The paired comparison of two evaluations of the same episodes; `Err` names the first
 /// episode whose initial state or instruction differs.
-fn pair(a: &EvalResult, b: &EvalResult, seed: u64) -> Result<PairedComparison, String> {
+pub(crate) fn pair(a: &EvalResult, b: &EvalResult, seed: u64) -> Result<PairedComparison, String> {
     let (ea, eb) = (&a.per_episode, &b.per_episode);
     let drawn = |e: &EpisodeOutcome| (e.instruction.clone(), e.initial_positions.clone());
     if let Some(k) = (0..ea.len().max(eb.len())).find(|&k| ea.get(k).map(drawn) != eb.get(k).map(drawn)) {

@@ -1655,6 +1655,20 @@ fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Res
         r.update_seconds,
         show(&r.s1)
     );
+    let gain = |name: &str, g: &Option<embodia::vla_bench::SplitGain>| match g {
+        Some(g) => {
+            let f = |[d, lo, hi]: [f64; 3]| format!("{:+.1} [{:+.1}, {:+.1}]", 100.0 * d, 100.0 * lo, 100.0 * hi);
+            println!(
+                "{name} − S0, points (paired, 95% CI): train {} held-out {} (sampled: train {} held-out {})",
+                f(g.train),
+                f(g.held_out),
+                f(g.train_sampled),
+                f(g.held_out_sampled)
+            );
+        }
+        None => println!("{name} − S0: not paired (the RL settings draw other episodes)"),
+    };
+    gain("S1", &r.s1_gain);
     if let Some(d) = &r.distilled {
         println!(
             "distilled: {} successful RL episodes of {} ({} frames), {} SFT steps, {:.0} s; S2 {}",
@@ -1665,6 +1679,7 @@ fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Res
             d.seconds,
             show(&d.s2)
         );
+        gain("S2", &d.s2_gain);
     }
     let sft_dir = spec.sft_run.clone().unwrap_or_else(|| spec.out.join("sft"));
     println!("runs: {} (SFT), {} (RL curves)", sft_dir.display(), spec.out.join("rl").display());

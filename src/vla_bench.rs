@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use embodia_algos::ppo_flow::TimeSplit;
 use embodia_algos::{
-    Checkpoint, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig, record_policy_episodes,
+    Checkpoint, EvalResult, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig, record_policy_episodes,
 };
 use serde::Serialize;
 
@@ -86,6 +86,8 @@ pub struct VlaBenchResult {
     pub s0: SplitSuccess,
     /// Success after RL.
     pub s1: SplitSuccess,
+    /// S1 − S0 on the same episodes, with confidence intervals.
+    pub s1_gain: Option<SplitGain>,
     /// Environment steps of RL.
     pub rl_env_steps: u64,
     /// Wall seconds of RL (without the evaluations).
@@ -115,11 +117,18 @@ pub struct DistillFigures {
     pub seconds: f64,
     /// Success of the distilled VLA (S2).
     pub s2: SplitSuccess,
+    /// S2 − S0 on the same episodes, with confidence intervals.
+    pub s2_gain: Option<SplitGain>,
 }
 
-/// `config` with the language family drawing from `split` (`train`, `held_out`).
-fn with_split(config: &TrainConfig, split: embodia_sim::rapier::language::Split) -> Result<TrainConfig, RunError> {
-    let mut config = config.clone();
+/// `config` with the language family drawing from `split` (`train`, `held_out`) and the
+/// episodes of `seed`.
+fn with_split(
+    config: &TrainConfig,
+    split: embodia_sim::rapier::language::Split,
+    seed: u64,
+) -> Result<TrainConfig, RunError> {
+    let mut config = TrainConfig { seed, ..config.clone() };
     let language = config.env.as_mut().and_then(|e| e.command.language.as_mut()).ok_or_else(|| RunError::Io {
         path: format!("--task {}", config.task),
         message: "bench vla needs a language-conditioned task (lang-cubes)".into(),
@@ -128,19 +137,47 @@ fn with_split(config: &TrainConfig, split: embodia_sim::rapier::language::Split)
     Ok(config)
 }
 
-/// Success on both splits, deterministic and sampled.
-fn split_success(learner: &dyn Learner, config: &TrainConfig, episodes: usize) -> Result<SplitSuccess, RunError> {
-    use embodia_sim::rapier::language::Split;
-    let rate = |split, stochastic| -> Result<f64, RunError> {
-        let eval = evaluate_learner(learner, &with_split(config, split)?, episodes, stochastic)?;
-        Ok(eval.success_rate.unwrap_or(0.0))
-    };
-    Ok(SplitSuccess {
-        train: rate(Split::Train, false)?,
-        held_out: rate(Split::HeldOut, false)?,
-        train_sampled: rate(Split::Train, true)?,
-        held_out_sampled: rate(Split::HeldOut, true)?,
-    })
+/// One policy's evaluations on both splits, deterministic and sampled, in the order of
+/// [`SplitSuccess`]'s fields; every policy of a bench plays the same episodes (the bench's
+/// seed), so they pair.
+struct SplitEvals([EvalResult; 4]);
+
+impl SplitEvals {
+    fn of(learner: &dyn Learner, config: &TrainConfig, episodes: usize, seed: u64) -> Result<Self, RunError> {
+        use embodia_sim::rapier::language::Split::{HeldOut, Train};
+        let eval =
+            |split, stochastic| evaluate_learner(learner, &with_split(config, split, seed)?, episodes, stochastic);
+        Ok(Self([eval(Train, false)?, eval(HeldOut, false)?, eval(Train, true)?, eval(HeldOut, true)?]))
+    }
+
+    fn success(&self) -> SplitSuccess {
+        let [a, b, c, d] = self.0.each_ref().map(|e| e.success_rate.unwrap_or(0.0));
+        SplitSuccess { train: a, held_out: b, train_sampled: c, held_out_sampled: d }
+    }
+
+    /// The paired gains over `base`; `None` when the episodes differ (an `--rl-set` that
+    /// changes what resets draw).
+    fn gain_over(&self, base: &Self) -> Option<SplitGain> {
+        let gain = |k: usize| {
+            let c = crate::compare::pair(&base.0[k], &self.0[k], 0).ok()?;
+            Some([c.difference, c.ci95[0], c.ci95[1]])
+        };
+        Some(SplitGain { train: gain(0)?, held_out: gain(1)?, train_sampled: gain(2)?, held_out_sampled: gain(3)? })
+    }
+}
+
+/// A policy's success minus S0's on the same episodes, each `[difference, 95% CI low, high]`
+/// (paired, [`crate::compare`]).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SplitGain {
+    /// Training variants, deterministic.
+    pub train: [f64; 3],
+    /// Held-out variants, deterministic.
+    pub held_out: [f64; 3],
+    /// Training variants, sampled.
+    pub train_sampled: [f64; 3],
+    /// Held-out variants, sampled.
+    pub held_out_sampled: [f64; 3],
 }
 
 /// The RL learners `bench vla` runs, with their time splits.
@@ -181,7 +218,7 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
             if !matches!(config.algo, AlgoConfig::VlaSft(_)) {
                 return Err(not_sft(dir, &config));
             }
-            let s0 = split_success(learner.as_ref(), &config, spec.eval_episodes)?;
+            let s0 = SplitEvals::of(learner.as_ref(), &config, spec.eval_episodes, spec.seed)?;
             (dir.clone(), config, 0.0, s0)
         }
         None => {
@@ -198,7 +235,7 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
             let mut sft = Run::create(&dir, config.clone())?;
             sft.train(&mut [])?;
             let seconds = start.elapsed().as_secs_f64();
-            let s0 = split_success(sft.learner(), &config, spec.eval_episodes)?;
+            let s0 = SplitEvals::of(sft.learner(), &config, spec.eval_episodes, spec.seed)?;
             (dir, config, seconds, s0)
         }
     };
@@ -237,10 +274,10 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
     }
     crate::bench::write_curves(&spec.out.join("rl"), &rows)?;
     let rl = rl.learner();
-    let s1 = split_success(rl, &rl_config, spec.eval_episodes)?;
+    let s1 = SplitEvals::of(rl, &rl_config, spec.eval_episodes, spec.seed)?;
     let distilled = match spec.distill_steps {
         0 => None,
-        steps => Some(distill(spec, rl, &rl_config, &sft_config, sft_algo, steps)?),
+        steps => Some(distill(spec, rl, &rl_config, &sft_config, sft_algo, steps, &s0)?),
     };
     Ok(VlaBenchResult {
         task: spec.task.clone(),
@@ -250,8 +287,9 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
         demos,
         sft_steps: sft_config.total_steps,
         sft_seconds,
-        s0,
-        s1,
+        s0: s0.success(),
+        s1: s1.success(),
+        s1_gain: s1.gain_over(&s0),
         rl_env_steps: rl.env_steps(),
         rl_seconds,
         sim_seconds: sim,
@@ -271,6 +309,7 @@ fn distill(
     sft_config: &TrainConfig,
     sft_algo: &VlaSftConfig,
     steps: u64,
+    s0: &SplitEvals,
 ) -> Result<DistillFigures, RunError> {
     let start = Instant::now();
     let fps = rl_config.env.as_ref().map_or(0.0, |t| 1.0 / t.scene.control_dt());
@@ -290,12 +329,14 @@ fn distill(
     let mut run = Run::create(&dir, config.clone())?;
     run.train(&mut [])?;
     let seconds = start.elapsed().as_secs_f64();
+    let s2 = SplitEvals::of(run.learner(), &config, spec.eval_episodes, spec.seed)?;
     Ok(DistillFigures {
         episodes: episodes.episodes.len(),
         attempted,
         frames: episodes.num_steps(),
         steps,
         seconds,
-        s2: split_success(run.learner(), &config, spec.eval_episodes)?,
+        s2: s2.success(),
+        s2_gain: s2.gain_over(s0),
     })
 }

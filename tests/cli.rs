@@ -1229,6 +1229,12 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     for policy in ["s0", "s1"] {
         assert!(r[policy]["held_out_sampled"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{r:?}");
     }
+    // S1 − S0 is paired: both played the bench's episodes.
+    for split in ["train", "held_out", "train_sampled", "held_out_sampled"] {
+        let g: Vec<f64> = r["s1_gain"][split].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let difference = r["s1"][split].as_f64().unwrap() - r["s0"][split].as_f64().unwrap();
+        assert!((g[0] - difference).abs() < 1e-9 && g[1] <= g[0] && g[0] <= g[2], "{split}: {r:?}");
+    }
     let e = fail(d, &["bench", "vla", "--sft-run", "rl", "--rl-seconds", "0.1", "--eval-episodes", "1"]);
     assert_mentions(&e, &["rl", "vla-sft"]);
     // Distillation needs successful RL episodes; this untrained policy has none, which is named
