@@ -1046,6 +1046,13 @@ mod tests {
         (env, demos, config)
     }
 
+    /// The deterministic action chunks `learner` takes in `env`'s two environments.
+    fn act(learner: &VlaSft, env: &CameraEnv) -> Vec<f32> {
+        let mut actions = vec![0.0f32; 2 * 4 * learner.actor.model.action_dim];
+        learner.act_env(env, &mut actions, None).unwrap();
+        actions
+    }
+
     #[test]
     fn a_learner_for_evaluation_acts_as_the_trained_one_without_demonstrations() {
         use embodia_sim::rapier::task::ObsKind;
@@ -1059,12 +1066,7 @@ mod tests {
         let mut eval = VlaSft::for_evaluation(config, &env, &ckpt, Device::flex().autodiff(), 9).unwrap();
         eval.restore(&ckpt).unwrap();
         env.reset(5);
-        let act = |learner: &VlaSft| {
-            let mut actions = vec![0.0f32; 2 * 4 * learner.actor.model.action_dim];
-            learner.act_env(&env, &mut actions, None).unwrap();
-            actions
-        };
-        assert_eq!(act(&eval), act(&sft));
+        assert_eq!(act(&eval, &env), act(&sft, &env));
         let (diagnostics, trained) = (eval.eval_diagnostics(), sft.eval_diagnostics());
         assert!(diagnostics.iter().any(|(name, _)| name == "grounding_mse"), "{diagnostics:?}");
         assert_eq!(diagnostics, trained, "the same grounding errors, in the same state units");
@@ -1092,14 +1094,9 @@ mod tests {
         assert_eq!(tuned.actor, sft.actor);
         assert_eq!((tuned.steps, tuned.config.model.backbone_width), (0, 32));
         env.reset(5);
-        let act = |learner: &VlaSft| {
-            let mut actions = vec![0.0f32; 2 * 4 * learner.actor.model.action_dim];
-            learner.act_env(&env, &mut actions, None).unwrap();
-            actions
-        };
-        assert_eq!(act(&tuned), act(&sft));
+        assert_eq!(act(&tuned, &env), act(&sft, &env));
         tuned.update().unwrap();
-        assert_ne!(act(&tuned), act(&sft), "fine-tuning trains the adopted weights");
+        assert_ne!(act(&tuned, &env), act(&sft, &env), "fine-tuning trains the adopted weights");
 
         let without_head = VlaSftConfig { grounding_weight: 0.0, ..tuning.clone() };
         let err = VlaSft::new(without_head, &env, demos.clone(), Some(&ckpt), device(), 9).err().unwrap().to_string();
