@@ -210,14 +210,24 @@ fn not_sft(dir: &std::path::Path, config: &TrainConfig) -> RunError {
     }
 }
 
+/// Refuses, before anything runs, an SFT run that is not `vla-sft` and a distillation too short
+/// for its learning-rate schedule (the SFT run's warm-up), which would otherwise fail after RL.
+fn check_sft_run(spec: &VlaBenchSpec, dir: &std::path::Path, config: &TrainConfig) -> Result<(), RunError> {
+    let AlgoConfig::VlaSft(algo) = &config.algo else { return Err(not_sft(dir, config)) };
+    if spec.distill_steps != 0 && spec.distill_steps <= algo.warmup_steps {
+        let allowed = format!("0 or more than the SFT run's algo.warmup_steps, {}", algo.warmup_steps);
+        let (field, value) = ("--distill-steps".into(), spec.distill_steps.to_string());
+        return Err(embodia_algos::AlgoError::Config { field, value, allowed }.into());
+    }
+    Ok(())
+}
+
 /// SFT (a run directory in `<out>/sft`, or the reused `sft_run`), S0, RL for the budget, S1.
 pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
     let (sft_dir, sft_config, sft_seconds, s0) = match &spec.sft_run {
         Some(dir) => {
             let (config, learner) = load_learner(dir)?;
-            if !matches!(config.algo, AlgoConfig::VlaSft(_)) {
-                return Err(not_sft(dir, &config));
-            }
+            check_sft_run(spec, dir, &config)?;
             let s0 = SplitEvals::of(learner.as_ref(), &config, spec.eval_episodes, spec.seed)?;
             (dir.clone(), config, 0.0, s0)
         }
@@ -230,8 +240,9 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
                 overrides: &spec.sft_overrides,
                 ..Default::default()
             })?;
-            let start = Instant::now();
             let dir = spec.out.join("sft");
+            check_sft_run(spec, &dir, &config)?;
+            let start = Instant::now();
             let mut sft = Run::create(&dir, config.clone())?;
             sft.train(&mut [])?;
             let seconds = start.elapsed().as_secs_f64();

@@ -1241,9 +1241,14 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     // (after 10 attempts, kept short here).
     let mut args = vec!["bench", "vla", "--sft-run", "sft", "--rl-seconds", "0.1", "--eval-episodes", "1"];
     args.extend(["--rl-set", "algo.num_envs=4", "--rl-set", "algo.group_size=2", "--rl-set", "env.episode_steps=8"]);
-    args.extend(["--out", "bv", "--distill-steps", "5", "--distill-episodes", "1"]);
+    args.extend(["--out", "bv", "--distill-steps", "101", "--distill-episodes", "1"]);
     let e = fail(d, &args);
     assert_mentions(&e, &["bv/rl-episodes", "the vla-ppo-flow-sde policy succeeded in 0 of", "needs 1"]);
+    // A distillation within the SFT run's warm-up (100 steps) is refused before RL runs.
+    let bench = ["bench", "vla", "--sft-run", "sft", "--rl-seconds", "0.1", "--out", "bv-refused"];
+    let e = fail(d, &[&bench[..], &["--distill-steps", "50"]].concat());
+    assert_mentions(&e, &["--distill-steps", "50", "warmup_steps, 100"]);
+    assert!(!d.join("bv-refused").exists(), "a refused bench writes nothing");
 
     // Flow-Noise: the learned noise head's joint log-probs, and its entropy in the metrics.
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-noise", "--init", "sft"];
