@@ -829,6 +829,11 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
     // The fault under way: its kind, index in the emulator's log, end, cycle, detected.
     let mut current: Option<(Fault, usize, Instant, u64, bool)> = None;
     let (mut injected, mut gap, mut events_seen) = (0usize, 2u32, 0usize);
+    // A loop that cannot get back to Active (an overloaded machine starving the emulator makes
+    // real bus faults, which latch a stop nobody re-arms) would wait for its next injection
+    // forever: after this many cycles without progress the bench stops and says so.
+    let stall_cycles = (10.0 * hz).ceil() as u64;
+    let (mut progress_at, mut stalled) = (0u64, None);
     let mut lp = ControlLoop::new(&mut robot, &mut sweep, safety, config);
     lp.run(u64::MAX, &|| false, &mut |lp, kind| {
         let now = Instant::now();
@@ -842,7 +847,12 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
             None if injected >= faults => return false,
             None if gap > 0 => gap -= 1,
             // Inject only into a running loop, so each detection belongs to its fault.
-            None if kind != CycleKind::Sent || lp.safety.mode() != Mode::Active => {}
+            None if kind != CycleKind::Sent || lp.safety.mode() != Mode::Active => {
+                if lp.cycles() - progress_at > stall_cycles {
+                    stalled = Some(lp.safety.mode());
+                    return false;
+                }
+            }
             None => {
                 let fault = kinds(injected, rng.random_bool(0.25));
                 let id = map.joints[rng.random_range(0..map.joints.len())].id;
@@ -859,6 +869,7 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                         _ => Duration::ZERO,
                     };
                 current = Some((fault, index, end, lp.cycles(), false));
+                progress_at = lp.cycles();
                 injected += 1;
                 stats.entry(fault.kind().to_string()).or_default().injected += 1;
                 events_seen = lp.events.len();
@@ -895,6 +906,7 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                 if (*detected && over && kind == CycleKind::Sent) || given_up {
                     current = None;
                     gap = 2;
+                    progress_at = lp.cycles();
                 }
             }
         }
@@ -903,6 +915,14 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
     let fault_cycles = lp.cycles();
     drop(lp);
     drop(robot);
+    if let Some(mode) = stalled {
+        emulator.stop()?;
+        anyhow::bail!(
+            "bench deploy: after {injected} of {faults} faults the loop stayed {mode:?} for {stall_cycles} cycles \
+             (10 s) with no fault under way, so no further fault could be injected; bus replies too late \
+             for --hz {hz} (an overloaded machine?)"
+        );
+    }
     // The last writes reach the emulator a moment after they were sent.
     std::thread::sleep(Duration::from_millis(20));
     responder.lock().expect("emulator").chain.take_goal_writes(&mut writes);
