@@ -1,68 +1,95 @@
 #!/usr/bin/env bash
-# Device check for the `gpu` feature (burn's Vulkan backend), one prepared script for a machine
-# with a GPU and a Vulkan driver:
+# Device check for the `gpu` feature (burn's wgpu backend: WGSL kernels compiled by naga, on
+# Vulkan, Metal or DX12), one prepared script for a machine with a GPU:
 #
-#   bash bench/gpu.sh [ENVS]        (default 1048576 tensor environments)
+#   bash bench/gpu.sh            full size (1,048,576 tensor environments, VLA presets up to base)
+#   bash bench/gpu.sh --small    every stage at a size Mesa's lavapipe finishes in a few minutes:
+#                                CI runs this, so the full-size script is known to work the day a
+#                                GPU machine is lent. lavapipe figures are correctness, not speed.
 #
 # With EMBODIA_BIN set to an embodia built with `cargo build --release --features gpu`, that
 # binary is used (a GPU machine without a Rust toolchain); otherwise the script builds it and
-# prints the build time. Then:
-# 1. the GPU (nvidia-smi) and a smoke test of the Vulkan device (stops here if it fails);
-# 2. the VLA on the GPU: forward latency and SFT gradient-step latency of the tiny, small and
-#    base presets at batch 1, 64 and 256 (`bench vla-model --train`);
-# 3. πRL's recipe on the GPU at small scale (`bench vla`: a short SFT on lang-cubes-ee, then
-#    30 s of PPO with GAE, which updates every iteration), for its time split between simulation and rendering, inference and update;
-# 4. the tensor environments (quadrotor-hover, quadrotor-track, pendulum) on the GPU at ENVS
-#    environments, env-steps/s (device-side random actions, nothing copied back);
-# 5. PPO iterations on quadrotor-hover with the networks on the GPU, then on the CPU (4,096
-#    CPU environments, 64-step rollouts): training env-steps/s from metrics.csv;
-# 6. the VLA on this machine's CPU cores (tiny and small, batch 1 and 64), for the ratio.
-# Each stage has its own time limit so a hang cannot eat the machine's budget; figures go to
-# stdout and to $OUT (when set); run directories to a temporary directory.
+# prints the build time. Stages:
+# 1. the GPU (nvidia-smi, vulkaninfo) and the device probe (stops here if it fails);
+# 2. the VLA on the GPU: forward and SFT gradient-step latency of its presets (`bench vla-model`);
+# 3. πRL's recipe on the GPU at small scale (`bench vla`: a short SFT on lang-cubes-ee, then PPO
+#    with GAE), for its time split between simulation and rendering, inference and update;
+# 4. the tensor environments (quadrotor-hover, quadrotor-track, pendulum) on the GPU,
+#    env-steps/s (device-side random actions, nothing copied back);
+# 5. PPO iterations on quadrotor-hover with the networks on the GPU, then on the CPU: training
+#    env-steps/s from metrics.csv;
+# 6. the VLA on this machine's CPU cores, for the ratio.
+# Each stage has its own time limit so a hang cannot eat the machine's budget; a stage that
+# fails or times out makes the script exit non-zero at the end (after the other stages ran).
+# Figures go to stdout and to $OUT (when set); run directories to a temporary directory.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-envs="${1:-1048576}"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+
+if [ "${1:-}" = "--small" ]; then
+  envs=4096 presets=tiny batches=1,8 reps=2 cpu_presets=tiny cpu_batches=1
+  sft_steps=20 rl_seconds=5 demos=8 ppo_envs=256 ppo_steps=32768 limit=240
+else
+  envs=1048576 presets=tiny,small,base batches=1,64,256 reps=5 cpu_presets=tiny,small cpu_batches=1,64
+  sft_steps=250 rl_seconds=30 demos=64 ppo_envs=4096 ppo_steps=786432 limit=150
+fi
 out="${OUT:-$(mktemp -d)}"   # figures
 runs="$(mktemp -d)"          # run directories
+failed=()
+
+# `stage NAME SECONDS FILE CMD...`: runs CMD under its own time limit, its stdout also appended
+# to FILE; records NAME when it fails.
+stage() {
+  local name="$1" seconds="$2" file="$3"
+  shift 3
+  timeout "$seconds" "$@" | tee -a "$file"
+  if [ "${PIPESTATUS[0]}" != 0 ]; then
+    echo "STAGE FAILED (or timed out after ${seconds} s): $name"
+    failed+=("$name")
+  fi
+}
 
 if [ -n "${EMBODIA_BIN:-}" ]; then
   bin="$EMBODIA_BIN"
 else
   echo "== build (cargo build --release --features gpu)"
   start=$(date +%s)
-  timeout 480 cargo build --release --features gpu --quiet || { echo "BUILD FAILED"; exit 1; }
+  timeout 900 cargo build --release --features gpu --quiet || { echo "BUILD FAILED"; exit 1; }
   echo "build seconds: $(( $(date +%s) - start ))"
   bin=./target/release/embodia
 fi
 
 echo "== GPU"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-nproc
-if ! timeout 60 "$bin" --device gpu bench sim --task pendulum --tensor --envs 4096 --measure-steps 81920; then
-  echo "GPU SMOKE TEST FAILED: no usable Vulkan device"
+command -v vulkaninfo >/dev/null && vulkaninfo --summary 2>/dev/null | grep -E "deviceName|driverInfo"
+echo "cpu cores: $(nproc)"
+if ! timeout 120 "$bin" --device gpu bench sim --task pendulum --tensor --envs 4096 --measure-steps 81920; then
+  echo "GPU SMOKE TEST FAILED: no usable GPU"
   exit 1
 fi
 
 echo "== VLA presets on the GPU (forward and SFT step latency)"
-timeout 150 "$bin" --device gpu bench vla-model --presets tiny,small,base --batches 1,64,256 --reps 5 --train --json \
-  | tee "$out/vla-model-gpu.txt"
+stage "vla-model gpu" "$limit" "$out/vla-model-gpu.txt" "$bin" --device gpu bench vla-model --presets "$presets" --batches "$batches" \
+  --reps "$reps" --train --json
 
-echo "== VLA recipe on the GPU (short SFT, then 30 s of PPO with GAE)"
-timeout 150 "$bin" --device gpu bench vla --task lang-cubes-ee --sft-steps 250 --rl-seconds 30 --eval-episodes 8 \
-  --sft-set algo.demos=64 --sft-set eval_episodes=8 --rl-set algo.advantage=gae --out "$runs/bench-vla" --json | tee "$out/bench-vla-gpu.txt"
+echo "== VLA recipe on the GPU (short SFT, then ${rl_seconds} s of PPO with GAE)"
+stage "bench vla gpu" "$limit" "$out/bench-vla-gpu.txt" "$bin" --device gpu bench vla --task lang-cubes-ee --sft-steps "$sft_steps" \
+  --rl-seconds "$rl_seconds" --eval-episodes 8 --sft-set "algo.demos=$demos" --sft-set eval_episodes=8 \
+  --rl-set algo.advantage=gae --out "$runs/bench-vla" --json
 
 echo "== tensor environments on the GPU, $envs environments"
 for task in quadrotor-hover quadrotor-track pendulum; do
-  timeout 30 "$bin" --device gpu bench sim --task "$task" --tensor --envs "$envs" \
-    --measure-steps $(( envs * 20 )) --json | tee -a "$out/tensor.txt"
+  stage "tensor $task" "$limit" "$out/tensor.txt" "$bin" --device gpu bench sim --task "$task" --tensor --envs "$envs" \
+    --measure-steps $(( envs * 20 )) --json
 done
 
 echo "== PPO on quadrotor-hover: training throughput, GPU vs CPU networks"
 for device in gpu cpu; do
   dir="$runs/ppo-$device"
-  timeout 40 "$bin" --device "$device" train --task quadrotor-hover --algo ppo --quiet --run-dir "$dir" \
-    --steps 786432 --set algo.num_envs=4096 --set algo.steps_per_env=64 >/dev/null 2>"$dir.err" \
-    || { echo "ppo on $device failed or timed out:"; tail -3 "$dir.err"; }
+  stage "ppo $device" "$limit" /dev/null "$bin" --device "$device" train --task quadrotor-hover --algo ppo \
+    --quiet --run-dir "$dir" --steps "$ppo_steps" --set "algo.num_envs=$ppo_envs" --set algo.steps_per_env=64 \
+    2>"$dir.err" || true
+  [ -s "$dir.err" ] && tail -3 "$dir.err"
   [ -f "$dir/metrics.csv" ] && python3 - "$dir/metrics.csv" "$device" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -74,5 +101,11 @@ PY
 done
 
 echo "== VLA presets on the CPU ($(nproc) cores)"
-timeout 50 "$bin" --device cpu bench vla-model --presets tiny,small --batches 1,64 --reps 3 --train --json \
-  | tee "$out/vla-model-cpu.txt"
+stage "vla-model cpu" "$limit" "$out/vla-model-cpu.txt" "$bin" --device cpu bench vla-model --presets "$cpu_presets" \
+  --batches "$cpu_batches" --reps 3 --train --json
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu.sh: ${#failed[@]} stage(s) failed: ${failed[*]}"
+  exit 1
+fi
+echo "gpu.sh: all stages ran"

@@ -93,12 +93,14 @@ static SELECTED_DEVICE: std::sync::OnceLock<Device> = std::sync::OnceLock::new()
 pub const DEVICES: [&str; 2] = ["cpu", "gpu"];
 
 /// The plain (non-autodiff) device called `name`: `cpu` is burn's flex backend, `gpu` the
-/// first GPU through burn's Vulkan backend (needs the `gpu` cargo feature and a Vulkan driver).
+/// default GPU adapter through burn's wgpu backend (needs the `gpu` cargo feature and a Vulkan,
+/// Metal or DX12 driver; kernels are compiled from WGSL by naga). A GPU that cannot run the
+/// probe kernels of [`gpu_probe`] is refused with an error, never a crash later.
 pub fn named_device(name: &str) -> Result<Device, RunError> {
     match name {
         "cpu" => Ok(Device::flex()),
         #[cfg(feature = "gpu")]
-        "gpu" => usable_gpu(Device::vulkan(Default::default())),
+        "gpu" => usable_gpu(),
         #[cfg(not(feature = "gpu"))]
         "gpu" => Err(RunError::Device(
             "this embodia was built without the `gpu` feature; rebuild with `cargo build --release --features gpu`"
@@ -108,21 +110,59 @@ pub fn named_device(name: &str) -> Result<Device, RunError> {
     }
 }
 
-/// `device` if one small tensor can be made on it and read back. Without a Vulkan GPU, wgpu
-/// panics on first use, deep inside burn; this turns that into an error at selection time.
+/// The default wgpu adapter, initialized once per process and accepted only if [`gpu_probe`]
+/// passes on it. wgpu panics deep inside burn when there is no adapter or a kernel cannot be
+/// compiled; the probe runs under `catch_unwind` so that becomes this error at selection time.
 #[cfg(feature = "gpu")]
-fn usable_gpu(device: Device) -> Result<Device, RunError> {
-    let probe = device.clone();
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let read = std::panic::catch_unwind(move || burn::tensor::Tensor::<1>::zeros([1], &probe).into_data());
-    std::panic::set_hook(hook);
-    match read {
-        Ok(_) => Ok(device),
-        Err(_) => Err(RunError::Device(
-            "no usable Vulkan GPU (is the Vulkan loader `libvulkan1` installed and a GPU driver present?)".into(),
-        )),
+fn usable_gpu() -> Result<Device, RunError> {
+    static GPU: std::sync::OnceLock<Result<Device, String>> = std::sync::OnceLock::new();
+    let chosen = GPU.get_or_init(|| {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let probed = std::panic::catch_unwind(|| {
+            let device = Device::wgpu_options().init().map_err(|e| format!("no usable GPU: {e}"))?;
+            gpu_probe(&device).map(|()| device)
+        });
+        std::panic::set_hook(hook);
+        probed.unwrap_or_else(|panic| {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("the GPU runtime panicked");
+            Err(format!("no usable GPU: {why}"))
+        })
+    });
+    chosen.clone().map_err(|why| {
+        RunError::Device(format!(
+            "{why} (is the Vulkan loader `libvulkan1` installed with a GPU driver, or Mesa's lavapipe              `mesa-vulkan-drivers` for a CPU Vulkan device?)"
+        ))
+    })
+}
+
+/// Launches real kernels on `device` (a matmul, `tanh`, a reduction) and checks their result
+/// against the same arithmetic on the host: a device that can allocate but not compile or run
+/// a compute pipeline fails here with the reason, not later inside training.
+pub fn gpu_probe(device: &Device) -> Result<(), String> {
+    use burn::tensor::{Tensor, TensorData};
+    // a [2, 3] · b [3, 2]; tanh; sum of all four entries.
+    let a = [0.5f32, -1.0, 0.25, 2.0, 0.0, -0.5];
+    let b = [1.0f32, 0.5, -0.25, 1.5, 2.0, -1.0];
+    let mut expected = 0.0f32;
+    for i in 0..2 {
+        for j in 0..2 {
+            let dot: f32 = (0..3).map(|k| a[i * 3 + k] * b[k * 2 + j]).sum();
+            expected += dot.tanh();
+        }
     }
+    let ta = Tensor::<2>::from_data(TensorData::new(a.to_vec(), [2, 3]), device);
+    let tb = Tensor::<2>::from_data(TensorData::new(b.to_vec(), [3, 2]), device);
+    let sum = ta.matmul(tb).tanh().sum().into_data().convert::<f32>();
+    let got = sum.as_slice::<f32>().map_err(|e| format!("probe kernels returned unreadable data: {e:?}"))?[0];
+    if (got - expected).abs() > 1e-4 {
+        return Err(format!("probe kernels computed {got}, expected {expected}: the device miscomputes"));
+    }
+    Ok(())
 }
 
 /// Makes `name` (see [`named_device`]) the device [`default_device`] returns for the rest of

@@ -141,7 +141,8 @@ impl DiffusionSft {
         }
         let (actor, sample_obs, sample_chunks) =
             fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
-        let model = seeded_init(&device, seed, || DiffusionPolicy::new(&config.policy, &config.diffusion, &device));
+        let model =
+            seeded_init(&device, seed, |device| DiffusionPolicy::new(&config.policy, &config.diffusion, &device));
         Ok(Self {
             ema: model.valid(),
             model,

@@ -159,23 +159,31 @@ impl ModuleMapper for Mix {
     }
 }
 
-/// Builds a module with `build` and initializes its parameters from the device's generator
-/// seeded by `seed`, holding a process-wide lock so concurrent builders cannot interleave draws.
-/// burn initializes parameters lazily on first use, so they are forced here, inside the lock;
-/// this makes initialization reproducible for a seed.
-pub fn seeded_init<M: Module>(device: &burn::tensor::Device, seed: u64, build: impl FnOnce() -> M) -> M {
+/// Builds a module with `build` and initializes its parameters from burn's CPU (flex)
+/// generator seeded by `seed`, then moves it to `device`: the same seed gives the same initial
+/// parameters on every device, so a GPU run starts where the CPU run of its seed starts.
+/// `build` receives the device to build on (the CPU twin of `device`, with its autodiff).
+/// A process-wide lock keeps concurrent builders from interleaving draws; burn initializes
+/// parameters lazily on first use, so they are forced here, inside the lock.
+pub fn seeded_init<M: Module>(
+    device: &burn::tensor::Device,
+    seed: u64,
+    build: impl FnOnce(&burn::tensor::Device) -> M,
+) -> M {
     struct Touch;
     impl ModuleVisitor for Touch {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             let _ = param.val();
         }
     }
-    with_generator_lock(|| {
-        device.seed(seed);
-        let module = build();
+    let home = burn::tensor::Device::flex().with_autodiff_context_from(device);
+    let module = with_generator_lock(|| {
+        home.seed(seed);
+        let module = build(&home);
         module.visit(&mut Touch);
         module
-    })
+    });
+    if home == *device { module } else { module.fork(device) }
 }
 
 /// Runs `f` holding [`seeded_init`]'s lock, so that what `f` draws from the backend's

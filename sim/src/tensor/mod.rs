@@ -15,7 +15,7 @@
 mod batch;
 mod env;
 
-pub use batch::{BatchCartPole, BatchPendulum, BatchQuadrotor, BatchTask, CartPoleMode};
+pub use batch::{BatchCartPole, BatchOutcome, BatchPendulum, BatchQuadrotor, BatchTask, CartPoleMode, Col};
 pub use env::{TensorEnv, TensorStep, TensorVecEnv};
 
 use crate::{SimError, SolveMetric, TaskInfo};
