@@ -28,10 +28,17 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
 if [ "${1:-}" = "--small" ]; then
   envs=4096 presets=tiny batches=1,8 reps=2 cpu_presets=tiny cpu_batches=1
-  sft_steps=20 rl_seconds=5 demos=8 ppo_envs=256 ppo_steps=32768 limit=240
+  ppo_envs=256 ppo_steps=32768 limit=240
+  # The recipe with a one-block, 32-wide VLA, 2 demonstrations and 1 episode per evaluation.
+  vla=(--sft-steps 4 --rl-seconds 2 --eval-episodes 1 --sft-set algo.demos=2 --sft-set eval_episodes=1
+       --sft-set algo.batch_size=8 --sft-set algo.num_envs=2 --sft-set algo.updates_per_iteration=4
+       --sft-set algo.model.vision.width=32 --sft-set algo.model.vision.depth=1
+       --sft-set algo.model.backbone_width=32 --sft-set algo.model.backbone_depth=1
+       --sft-set algo.model.expert_depth=1 --rl-set algo.num_envs=4 --rl-set algo.group_size=2)
 else
   envs=1048576 presets=tiny,small,base batches=1,64,256 reps=5 cpu_presets=tiny,small cpu_batches=1,64
-  sft_steps=250 rl_seconds=30 demos=64 ppo_envs=4096 ppo_steps=786432 limit=150
+  ppo_envs=4096 ppo_steps=786432 limit=150
+  vla=(--sft-steps 250 --rl-seconds 30 --eval-episodes 8 --sft-set algo.demos=64 --sft-set eval_episodes=8)
 fi
 out="${OUT:-$(mktemp -d)}"   # figures
 runs="$(mktemp -d)"          # run directories
@@ -72,9 +79,8 @@ echo "== VLA presets on the GPU (forward and SFT step latency)"
 stage "vla-model gpu" "$limit" "$out/vla-model-gpu.txt" "$bin" --device gpu bench vla-model --presets "$presets" --batches "$batches" \
   --reps "$reps" --train --json
 
-echo "== VLA recipe on the GPU (short SFT, then ${rl_seconds} s of PPO with GAE)"
-stage "bench vla gpu" "$limit" "$out/bench-vla-gpu.txt" "$bin" --device gpu bench vla --task lang-cubes-ee --sft-steps "$sft_steps" \
-  --rl-seconds "$rl_seconds" --eval-episodes 8 --sft-set "algo.demos=$demos" --sft-set eval_episodes=8 \
+echo "== VLA recipe on the GPU (short SFT, then PPO with GAE)"
+stage "bench vla gpu" "$limit" "$out/bench-vla-gpu.txt" "$bin" --device gpu bench vla --task lang-cubes-ee "${vla[@]}" \
   --rl-set algo.advantage=gae --out "$runs/bench-vla" --json
 
 echo "== tensor environments on the GPU, $envs environments"
