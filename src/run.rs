@@ -115,13 +115,15 @@ pub fn named_device(name: &str) -> Result<Device, RunError> {
 /// compiled; the probe runs under `catch_unwind` so that becomes this error at selection time.
 #[cfg(feature = "gpu")]
 fn usable_gpu() -> Result<Device, RunError> {
-    static GPU: std::sync::OnceLock<Result<Device, String>> = std::sync::OnceLock::new();
     let chosen = GPU.get_or_init(|| {
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
         let probed = std::panic::catch_unwind(|| {
             let device = Device::wgpu_options().init().map_err(|e| format!("no usable GPU: {e}"))?;
-            gpu_probe(&device).map(|()| device)
+            gpu_probe(&device)?;
+            let name =
+                device.identity().map_or("unnamed adapter".into(), |i| format!("{} ({})", i.name, i.fingerprint));
+            Ok((device, name))
         });
         std::panic::set_hook(hook);
         probed.unwrap_or_else(|panic| {
@@ -133,11 +135,59 @@ fn usable_gpu() -> Result<Device, RunError> {
             Err(format!("no usable GPU: {why}"))
         })
     });
-    chosen.clone().map_err(|why| {
+    chosen.clone().map(|(device, _)| device).map_err(|why| {
         RunError::Device(format!(
-            "{why} (is the Vulkan loader `libvulkan1` installed with a GPU driver, or Mesa's lavapipe              `mesa-vulkan-drivers` for a CPU Vulkan device?)"
+            "{why} (is the Vulkan loader `libvulkan1` installed with a GPU driver, or Mesa's lavapipe `mesa-vulkan-drivers` for a CPU Vulkan device?)"
         ))
     })
+}
+
+/// The GPU [`usable_gpu`] accepted (with its adapter's name and kernel target), or why it was
+/// refused; initialized once per process.
+#[cfg(feature = "gpu")]
+static GPU: std::sync::OnceLock<Result<(Device, String), String>> = std::sync::OnceLock::new();
+
+/// The adapter behind `--device gpu` as the GPU runtime names it (`NVIDIA H100 PCIe (…)`,
+/// `llvmpipe (…)`), once it has been selected; `None` before, or on the CPU.
+pub fn gpu_name() -> Option<String> {
+    #[cfg(feature = "gpu")]
+    if let Some(Ok((_, name))) = GPU.get() {
+        return Some(name.clone());
+    }
+    None
+}
+
+/// Environment variable under which the `embodia` binary only selects the GPU (running
+/// [`gpu_probe`]) and exits: 0 if it is usable, 1 with the reason on stderr.
+pub const GPU_PROBE_ONLY_ENV: &str = "EMBODIA_GPU_PROBE_ONLY";
+
+/// Probes the GPU in a child process (`exe` with [`GPU_PROBE_ONLY_ENV`] set) before this
+/// process touches it. A driver that crashes compiling or running the probe kernels (a
+/// segmentation fault inside its shader compiler, which no `catch_unwind` can stop) then ends
+/// the child, and this process reports it as an error instead of dying.
+pub fn gpu_probe_in_child(exe: &Path) -> Result<(), RunError> {
+    let out = std::process::Command::new(exe)
+        .env(GPU_PROBE_ONLY_ENV, "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| RunError::Device(format!("cannot start the GPU probe ({}): {e}", exe.display())))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(RunError::Device(probe_failure(out.status, &String::from_utf8_lossy(&out.stderr))))
+}
+
+/// Why the probe child ended with `status`, given what it wrote to stderr.
+fn probe_failure(status: std::process::ExitStatus, stderr: &str) -> String {
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return format!(
+            "no usable GPU: the GPU driver crashed (signal {signal}) while compiling or running the probe \
+             kernels; use --device cpu, or another driver"
+        );
+    }
+    let reason = stderr.trim().trim_start_matches("--device: ");
+    if reason.is_empty() { format!("no usable GPU: the GPU probe failed ({status})") } else { reason.to_string() }
 }
 
 /// Launches real kernels on `device` (a matmul, `tanh`, a reduction) and checks their result
@@ -810,6 +860,23 @@ pub fn fresh_run_dir(root: &Path, config: &TrainConfig) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_crashed_gpu_probe_is_reported_as_a_driver_crash() {
+        use std::os::unix::process::ExitStatusExt;
+        let crashed = probe_failure(std::process::ExitStatus::from_raw(11), "");
+        assert!(crashed.contains("GPU driver crashed (signal 11)"), "{crashed}");
+        assert!(crashed.contains("--device cpu"), "{crashed}");
+        let refused =
+            probe_failure(std::process::ExitStatus::from_raw(1 << 8), "--device: no usable GPU: no adapter\n");
+        assert_eq!(refused, "no usable GPU: no adapter");
+    }
+
+    #[test]
+    fn the_gpu_probe_kernels_pass_on_the_cpu() {
+        gpu_probe(&Device::flex()).unwrap();
+    }
 
     #[test]
     fn resuming_drops_later_rows_and_adds_columns_newer_than_the_file() {

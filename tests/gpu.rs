@@ -277,7 +277,8 @@ fn ppo_and_sac_updates_on_the_gpu_match_the_cpu_from_the_same_seed() {
 // ---------------------------------------------------------------------------------------------
 // The command line: train on one device, evaluate, export and resume on the other.
 
-fn embodia(dir: &Path, args: &[&str]) -> String {
+/// Runs `embodia args` in `dir`, requires success, returns (stdout, stderr).
+fn embodia_output(dir: &Path, args: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_embodia"))
         .args(args)
         .current_dir(dir)
@@ -286,7 +287,27 @@ fn embodia(dir: &Path, args: &[&str]) -> String {
         .expect("embodia runs");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "embodia {}: exit {:?}\n{stdout}\n{stderr}", args.join(" "), out.status.code());
-    stdout.into_owned()
+    (stdout.into_owned(), stderr.into_owned())
+}
+
+fn embodia(dir: &Path, args: &[&str]) -> String {
+    embodia_output(dir, args).0
+}
+
+#[test]
+fn device_gpu_probes_in_a_child_process_and_names_the_adapter() {
+    // `--device gpu` first runs the probe kernels in a child process (a driver crash there is
+    // an error, not a crash of the command), then says which adapter wgpu chose.
+    let (_, stderr) = embodia_output(&std::env::temp_dir(), &["--device", "gpu", "list"]);
+    let line = stderr.lines().find(|l| l.starts_with("--device gpu: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.len() > "--device gpu: ".len() + 3, "{line}");
+    // The probe child alone: exit 0 on a usable GPU.
+    let status = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .env(embodia::run::GPU_PROBE_ONLY_ENV, "1")
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "probe child: {status}");
 }
 
 fn eval_return(dir: &Path, run: &str, device: &str) -> f64 {
