@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Which crates of the default build `--features rerun` (or the features given) would build a
-# second time, because the feature's dependencies turn on features in crates they share with
+# Which crates of the test build (`--features gpu`, as CI builds it) `--features rerun,gpu` (or
+# the features given) would build a second time, because the feature's dependencies turn on features in crates they share with
 # the rest of embodia. Prints the crates at the root of each rebuilt chain; add their extra
 # features to the pins in Cargo.toml (`[dependencies]`, or `[build-dependencies]` for a build
 # script or proc-macro). Reads cargo's unit graph (a nightly flag, enabled here on stable
 # through RUSTC_BOOTSTRAP); builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features="${1:-rerun}"
+features="${1:-rerun,gpu}"
+base_features=gpu
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 graph() { RUSTC_BOOTSTRAP=1 cargo "$@" --unit-graph -Z unstable-options --release; }
-graph build --workspace > "$dir/base.json"
-graph test --no-run --workspace > "$dir/test.json"
+graph build --workspace --features "$base_features" > "$dir/base.json"
+graph test --no-run --workspace --features "$base_features" > "$dir/test.json"
 graph build --features "$features" > "$dir/feature.json"
 python3 - "$dir" <<'PY'
 import json, sys

@@ -17,7 +17,8 @@
 # 4. the tensor environments (quadrotor-hover, quadrotor-track, pendulum) on the GPU,
 #    env-steps/s (device-side random actions, nothing copied back);
 # 5. PPO iterations on quadrotor-hover with the networks on the GPU, then on the CPU: training
-#    env-steps/s from metrics.csv;
+#    env-steps/s from metrics.csv; then PPO with its whole rollout on the device (tensor
+#    environments, `bench sim --ppo-iterations`), GPU and CPU;
 # 6. the VLA on this machine's CPU cores, for the ratio.
 # Each stage has its own time limit so a hang cannot eat the machine's budget; a stage that
 # fails or times out makes the script exit non-zero at the end (after the other stages ran).
@@ -28,16 +29,17 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
 if [ "${1:-}" = "--small" ]; then
   envs=4096 presets=tiny batches=1,8 reps=2 cpu_presets=tiny cpu_batches=1
-  ppo_envs=256 ppo_steps=32768 limit=240
+  ppo_envs=256 ppo_steps=32768 limit=240 device_ppo=(--envs 4096 --ppo-iterations 1 --set algo.steps_per_env=8)
   # The recipe with a one-block, 32-wide VLA, 2 demonstrations and 1 episode per evaluation.
   vla=(--sft-steps 4 --rl-seconds 2 --eval-episodes 1 --sft-set algo.demos=2 --sft-set eval_episodes=1
        --sft-set algo.batch_size=8 --sft-set algo.num_envs=2 --sft-set algo.updates_per_iteration=4
        --sft-set algo.model.vision.width=32 --sft-set algo.model.vision.depth=1
        --sft-set algo.model.backbone_width=32 --sft-set algo.model.backbone_depth=1
-       --sft-set algo.model.expert_depth=1 --rl-set algo.num_envs=4 --rl-set algo.group_size=2)
+       --sft-set algo.model.expert_depth=1 --sft-set algo.model.vision.image_size=32 --rl-set algo.num_envs=4 --rl-set algo.group_size=2)
 else
   envs=1048576 presets=tiny,small,base batches=1,64,256 reps=5 cpu_presets=tiny,small cpu_batches=1,64
   ppo_envs=4096 ppo_steps=786432 limit=150
+  device_ppo=(--envs 65536,1048576 --ppo-iterations 3 --set algo.steps_per_env=32)
   vla=(--sft-steps 250 --rl-seconds 30 --eval-episodes 8 --sft-set algo.demos=64 --sft-set eval_episodes=8)
 fi
 out="${OUT:-$(mktemp -d)}"   # figures
@@ -104,6 +106,12 @@ if fps:
     print(f"ppo {sys.argv[2]}: {len(rows)} iterations, env-steps/s per iteration (rollout + update): "
           f"first {fps[0]:.0f}, median {sorted(fps)[len(fps)//2]:.0f}, wall {float(rows[-1]['wall_seconds']):.1f} s")
 PY
+done
+
+echo "== PPO with its rollouts on the device (tensor quadrotor-hover, nothing read back per step)"
+for device in gpu cpu; do
+  stage "device-rollout ppo $device" "$limit" "$out/ppo-tensor.txt" "$bin" --device "$device" bench sim \
+    --task quadrotor-hover --algo ppo --tensor --measure-steps 1 "${device_ppo[@]}" --json
 done
 
 echo "== VLA presets on the CPU ($(nproc) cores)"

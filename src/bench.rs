@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::config::TrainConfig;
+use crate::config::{AlgoConfig, TrainConfig};
 use crate::run::{RunError, build_learner, default_device, evaluate_learner};
 use embodia_sim::SolveMetric;
 
@@ -492,6 +492,54 @@ impl ChunkRl {
             ChunkRl::Dppo(l, _) => l.last_time_split(),
         }
     }
+}
+
+/// PPO trained on tensor environments with its rollouts kept on the device
+/// ([`embodia_algos::Learner::iterate_tensor`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TensorPpoThroughput {
+    /// Environments.
+    pub envs: usize,
+    /// Iterations run.
+    pub iterations: u64,
+    /// Training environment steps per second over all iterations (rollout and update).
+    pub steps_per_s: f64,
+    /// Mean return of the episodes that ended in the first and in the last iteration.
+    pub first_return: f64,
+    /// See `first_return`.
+    pub last_return: f64,
+}
+
+/// Trains `config`'s PPO on `envs` tensor environments of its task for `iterations`
+/// iterations, environments and networks on the selected device.
+pub fn tensor_ppo_throughput(
+    config: &TrainConfig,
+    envs: usize,
+    iterations: u64,
+) -> Result<TensorPpoThroughput, RunError> {
+    let AlgoConfig::Ppo(ppo) = &config.algo else {
+        return Err(RunError::Device("bench sim --ppo-iterations: the config is not PPO's".into()));
+    };
+    let device = crate::run::plain_device();
+    let mut env = embodia_sim::tensor::make_tensor(&config.task, envs, &device)?;
+    env.reset(config.seed);
+    let ppo = embodia_algos::PpoConfig { num_envs: envs, ..ppo.clone() };
+    let mut learner = embodia_algos::Ppo::new(ppo, env.as_ref(), default_device(), config.seed)?;
+    let start = Instant::now();
+    let mut returns = Vec::new();
+    for _ in 0..iterations {
+        let row = embodia_algos::Learner::iterate_tensor(&mut learner, env.as_mut())?;
+        returns.push(row.return_mean.unwrap_or(f64::NAN));
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let steps = embodia_algos::Learner::env_steps(&learner);
+    Ok(TensorPpoThroughput {
+        envs,
+        iterations,
+        steps_per_s: steps as f64 / seconds,
+        first_return: returns[0],
+        last_return: returns[returns.len() - 1],
+    })
 }
 
 /// Steps `envs` tensor environments of `task` on `device` with uniform random actions drawn on

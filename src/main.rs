@@ -681,6 +681,10 @@ enum BenchCommand {
         /// device-side random actions, results left there).
         #[arg(long)]
         tensor: bool,
+        /// With --tensor and --algo ppo: also train PPO (`--set` applies) for this many iterations
+        /// with its rollouts kept on the device, and report training env-steps/s.
+        #[arg(long, value_name = "N", requires = "tensor")]
+        ppo_iterations: Option<u64>,
         /// Also print one JSON object with all results.
         #[arg(long)]
         json: bool,
@@ -971,9 +975,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             bench_flow(&tasks, spec, seeds, json)
         }
-        Command::Bench { bench: BenchCommand::Sim { settings, envs, threads, measure_steps, tensor, json } } => {
+        Command::Bench {
+            bench: BenchCommand::Sim { settings, envs, threads, measure_steps, tensor, ppo_iterations, json },
+        } => {
             bench_sim(&settings, &envs, &threads, measure_steps, json)?;
-            if tensor { bench_tensor_sim(&settings, &envs, measure_steps, &cli.device, json) } else { Ok(()) }
+            if tensor {
+                bench_tensor_sim(&settings, &envs, measure_steps, &cli.device, json)?;
+            }
+            match ppo_iterations {
+                Some(iterations) => bench_tensor_ppo(&settings, &envs, iterations, &cli.device, json),
+                None => Ok(()),
+            }
         }
         Command::Bench { bench: BenchCommand::ExportLatency { layers, calls, out, ort_lib, json } } => {
             bench_export_latency(&layers, calls, out, ort_lib.or_else(ort_dylib_path), json)
@@ -2110,6 +2122,39 @@ fn bench_tensor_sim(settings: &Settings, envs: &[usize], steps: u64, device: &st
     }
     if json {
         println!("{}", serde_json::json!({ "task": config.task, "device": device, "tensor_results": results }));
+    }
+    Ok(())
+}
+
+fn bench_tensor_ppo(
+    settings: &Settings,
+    envs: &[usize],
+    iterations: u64,
+    device: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(iterations > 0, "invalid value for `--ppo-iterations`: 0 (allowed: ≥ 1)");
+    let config = settings.resolve()?;
+    anyhow::ensure!(
+        config.algorithm == "ppo",
+        "--ppo-iterations trains PPO: add `--algo ppo` (the config resolved to `{}`)",
+        config.algorithm
+    );
+    println!(
+        "bench sim --ppo-iterations: PPO on {} with its rollouts on {device}, {iterations} iterations",
+        config.task
+    );
+    let mut results = Vec::new();
+    for &n in envs {
+        let r = embodia::bench::tensor_ppo_throughput(&config, n, iterations)?;
+        println!(
+            "envs={:<8} ppo env_steps/s={:>12.0} (rollout + update) return {:.1} -> {:.1}",
+            r.envs, r.steps_per_s, r.first_return, r.last_return
+        );
+        results.push(r);
+    }
+    if json {
+        println!("{}", serde_json::json!({ "task": config.task, "device": device, "ppo_results": results }));
     }
     Ok(())
 }

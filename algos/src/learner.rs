@@ -27,6 +27,13 @@ pub trait Learner {
     /// `wall_seconds` and `fps`. The environment must have been reset before the first call.
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError>;
 
+    /// [`Learner::iterate`] on a tensor environment, whose batch lives on a device: learners
+    /// that can keep the whole rollout there (PPO) override it so that no step goes through
+    /// the host; the others step it through its [`VecEnv`] side.
+    fn iterate_tensor(&mut self, env: &mut dyn embodia_sim::tensor::TensorVecEnv) -> Result<MetricRow, AlgoError> {
+        self.iterate(env)
+    }
+
     /// Actions in the environment's units for raw observations: the policy's mode when
     /// `sampling` is `None`, otherwise a sample drawn with that generator.
     /// `obs`: `[n, obs_dim]`; `actions`: `[n, chunk_len, action_dim]` (the next
@@ -413,8 +420,20 @@ pub(crate) fn to_tensor(data: &[f32], rows: usize, cols: usize, device: &Device)
     Tensor::from_data(TensorData::new(data.to_vec(), [rows, cols]), device)
 }
 
+thread_local! {
+    /// Device-to-host reads made by [`to_host`] on this thread.
+    static HOST_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The device-to-host reads learners have made on this thread so far (every read goes through
+/// one function, which counts): a test of a device-resident loop compares it before and after.
+pub fn host_reads() -> u64 {
+    HOST_READS.with(std::cell::Cell::get)
+}
+
 /// Downloads a tensor's values to the host.
 pub(crate) fn to_host<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, AlgoError> {
+    HOST_READS.with(|reads| reads.set(reads.get() + 1));
     t.into_data().try_to_vec::<f32>().map_err(|e| AlgoError::Backend(format!("{e:?}")))
 }
 

@@ -40,6 +40,7 @@ pub use dppo::{Dppo, DppoConfig};
 pub use gae::compute_gae;
 pub use learner::{
     ActionQueue, EpisodeOutcome, EvalResult, InstructionResult, Learner, StepTrace, evaluate, evaluate_traced,
+    host_reads,
 };
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};
 pub use noise::{ExplorationNoise, PINK_OCTAVES, PinkNoise};

@@ -133,6 +133,23 @@ impl EpisodeStats {
         self.count += 1;
     }
 
+    /// Records `count` ended episodes given by their sums (returns, lengths, successes) and
+    /// their lowest and highest return, as a device reduces them.
+    pub fn push_summed(&mut self, count: u64, returns: f64, lengths: f64, successes: f64, min: f64, max: f64) {
+        if count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            (self.min, self.max) = (min, max);
+        }
+        self.min = self.min.min(min);
+        self.max = self.max.max(max);
+        self.returns_sum += returns;
+        self.length_sum += lengths;
+        self.successes += successes;
+        self.count += count;
+    }
+
     /// Records every episode that ended in the environments' last step.
     pub fn push_ended(&mut self, buffers: &embodia_sim::StepBuffers) {
         for i in 0..buffers.reward.len() {

@@ -57,19 +57,39 @@ impl RunningNormalizer {
         if n == 0.0 {
             return;
         }
-        let total = self.count + n;
         for j in 0..dim {
             let column = batch.iter().skip(j).step_by(dim).map(|&x| x as f64);
             let batch_mean = column.clone().sum::<f64>() / n;
             let batch_var = column.map(|x| (x - batch_mean).powi(2)).sum::<f64>() / n;
-            let delta = batch_mean - self.mean[j];
-            // With no prior data the default variance of 1 must not leak into the result.
-            let prior_m2 = if self.count > 0.0 { self.var[j] * self.count } else { 0.0 };
-            let m2 = prior_m2 + batch_var * n + delta * delta * self.count * n / total;
-            self.mean[j] += delta * n / total;
-            self.var[j] = m2 / total;
+            self.merge(j, n, batch_mean, batch_var);
         }
-        self.count = total;
+        self.count += n;
+    }
+
+    /// Folds a batch of `n` rows given by its per-feature sums `Σx` and `Σx²` (`[dim]` each, as
+    /// a device reduces them) into the statistics.
+    pub fn update_moments(&mut self, n: f64, sum: &[f32], sum_sq: &[f32]) {
+        if n == 0.0 {
+            return;
+        }
+        for j in 0..self.dim() {
+            let batch_mean = f64::from(sum[j]) / n;
+            let batch_var = (f64::from(sum_sq[j]) / n - batch_mean * batch_mean).max(0.0);
+            self.merge(j, n, batch_mean, batch_var);
+        }
+        self.count += n;
+    }
+
+    /// Chan's parallel update of feature `j` with a batch of `n` rows of mean `batch_mean`
+    /// and (population) variance `batch_var`; `self.count` is updated by the caller.
+    fn merge(&mut self, j: usize, n: f64, batch_mean: f64, batch_var: f64) {
+        let total = self.count + n;
+        let delta = batch_mean - self.mean[j];
+        // With no prior data the default variance of 1 must not leak into the result.
+        let prior_m2 = if self.count > 0.0 { self.var[j] * self.count } else { 0.0 };
+        let m2 = prior_m2 + batch_var * n + delta * delta * self.count * n / total;
+        self.mean[j] += delta * n / total;
+        self.var[j] = m2 / total;
     }
 
     /// Normalizes `[n, dim]` in place: `clip((x − mean)/√(var + ε))`.

@@ -14,11 +14,14 @@ use embodia_policies::{
     gaussian_kl, gaussian_log_prob, load_params, named_params, seeded_init,
 };
 use embodia_sim::VecEnv;
+use embodia_sim::tensor::TensorVecEnv;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
+
+mod on_device;
 
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::{
@@ -152,6 +155,47 @@ struct Rollout {
     means: Vec<f32>,
     advantages: Vec<f32>,
     returns: Vec<f32>,
+}
+
+/// One mini-batch of a rollout on the learner's device; `[batch, dim]` each.
+struct MiniBatch {
+    /// Normalized policy observations.
+    obs: Tensor<2>,
+    /// Normalized critic observations (asymmetric actor-critic), else `None`.
+    critic_obs: Option<Tensor<2>>,
+    /// Unclamped Gaussian samples.
+    actions: Tensor<2>,
+    /// The rollout policy's means.
+    old_mean: Tensor<2>,
+    /// `[batch, 1]`.
+    old_log_prob: Tensor<2>,
+    /// Normalized advantages, `[batch, 1]`.
+    advantages: Tensor<2>,
+    /// `[batch, 1]`.
+    returns: Tensor<2>,
+    /// `[batch, 1]`.
+    old_values: Tensor<2>,
+}
+
+/// Sums of the mini-batch statistics of one update, averaged into the metrics row.
+#[derive(Debug, Default)]
+struct UpdateStats {
+    surrogate: f64,
+    value_loss: f64,
+    entropy: f64,
+    kl: f64,
+    count: f64,
+}
+
+impl UpdateStats {
+    /// Adds one mini-batch's [surrogate, value loss, entropy] and KL.
+    fn add(&mut self, losses: [f32; 3], kl: f64) {
+        self.surrogate += losses[0] as f64;
+        self.value_loss += losses[1] as f64;
+        self.entropy += losses[2] as f64;
+        self.kl += kl;
+        self.count += 1.0;
+    }
 }
 
 /// A PPO learner for one task.
@@ -355,11 +399,13 @@ impl Ppo {
         Ok(())
     }
 
-    /// Optimizes on the stored rollout. Returns (surrogate loss, value loss, entropy, KL).
-    fn update(&mut self) -> Result<(f64, f64, f64, f64), AlgoError> {
+    /// Optimizes on the stored rollout.
+    fn update(&mut self) -> Result<UpdateStats, AlgoError> {
         let (od, ad, cd) = (self.obs_dim, self.action_dim, self.critic_dim);
         let asymmetric = self.critic_normalizer.is_some();
-        let r = &self.rollout;
+        // Taken for the update (mini-batch steps borrow the learner mutably), put back after it.
+        let rollout = std::mem::take(&mut self.rollout);
+        let r = &rollout;
         let total = r.rewards.len();
         let mb = total / self.config.mini_batches;
         // Advantages normalized over the whole rollout.
@@ -373,8 +419,7 @@ impl Ppo {
         let (mut g_obs, mut g_act, mut g_logp, mut g_adv, mut g_ret, mut g_val, mut g_mean) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut g_critic = Vec::new();
-        let (mut surr_sum, mut value_sum, mut entropy_sum, mut kl_sum, mut count) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        let clip = self.config.clip_param;
+        let mut stats = UpdateStats::default();
         for _ in 0..self.config.epochs {
             indices.shuffle(&mut self.rng);
             for batch in indices.chunks_exact(mb) {
@@ -395,61 +440,83 @@ impl Ppo {
                     g_val.push(r.values[i]);
                 }
                 let b = batch.len();
-                let obs = to_tensor(&g_obs, b, od, &plain);
-                let actions = to_tensor(&g_act, b, ad, &plain);
-                let old_log_prob = to_tensor(&g_logp, b, 1, &plain);
-                let adv = to_tensor(&g_adv, b, 1, &plain);
-                let returns = to_tensor(&g_ret, b, 1, &plain);
-                let old_values = to_tensor(&g_val, b, 1, &plain);
-
-                let (mean, log_std) = self.model.actor.forward(obs.clone());
-                // KL(old ‖ new), for the adaptive learning rate.
-                let old_mean = to_tensor(&g_mean, b, ad, &plain);
-                let old_log_std = Tensor::<1>::from_floats(old_log_std.as_slice(), &plain).unsqueeze_dim::<2>(0);
-                let kl = gaussian_kl(old_mean, old_log_std, mean.clone().inner(), log_std.clone().inner()).mean();
-                let kl = to_host(kl)?[0] as f64;
-                if self.config.schedule == LrSchedule::Adaptive {
-                    if kl > 2.0 * self.config.desired_kl {
-                        self.learning_rate = (self.learning_rate / 1.5).max(1e-5);
-                    } else if kl < 0.5 * self.config.desired_kl && kl > 0.0 {
-                        self.learning_rate = (self.learning_rate * 1.5).min(1e-2);
-                    }
-                }
-
-                let entropy = gaussian_entropy(log_std.clone()).mean();
-                let log_prob = gaussian_log_prob(actions, mean, log_std);
-                // The clamp only bites when a policy has moved absurdly far within one update;
-                // it keeps exp finite so such a step is clipped instead of producing inf·0.
-                let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();
-                let surrogate =
-                    (ratio.clone() * adv.clone()).min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv).mean().neg();
-                let critic_input = if asymmetric { to_tensor(&g_critic, b, cd, &plain) } else { obs };
-                let values = self.model.critic.forward(critic_input);
-                let value_loss = if self.config.clip_value_loss {
-                    let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);
-                    let a = (values - returns.clone()).square();
-                    let b = (clipped - returns).square();
-                    a.max_pair(b).mean()
-                } else {
-                    (values - returns).square().mean()
+                let minibatch = MiniBatch {
+                    obs: to_tensor(&g_obs, b, od, &plain),
+                    critic_obs: asymmetric.then(|| to_tensor(&g_critic, b, cd, &plain)),
+                    actions: to_tensor(&g_act, b, ad, &plain),
+                    old_mean: to_tensor(&g_mean, b, ad, &plain),
+                    old_log_prob: to_tensor(&g_logp, b, 1, &plain),
+                    advantages: to_tensor(&g_adv, b, 1, &plain),
+                    returns: to_tensor(&g_ret, b, 1, &plain),
+                    old_values: to_tensor(&g_val, b, 1, &plain),
                 };
-                let loss = surrogate.clone() + value_loss.clone().mul_scalar(self.config.value_loss_coef)
-                    - entropy.clone().mul_scalar(self.config.entropy_coef);
-                let stats = to_host(Tensor::cat(vec![surrogate.inner(), value_loss.inner(), entropy.inner()], 0))?;
-                check_finite("PPO loss", (stats[0] + stats[1]) as f64, self.env_steps)?;
-                let grads = GradientsParams::from_grads(loss.backward(), &self.model);
-                let (model, grad_norm) =
-                    self.optim.step(self.learning_rate, self.model.clone(), &grads, Some(self.config.max_grad_norm));
-                check_finite("PPO gradients", grad_norm.unwrap_or(0.0), self.env_steps)?;
-                self.model = model;
-                surr_sum += stats[0] as f64;
-                value_sum += stats[1] as f64;
-                entropy_sum += stats[2] as f64;
-                kl_sum += kl;
-                count += 1.0;
+                let (losses, kl) = self.minibatch_step(minibatch, &old_log_std)?;
+                stats.add(losses, kl);
             }
         }
-        Ok((surr_sum / count, value_sum / count, entropy_sum / count, kl_sum / count))
+        self.rollout = rollout;
+        Ok(stats)
+    }
+
+    /// The metrics row of an iteration whose update gave `stats`.
+    fn metric_row(&mut self, stats: UpdateStats, has_success: bool) -> MetricRow {
+        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        self.episodes.drain_into(&mut row, has_success);
+        let n = stats.count;
+        row.policy_loss = Some(stats.surrogate / n);
+        row.value_loss = Some(stats.value_loss / n);
+        row.entropy = Some(stats.entropy / n);
+        row.kl = Some(stats.kl / n);
+        row.learning_rate = Some(self.learning_rate);
+        row
+    }
+
+    /// One clipped-surrogate gradient step on `mb`, adapting the learning rate from the KL to the
+    /// rollout's policy (`old_log_std`, `[action_dim]`). Returns the [surrogate, value loss,
+    /// entropy] of the mini-batch and the KL.
+    fn minibatch_step(&mut self, mb: MiniBatch, old_log_std: &[f32]) -> Result<([f32; 3], f64), AlgoError> {
+        let plain = self.device.clone().inner();
+        let clip = self.config.clip_param;
+        let MiniBatch { obs, critic_obs, actions, old_mean, old_log_prob, advantages: adv, returns, old_values } = mb;
+        let (mean, log_std) = self.model.actor.forward(obs.clone());
+        // KL(old ‖ new), for the adaptive learning rate.
+        let old_log_std = Tensor::<1>::from_floats(old_log_std, &plain).unsqueeze_dim::<2>(0);
+        let kl = gaussian_kl(old_mean, old_log_std, mean.clone().inner(), log_std.clone().inner()).mean();
+        let kl = to_host(kl)?[0] as f64;
+        if self.config.schedule == LrSchedule::Adaptive {
+            if kl > 2.0 * self.config.desired_kl {
+                self.learning_rate = (self.learning_rate / 1.5).max(1e-5);
+            } else if kl < 0.5 * self.config.desired_kl && kl > 0.0 {
+                self.learning_rate = (self.learning_rate * 1.5).min(1e-2);
+            }
+        }
+
+        let entropy = gaussian_entropy(log_std.clone()).mean();
+        let log_prob = gaussian_log_prob(actions, mean, log_std);
+        // The clamp only bites when a policy has moved absurdly far within one update;
+        // it keeps exp finite so such a step is clipped instead of producing inf·0.
+        let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();
+        let surrogate = (ratio.clone() * adv.clone()).min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv).mean().neg();
+        let critic_input = critic_obs.unwrap_or(obs);
+        let values = self.model.critic.forward(critic_input);
+        let value_loss = if self.config.clip_value_loss {
+            let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);
+            let a = (values - returns.clone()).square();
+            let b = (clipped - returns).square();
+            a.max_pair(b).mean()
+        } else {
+            (values - returns).square().mean()
+        };
+        let loss = surrogate.clone() + value_loss.clone().mul_scalar(self.config.value_loss_coef)
+            - entropy.clone().mul_scalar(self.config.entropy_coef);
+        let stats = to_host(Tensor::cat(vec![surrogate.inner(), value_loss.inner(), entropy.inner()], 0))?;
+        check_finite("PPO loss", (stats[0] + stats[1]) as f64, self.env_steps)?;
+        let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        let (model, grad_norm) =
+            self.optim.step(self.learning_rate, self.model.clone(), &grads, Some(self.config.max_grad_norm));
+        check_finite("PPO gradients", grad_norm.unwrap_or(0.0), self.env_steps)?;
+        self.model = model;
+        Ok(([stats[0], stats[1], stats[2]], kl))
     }
 }
 
@@ -464,15 +531,12 @@ impl Learner for Ppo {
 
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
         self.collect(env)?;
-        let (surrogate, value_loss, entropy, kl) = self.update()?;
-        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
-        self.episodes.drain_into(&mut row, env.info().has_success);
-        row.policy_loss = Some(surrogate);
-        row.value_loss = Some(value_loss);
-        row.entropy = Some(entropy);
-        row.kl = Some(kl);
-        row.learning_rate = Some(self.learning_rate);
-        Ok(row)
+        let stats = self.update()?;
+        Ok(self.metric_row(stats, env.info().has_success))
+    }
+
+    fn iterate_tensor(&mut self, env: &mut dyn TensorVecEnv) -> Result<MetricRow, AlgoError> {
+        self.iterate_on_device(env)
     }
 
     fn act(&self, obs: &[f32], actions: &mut [f32], mut sampling: Option<&mut ChaCha8Rng>) -> Result<(), AlgoError> {
