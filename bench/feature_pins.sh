@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 features="${1:-rerun,gpu}"
-base_features=gpu
+base_features="${EMBODIA_BASE_FEATURES-gpu}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 graph() { RUSTC_BOOTSTRAP=1 cargo "$@" --unit-graph -Z unstable-options --release; }
@@ -19,13 +19,17 @@ python3 - "$dir" <<'PY'
 import json, sys
 def load(path):
     return json.load(open(path))["units"]
+intern = {}
 def keys(units):
+    # A unit's identity: package, target, mode, features and its dependencies' identities, as a
+    # small integer (nested tuples would be rehashed once per path through the graph).
     memo = {}
     def key(i):
         if i not in memo:
             u = units[i]
             deps = tuple(sorted(key(d["index"]) for d in u["dependencies"]))
-            memo[i] = (u["pkg_id"], u["target"]["name"], u["mode"], tuple(sorted(u["features"])), deps)
+            k = (u["pkg_id"], u["target"]["name"], u["mode"], tuple(sorted(u["features"])), deps)
+            memo[i] = intern.setdefault(k, len(intern))
         return memo[i]
     return [key(i) for i in range(len(units))]
 d = sys.argv[1]
