@@ -146,13 +146,13 @@ fn tensor_parity(name: &str, num_envs: usize, steps: usize) -> TensorParity {
         cpu.step(&actions).unwrap();
         gpu.step(&actions).unwrap();
         let (a, b) = (cpu.buffers(), gpu.buffers());
-        for i in 0..num_envs {
-            if split[i] {
+        for (i, split) in split.iter_mut().enumerate() {
+            if *split {
                 continue;
             }
             let ended = |s: &embodia::sim::StepBuffers| (s.terminated[i] > 0.0, s.truncated[i] > 0.0);
             if ended(a) != ended(b) {
-                split[i] = true;
+                *split = true;
                 continue;
             }
             episodes += usize::from(ended(a) != (false, false));
@@ -463,8 +463,6 @@ fn flow_diffusion_distill_and_vla_learners_on_the_gpu_match_the_cpu() {
         "--set",
         "algo.model.expert_depth=1",
         "--set",
-        "algo.model.vision.image_size=32",
-        "--set",
         "eval_episodes=1",
     ];
     let mut a = vec!["train", "--task", "lang-cubes", "--algo", "vla-sft", "--demos", "2", "--steps", "4"];
@@ -477,7 +475,7 @@ fn flow_diffusion_distill_and_vla_learners_on_the_gpu_match_the_cpu() {
     // of a 4-step clone fails, and the policy would not move.
     a.extend(["--set", "algo.advantage=gae"]);
     errors.push(("vla-ppo-flow-sde", device_parity(d, "vla-rl", &a, "--run-dir", Some("vla-sft-cpu"))));
-    let mut a = vec!["train", "--task", "lang-cubes", "--algo", "vla-dsrl", "--init", "vla-sft-cpu", "--steps", "32"];
+    let mut a = vec!["train", "--task", "lang-cubes", "--algo", "vla-dsrl", "--init", "vla-sft-cpu", "--steps", "64"];
     a.extend(["--set", "algo.num_envs=4", "--set", "eval_episodes=1", "--set", "algo.random_iterations=1"]);
     a.extend(["--set", "algo.updates_per_iteration=8", "--set", "algo.batch_size=32"]);
     // DSRL keeps the VLA frozen and trains a noise policy that its start does not have: the

@@ -142,7 +142,7 @@ impl DiffusionSft {
         let (actor, sample_obs, sample_chunks) =
             fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
         let model =
-            seeded_init(&device, seed, |device| DiffusionPolicy::new(&config.policy, &config.diffusion, &device));
+            seeded_init(&device, seed, |device| DiffusionPolicy::new(&config.policy, &config.diffusion, device));
         Ok(Self {
             ema: model.valid(),
             model,

@@ -303,7 +303,7 @@ impl Distill {
             _ => OneStepHead::MeanFlow,
         };
         config.student.denoiser = copy.then(|| p.clone());
-        let mut student = seeded_init(&device, seed, |device| config.student.init(&device));
+        let mut student = seeded_init(&device, seed, |device| config.student.init(device));
         if copy {
             let params = named_params(&teacher).into_iter().map(|(name, p)| (format!("denoiser.{name}"), p)).collect();
             student = load_params(student, &params)?;

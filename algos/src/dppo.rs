@@ -389,7 +389,7 @@ impl Dppo {
         let base = model.valid();
         let critic_config =
             ValueCriticConfig { obs_dim: od, hidden: config.critic_hidden.clone(), activation: Activation::Elu };
-        let critic = seeded_init(&device, seed ^ 0xC817, |device| critic_config.init(&device));
+        let critic = seeded_init(&device, seed ^ 0xC817, |device| critic_config.init(device));
         let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
             policy_optim: optim(),

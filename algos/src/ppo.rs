@@ -245,10 +245,8 @@ impl Ppo {
         let critic_dim = critic_spec.map_or(obs_dim, |c| c.dim());
         let critic =
             ValueCriticConfig { obs_dim: critic_dim, hidden: config.hidden.clone(), activation: config.activation };
-        let model = seeded_init(&device, seed, |device| ActorCritic {
-            actor: actor.init(&device),
-            critic: critic.init(&device),
-        });
+        let model =
+            seeded_init(&device, seed, |device| ActorCritic { actor: actor.init(device), critic: critic.init(device) });
         let n = env.num_envs();
         Ok(Self {
             learning_rate: config.learning_rate,

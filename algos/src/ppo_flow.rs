@@ -633,7 +633,7 @@ impl PpoFlow {
             hidden: config.critic_hidden.clone(),
             activation: Activation::Elu,
         };
-        let critic = gae_with_obs_critic.then(|| seeded_init(&device, seed, |device| critic_config.init(&device)));
+        let critic = gae_with_obs_critic.then(|| seeded_init(&device, seed, |device| critic_config.init(device)));
         let optim = || Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay);
         Ok(Self {
             policy_optim: optim(),

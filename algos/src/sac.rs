@@ -219,7 +219,7 @@ impl SoftActorCritic {
         let critic_config =
             TwinQConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
         let (actor, critic) =
-            seeded_init(&device, seed, |device| (actor_config.init(&device), critic_config.init(&device)));
+            seeded_init(&device, seed, |device| (actor_config.init(device), critic_config.init(device)));
         Ok(Self {
             target_entropy: match config.target_entropy {
                 TargetEntropy::Auto => -(action_dim as f64),

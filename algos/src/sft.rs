@@ -265,7 +265,7 @@ impl Sft {
         }
         let (actor, sample_obs, sample_chunks) =
             fitted_actor(&config.policy, config.relative_actions, config.min_std, env, demos)?;
-        let model = seeded_init(&device, seed, |device| config.policy.init(&device));
+        let model = seeded_init(&device, seed, |device| config.policy.init(device));
         Ok(Self {
             ema: model.valid(),
             model,

@@ -216,7 +216,7 @@ impl VlaPpo {
             let net =
                 ValueCriticConfig { obs_dim: dim, hidden: config.critic_hidden.clone(), activation: Activation::Elu };
             StateCritic {
-                net: seeded_init(&device, seed, |device| net.init(&device)),
+                net: seeded_init(&device, seed, |device| net.init(device)),
                 norm: RunningNormalizer::new(dim, 10.0),
                 input: Vec::new(),
             }

@@ -478,7 +478,7 @@ impl VlaSft {
         seed: u64,
     ) -> Self {
         let m = &config.model;
-        let model = seeded_init(&device, seed, |device| m.init(&device).expect("validated layout"));
+        let model = seeded_init(&device, seed, |device| m.init(device).expect("validated layout"));
         let held =
             demos.episodes[demos.episodes.len() - config.validation_episodes..].iter().map(|e| e.len()).sum::<usize>();
         let picked: Vec<usize> = (0..held.min(256)).map(|k| k * held / held.min(256)).collect();

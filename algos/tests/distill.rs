@@ -30,7 +30,7 @@ fn teacher() -> Checkpoint {
         ..FlowPolicyConfig::default()
     };
     let device = Device::flex();
-    let model = seeded_init(&device, 17, |device| policy.init(&device));
+    let model = seeded_init(&device, 17, |device| policy.init(device));
     let actor = ChunkActor {
         policy,
         obs_norm: Standardizer { mean: vec![0.0, 0.0, 0.0], std: vec![0.7, 0.7, 4.0] },

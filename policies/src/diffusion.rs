@@ -516,7 +516,7 @@ mod tests {
             denoised_clip: 0.0,
             ..Default::default()
         };
-        let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, &device));
+        let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, device));
         let (obs, noise) = inputs(3, 10, &device);
         let features = policy.encode(obs);
         let betas = config.betas();
@@ -545,7 +545,7 @@ mod tests {
     fn deterministic_ddim_ignores_all_but_the_initial_noise() {
         let device = Device::flex();
         let config = DiffusionConfig { sampling_steps: 5, ..DiffusionConfig::default() };
-        let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, &device));
+        let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, device));
         let (obs, noise) = inputs(3, 5, &device);
         let settings = DenoiseSettings::deterministic();
         let a = policy.sample(obs.clone(), noise.clone(), &settings, None);
@@ -562,8 +562,8 @@ mod tests {
     fn recomputed_log_probs_from_stored_chains_equal_the_rollout_ones() {
         let device = Device::flex();
         let config = DiffusionConfig { sampling_steps: 5, ..DiffusionConfig::default() };
-        let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, &device));
-        let base = crate::seeded_init(&device, 5, |device| DiffusionPolicy::new(&layout(), &config, &device));
+        let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, device));
+        let base = crate::seeded_init(&device, 5, |device| DiffusionPolicy::new(&layout(), &config, device));
         let (obs, noise) = inputs(5, 5, &device);
         for (eta, ft) in [(1.0, 5), (0.0, 3), (0.5, 1)] {
             let settings =
@@ -593,7 +593,7 @@ mod tests {
         let mut results = Vec::new();
         for clip in [0.0, 1e6, 0.05] {
             let config = DiffusionConfig { denoised_clip: clip, sampling_steps: 5, ..DiffusionConfig::default() };
-            let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, &device));
+            let policy = crate::seeded_init(&device, 4, |device| DiffusionPolicy::new(&layout(), &config, device));
             results.push(host(policy.sample(obs.clone(), noise.clone(), &settings, None).actions));
         }
         for (a, b) in results[0].iter().zip(&results[1]) {

@@ -692,7 +692,7 @@ mod tests {
     fn setup(batch: usize) -> (FlowPolicy, Tensor<2>, Tensor<3>, Device) {
         let device = Device::flex();
         let c = config();
-        let policy = crate::seeded_init(&device, 3, |device| c.init(&device));
+        let policy = crate::seeded_init(&device, 3, |device| c.init(device));
         let obs = Tensor::<2>::from_data(
             TensorData::new((0..batch * 3).map(|i| (i as f32 * 0.37).sin()).collect::<Vec<_>>(), [batch, 3]),
             &device,
@@ -792,7 +792,7 @@ mod tests {
         let device = Device::flex().autodiff();
         for detach in [true, false] {
             let c = FlowPolicyConfig { detach_noise_input: detach, ..config() };
-            let policy = crate::seeded_init(&device, 3, |device| c.init(&device));
+            let policy = crate::seeded_init(&device, 3, |device| c.init(device));
             let obs = Tensor::<2>::ones([2, 3], &device);
             let features =
                 policy.velocity(policy.encode(obs), Tensor::ones([2, 8], &device), Tensor::ones([2, 1], &device)).1;

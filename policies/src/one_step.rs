@@ -207,7 +207,7 @@ mod tests {
             head,
             ..Default::default()
         };
-        let policy = crate::seeded_init(&device, 5, |device| config.init(&device));
+        let policy = crate::seeded_init(&device, 5, |device| config.init(device));
         let obs = Tensor::<2>::from_floats([[0.3, -1.0, 2.0], [1.5, 0.2, -0.7]], &device);
         let x = Tensor::<2>::from_floats(
             [[0.5, -0.25, 1.0, 2.0, 0.1, 0.2, 0.3, 0.4], [-1.0, 0.0, 0.75, -2.0, 0.0, 0.0, 1.0, 1.0]],

@@ -14,13 +14,13 @@ fn critic_config(hidden: usize) -> TwinQConfig {
 #[test]
 fn round_trip_and_errors_name_the_parameter() {
     let device = Device::flex();
-    let a = seeded_init(&device, 1, |device| critic_config(8).init(&device));
-    let b = seeded_init(&device, 2, |device| critic_config(8).init(&device));
+    let a = seeded_init(&device, 1, |device| critic_config(8).init(device));
+    let b = seeded_init(&device, 2, |device| critic_config(8).init(device));
     let pa = named_params(&a);
     assert_ne!(pa, named_params(&b), "different seeds give different parameters");
     assert_eq!(
         pa,
-        named_params(&seeded_init(&device, 1, |device| critic_config(8).init(&device))),
+        named_params(&seeded_init(&device, 1, |device| critic_config(8).init(device))),
         "same seed, same parameters"
     );
     assert_eq!(pa["layers.0.weight"].0, vec![2, 4, 8], "{:?}", pa.keys().collect::<Vec<_>>());
@@ -32,7 +32,7 @@ fn round_trip_and_errors_name_the_parameter() {
     let err = load_params(loaded.clone(), &missing).unwrap_err();
     assert_eq!(err, ParamError::Missing("layers.2.bias".into()));
 
-    let wider = named_params(&seeded_init(&device, 5, |device| critic_config(16).init(&device)));
+    let wider = named_params(&seeded_init(&device, 5, |device| critic_config(16).init(device)));
     assert!(matches!(load_params(loaded.clone(), &wider).unwrap_err(), ParamError::Shape { .. }));
 
     let mut nan = pa.clone();
@@ -46,7 +46,7 @@ fn round_trip_and_errors_name_the_parameter() {
 #[test]
 fn loading_draws_nothing_from_the_generator() {
     let device = Device::flex();
-    let params = named_params(&seeded_init(&device, 3, |device| LinearConfig::new(3, 4).init(&device)));
+    let params = named_params(&seeded_init(&device, 3, |device| LinearConfig::new(3, 4).init(device)));
     let draw = || Tensor::<1>::random([8], Distribution::Default, &device).into_data();
     let (direct, after_load) = with_generator_lock(|| {
         device.seed(7);
@@ -64,8 +64,8 @@ fn polyak_mixes_each_parameter() {
     let device = Device::flex();
     // Every construction goes through seeded_init: its lock keeps this test's draws from
     // interleaving with the other test's seeded ones.
-    let target = seeded_init(&device, 3, |device| critic_config(4).init(&device));
-    let online = seeded_init(&device, 4, |device| critic_config(4).init(&device));
+    let target = seeded_init(&device, 3, |device| critic_config(4).init(device));
+    let online = seeded_init(&device, 4, |device| critic_config(4).init(device));
     let (pt, po) = (named_params(&target), named_params(&online));
     let mixed = named_params(&polyak_update(target, &online, 0.25));
     for (name, (_, m)) in &mixed {

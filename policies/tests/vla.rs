@@ -27,7 +27,7 @@ fn test_config() -> VlaConfig {
 
 fn model(config: &VlaConfig, seed: u64) -> (VlaModel, Device) {
     let device = Device::flex();
-    let m = seeded_init(&device, seed, |device| config.init(&device).unwrap());
+    let m = seeded_init(&device, seed, |device| config.init(device).unwrap());
     (m, device)
 }
 
@@ -433,7 +433,7 @@ fn value_head_gradients_stop_at_its_input_when_detached() {
     ] {
         let config = test_config().with_value_input(value_input).with_detach_critic_input(detach);
         let device = Device::flex().autodiff();
-        let m = seeded_init(&device, 12, |device| config.init(&device).unwrap());
+        let m = seeded_init(&device, 12, |device| config.init(device).unwrap());
         let batch = m.prepare(&input(&m, 2, 1, &["a", "b"]), &device).unwrap();
         let ctx = m.encode(&batch);
         let sample = m.sample(&ctx, noise(5, 2, 12, &device), NoiseMethod::Sde { level: 0.5 }, StochasticSteps::One(1));

@@ -66,7 +66,7 @@ fn flow_matching_sft_fits_a_colour_and_instruction_task() {
         .with_chunk(2)
         .with_denoise_steps(5);
     let device = Device::flex().autodiff();
-    let mut model = seeded_init(&device, 0, |device| config.init(&device).unwrap());
+    let mut model = seeded_init(&device, 0, |device| config.init(device).unwrap());
     let mut optim = AdamWConfig::new().with_weight_decay(1e-10).init();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let b = 32;
