@@ -18,7 +18,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::config::{AlgoConfig, TrainConfig};
-use crate::run::{RunError, build_learner, default_device, evaluate_learner};
+use crate::run::{RunError, build_learner, default_device, evaluate_learner, evaluate_learner_in};
+use embodia_algos::{EvalMode, EvalResult, Learner};
 use embodia_sim::SolveMetric;
 
 /// Episodes per evaluation in the solve protocol.
@@ -66,7 +67,7 @@ pub fn solve(
     let mut last = f64::NEG_INFINITY;
     while learner.env_steps() < config.total_steps {
         learner.iterate(env.as_mut())?;
-        let eval = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES, false)?;
+        let eval = evaluate_learner(learner.as_ref(), config, SOLVE_EVAL_EPISODES, learner.default_eval_mode())?;
         last = eval.mean_return;
         progress(learner.env_steps(), start.elapsed().as_secs_f64(), last, eval.success_rate);
         let threshold = f64::from(info.solve_threshold);
@@ -74,7 +75,8 @@ pub fn solve(
         let solved = if by_success {
             eval.success_rate.unwrap_or(0.0) >= threshold && {
                 let gate = TrainConfig { seed: config.seed + GATE_SEED_OFFSET, ..config.clone() };
-                let rate = evaluate_learner(learner.as_ref(), &gate, GATE_EPISODES, false)?.success_rate;
+                let rate =
+                    evaluate_learner(learner.as_ref(), &gate, GATE_EPISODES, learner.default_eval_mode())?.success_rate;
                 rate.unwrap_or(0.0) >= threshold
             }
         } else {
@@ -84,7 +86,8 @@ pub fn solve(
             let wall_seconds = start.elapsed().as_secs_f64();
             let confirm_success = if by_success {
                 let confirm = TrainConfig { seed: config.seed + CONFIRM_SEED_OFFSET, ..config.clone() };
-                evaluate_learner(learner.as_ref(), &confirm, CONFIRM_EPISODES, false)?.success_rate
+                evaluate_learner(learner.as_ref(), &confirm, CONFIRM_EPISODES, learner.default_eval_mode())?
+                    .success_rate
             } else {
                 None
             };
@@ -196,8 +199,7 @@ pub struct FlowBenchSpec {
     pub rl_steps: Option<u64>,
     /// Parallel environments of flow RL (replaces `algo.num_envs` when set).
     pub num_envs: Option<usize>,
-    /// Evaluation episodes for S0, S1 and the baseline, each run twice: deterministic (fixed
-    /// noise) and with sampled noise.
+    /// Evaluation episodes for S0 and S1, each run in every [`EvalMode`], and the baseline.
     pub eval_episodes: usize,
     /// Seed of demonstrations, networks and environments.
     pub seed: u64,
@@ -211,8 +213,8 @@ pub struct FlowBenchSpec {
     /// runs (`config.toml` and `checkpoint/`) that `eval --run`, `distill --run`, `export --run`
     /// and `train --init` read (not `train --resume`: no environment state is saved).
     pub out: Option<PathBuf>,
-    /// Also train Gaussian PPO from scratch (the task's `ppo` defaults) for the wall time that
-    /// SFT and flow RL took together.
+    /// Also train Gaussian PPO from scratch (the task's `ppo` defaults) for as many env steps as
+    /// flow RL took.
     pub baseline: bool,
 }
 
@@ -232,14 +234,13 @@ pub struct FlowBenchResult {
     pub sft_steps: u64,
     /// Wall seconds of SFT (recording the demonstrations included).
     pub sft_seconds: f64,
-    /// Success rate of the SFT policy (deterministic, `eval_episodes` episodes).
-    pub sft_success: f64,
-    /// Success rate of the SFT policy when every chunk samples its noise (same episodes).
-    pub sft_success_sampled: f64,
-    /// Success rate after flow RL (deterministic, same episodes).
-    pub rl_success: f64,
-    /// Success rate after flow RL with sampled noise (same episodes).
-    pub rl_success_sampled: f64,
+    /// Success rates of the SFT policy (S0) on `eval_episodes` episodes.
+    pub sft_success: ModeSuccess,
+    /// Success rates after flow RL (S1) on the same episodes.
+    pub rl_success: ModeSuccess,
+    /// S1 − S0 on the same episodes in every mode, each `[difference, 95% CI low, high]`
+    /// (paired, as `embodia compare` computes it).
+    pub rl_gain: ModeGain,
     /// Environment steps of flow RL.
     pub rl_env_steps: u64,
     /// Wall seconds of flow RL (without the evaluations).
@@ -252,24 +253,94 @@ pub struct FlowBenchResult {
     pub inference_seconds: f64,
     /// Seconds spent in advantages and updates during RL.
     pub update_seconds: f64,
-    /// Success rate of Gaussian PPO from scratch after `sft_seconds + rl_seconds` of training
-    /// (same protocol), when the baseline ran.
+    /// Success rate of Gaussian PPO from scratch after as many env steps as flow RL (its mean,
+    /// on the same episodes), when the baseline ran.
     pub baseline_success: Option<f64>,
     /// Environment steps of that baseline.
     pub baseline_env_steps: Option<u64>,
 }
 
+/// Success rates of one policy on the same episodes in every [`EvalMode`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ModeSuccess {
+    /// A fresh initial noise per chunk (the reference mode of chunk policies).
+    pub sampled: f64,
+    /// Deterministic from zero noise.
+    pub zero: f64,
+    /// Deterministic from one fixed draw of the noise.
+    pub fixed_draw: f64,
+}
+
+impl ModeSuccess {
+    /// The rate in `mode`.
+    pub fn get(&self, mode: EvalMode) -> f64 {
+        match mode {
+            EvalMode::Sampled => self.sampled,
+            EvalMode::Zero => self.zero,
+            EvalMode::FixedDraw => self.fixed_draw,
+        }
+    }
+
+    /// Success rates of `learner` (trained with `config`) over `episodes` episodes from the
+    /// evaluation seed of `config`, in every mode; with the evaluations, in [`EvalMode::ALL`]'s order.
+    fn measure(
+        learner: &dyn Learner,
+        config: &TrainConfig,
+        episodes: usize,
+    ) -> Result<(Self, Vec<EvalResult>), RunError> {
+        let evals = EvalMode::ALL
+            .into_iter()
+            .map(|mode| evaluate_learner_in(learner, config, episodes, mode, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        let rate = |k: usize| evals[k].success_rate.unwrap_or(0.0);
+        Ok((Self { sampled: rate(0), zero: rate(1), fixed_draw: rate(2) }, evals))
+    }
+}
+
+/// A paired difference of success rates in every [`EvalMode`], each `[difference, 95% CI low,
+/// high]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ModeGain {
+    /// Sampled.
+    pub sampled: [f64; 3],
+    /// Zero noise.
+    pub zero: [f64; 3],
+    /// Fixed draw.
+    pub fixed_draw: [f64; 3],
+}
+
+impl ModeGain {
+    /// `after − before`, paired episode by episode; evaluations in [`EvalMode::ALL`]'s order.
+    fn between(before: &[EvalResult], after: &[EvalResult], seed: u64) -> Result<Self, RunError> {
+        let gain = |k: usize| {
+            let c = crate::compare::pair(&before[k], &after[k], seed)
+                .map_err(|message| RunError::Io { path: "bench flow".into(), message })?;
+            Ok::<_, RunError>([c.difference, c.ci95[0], c.ci95[1]])
+        };
+        Ok(Self { sampled: gain(0)?, zero: gain(1)?, fixed_draw: gain(2)? })
+    }
+
+    /// The gain in `mode`.
+    pub fn get(&self, mode: EvalMode) -> [f64; 3] {
+        match mode {
+            EvalMode::Sampled => self.sampled,
+            EvalMode::Zero => self.zero,
+            EvalMode::FixedDraw => self.fixed_draw,
+        }
+    }
+}
+
 /// SFT of the task's flow policy (its `sft` preset, with the spec's demos, steps and overrides),
 /// evaluation (S0), then flow RL from that policy until its wall-time or env-step budget is spent,
-/// evaluation (S1), and optionally the Gaussian PPO baseline. Every evaluation runs
-/// `eval_episodes` episodes from the evaluation seed twice: with fixed noise and with sampled noise.
+/// evaluation (S1), and optionally the Gaussian PPO baseline. S0 and S1 run `eval_episodes`
+/// episodes from the evaluation seed in every [`EvalMode`].
 /// `progress` sees every RL iteration's metrics (wall seconds counted from the start of RL).
 pub fn flow_bench(
     spec: &FlowBenchSpec,
     progress: &mut dyn FnMut(&embodia_algos::MetricRow),
 ) -> Result<FlowBenchResult, RunError> {
     use crate::config::{AlgoConfig, ConfigSources, resolve};
-    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Learner, PpoFlow, Sft};
+    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, PpoFlow, Sft};
     let rl_config = resolve(&ConfigSources {
         task: Some(&spec.task),
         algorithm: Some(&spec.algorithm),
@@ -298,30 +369,36 @@ pub fn flow_bench(
         sft_config.decay_steps = sft_steps.max(sft_config.warmup_steps + 1);
     }
     let (task, seed, env_config) = (spec.task.as_str(), spec.seed, rl_config.env.as_ref());
-    let eval_seed = seed + crate::run::EVAL_SEED_OFFSET;
-    let mut eval_env = embodia_sim::make_with(task, spec.eval_episodes, env_config)?;
+    // The task's spaces, for the SFT learners.
+    let spaces = embodia_sim::make_with(task, 1, env_config)?;
     let start = Instant::now();
     let recorded = crate::run::record_demos(task, env_config, sft_config.demos, seed, sft_config.demo_noise)?;
     let sft: Box<dyn Learner> = if sft_config.model == ChunkModel::Diffusion {
-        let mut sft = DiffusionSft::new(sft_config.clone(), eval_env.as_ref(), &recorded, default_device(), seed)?;
+        let mut sft = DiffusionSft::new(sft_config.clone(), spaces.as_ref(), &recorded, default_device(), seed)?;
         for _ in 0..sft_steps {
             sft.update()?;
         }
         Box::new(sft)
     } else {
-        let mut sft = Sft::new(sft_config.clone(), eval_env.as_ref(), &recorded, default_device(), seed)?;
+        let mut sft = Sft::new(sft_config.clone(), spaces.as_ref(), &recorded, default_device(), seed)?;
         for _ in 0..sft_steps {
             sft.update()?;
         }
         Box::new(sft)
     };
     let sft_seconds = start.elapsed().as_secs_f64();
-    let (sft_fixed, sft_sampled) = fixed_and_sampled_success(sft.as_ref(), eval_env.as_mut(), eval_seed)?;
+    // S0 is evaluated on the flow-RL run's environments, on which its demonstrations were recorded.
+    let sft_run = TrainConfig {
+        total_steps: sft_steps,
+        algo: AlgoConfig::Sft(sft_config.clone()),
+        env: rl_config.env.clone(),
+        ..sft_run
+    };
+    let (sft_success, sft_evals) = ModeSuccess::measure(sft.as_ref(), &sft_run, spec.eval_episodes)?;
     let sft_checkpoint = sft.checkpoint()?;
     let sft_dir = spec.out.as_ref().map(|out| out.join("sft"));
     if let Some(dir) = &sft_dir {
-        let config = TrainConfig { total_steps: sft_steps, algo: AlgoConfig::Sft(sft_config.clone()), ..sft_run };
-        write_run(dir, &config, &sft_checkpoint)?;
+        write_run(dir, &sft_run, &sft_checkpoint)?;
     }
 
     let init = sft_dir.map_or_else(|| "(in memory)".to_string(), |dir| dir.display().to_string());
@@ -360,17 +437,18 @@ pub fn flow_bench(
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
     }
     let learner = rl.learner();
-    let (rl_fixed, rl_sampled) = fixed_and_sampled_success(learner, eval_env.as_mut(), eval_seed)?;
+    let rl_run = TrainConfig { total_steps: learner.env_steps(), algo: rl_algo, ..rl_config };
+    let (rl_success, rl_evals) = ModeSuccess::measure(learner, &rl_run, spec.eval_episodes)?;
+    let rl_gain = ModeGain::between(&sft_evals, &rl_evals, seed)?;
     let chunk_steps = learner.env_steps() / learner.chunk_len().max(1) as u64;
     if let Some(out) = &spec.out {
         let dir = out.join(&spec.algorithm);
         write_curves(&dir, &rows)?;
-        let config = TrainConfig { total_steps: learner.env_steps(), algo: rl_algo, ..rl_config };
-        write_run(&dir, &config, &learner.checkpoint()?)?;
+        write_run(&dir, &rl_run, &learner.checkpoint()?)?;
     }
     let (baseline_success, baseline_env_steps) = match spec.baseline {
         true => {
-            let (success, steps) = ppo_baseline(spec, sft_seconds + rl_time)?;
+            let (success, steps) = ppo_baseline(spec, rl_run.env.as_ref(), learner.env_steps())?;
             (Some(success), Some(steps))
         }
         false => (None, None),
@@ -382,10 +460,9 @@ pub fn flow_bench(
         demos: sft_config.demos,
         sft_steps,
         sft_seconds,
-        sft_success: sft_fixed,
-        sft_success_sampled: sft_sampled,
-        rl_success: rl_fixed,
-        rl_success_sampled: rl_sampled,
+        sft_success,
+        rl_success,
+        rl_gain,
         rl_env_steps: learner.env_steps(),
         rl_seconds: rl_time,
         chunk_steps_per_s: chunk_steps as f64 / (sim + inference).max(1e-9),
@@ -397,34 +474,29 @@ pub fn flow_bench(
     })
 }
 
-/// Success rates of `learner` on the same episodes from `seed`: with fixed noise (deterministic)
-/// and with every chunk sampling its noise.
-fn fixed_and_sampled_success(
-    learner: &dyn embodia_algos::Learner,
-    env: &mut dyn embodia_sim::VecEnv,
-    seed: u64,
-) -> Result<(f64, f64), RunError> {
-    let mut rate = |stochastic| embodia_algos::evaluate(learner, env, seed, stochastic).map(|r| r.success_rate);
-    Ok((rate(false)?.unwrap_or(0.0), rate(true)?.unwrap_or(0.0)))
-}
-
-/// Gaussian PPO from scratch with the task's `ppo` defaults for `seconds` of wall time; its
-/// deterministic success rate over `spec.eval_episodes` episodes and its env steps. Writes its
-/// curves to `<out>/ppo/` when `spec.out` is set.
-fn ppo_baseline(spec: &FlowBenchSpec, seconds: f64) -> Result<(f64, u64), RunError> {
+/// Gaussian PPO from scratch with the task's `ppo` defaults on flow RL's environments
+/// (`env_config`) for `env_steps` env steps (the first iteration past them ends it); its success
+/// rate in its reference mode (the mean) over `spec.eval_episodes` episodes and its env steps.
+/// Writes its curves to `<out>/ppo/` when `spec.out` is set.
+fn ppo_baseline(
+    spec: &FlowBenchSpec,
+    env_config: Option<&embodia_sim::TaskConfig>,
+    env_steps: u64,
+) -> Result<(f64, u64), RunError> {
     use crate::config::{ConfigSources, resolve};
-    let config = resolve(&ConfigSources {
+    let mut config = resolve(&ConfigSources {
         task: Some(&spec.task),
         algorithm: Some("ppo"),
         seed: Some(spec.seed),
         ..ConfigSources::default()
     })?;
+    config.env = env_config.cloned();
     let mut env = embodia_sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref())?;
     env.reset(spec.seed);
     let mut learner = build_learner(&config, env.as_ref(), &default_device())?;
     let start = Instant::now();
     let mut rows = Vec::new();
-    while start.elapsed().as_secs_f64() < seconds {
+    while learner.env_steps() < env_steps {
         let mut row = learner.iterate(env.as_mut())?;
         row.wall_seconds = start.elapsed().as_secs_f64();
         rows.push(row);
@@ -432,7 +504,7 @@ fn ppo_baseline(spec: &FlowBenchSpec, seconds: f64) -> Result<(f64, u64), RunErr
     if let Some(out) = &spec.out {
         write_curves(&out.join("ppo"), &rows)?;
     }
-    let eval = evaluate_learner(learner.as_ref(), &config, spec.eval_episodes, false)?;
+    let eval = evaluate_learner(learner.as_ref(), &config, spec.eval_episodes, learner.default_eval_mode())?;
     Ok((eval.success_rate.unwrap_or(0.0), learner.env_steps()))
 }
 

@@ -10,20 +10,21 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use embodia_algos::{EpisodeOutcome, EvalResult};
+use embodia_algos::{EpisodeOutcome, EvalMode, EvalResult};
 use embodia_sim::rapier::language::Split;
 use serde::Serialize;
 
 use crate::config::TrainConfig;
-use crate::run::{RunError, evaluate_learner, load_learner};
+use crate::run::{RunError, evaluate_learner_in, load_learner};
 
 /// What `embodia compare` evaluates.
 #[derive(Debug, Clone)]
 pub struct CompareSpec {
     /// Episodes per run (one environment each).
     pub episodes: usize,
-    /// Sample actions instead of taking their mode.
-    pub stochastic: bool,
+    /// How both policies choose actions; `None`: the first run's reference mode
+    /// ([`embodia_algos::Learner::default_eval_mode`]).
+    pub mode: Option<EvalMode>,
     /// Seed of the shared episodes; `None`: the first run's.
     pub seed: Option<u64>,
     /// Language-conditioned tasks: the variants to draw instead of each run's configured split.
@@ -39,6 +40,8 @@ pub struct PairedComparison {
     pub episodes: usize,
     /// The shared seed (each run's `seed` replaced by it for the evaluation).
     pub seed: u64,
+    /// How both policies chose actions.
+    pub mode: EvalMode,
     /// `success` (0 or 1 per episode, at its last step) or `return` (tasks without a success
     /// notion).
     pub metric: String,
@@ -90,6 +93,7 @@ pub fn compare_runs(a: &Path, b: &Path, spec: &CompareSpec) -> Result<PairedComp
         });
     }
     let seed = spec.seed.unwrap_or(config_a.seed);
+    let mode = spec.mode.unwrap_or_else(|| learner_a.default_eval_mode());
     let evaluate = |config: &mut TrainConfig, learner: &dyn embodia_algos::Learner| {
         config.seed = seed;
         if let Some(split) = spec.split {
@@ -104,7 +108,7 @@ pub fn compare_runs(a: &Path, b: &Path, spec: &CompareSpec) -> Result<PairedComp
             task.command.language.as_mut().expect("filtered").split = split;
             config.env = Some(task);
         }
-        evaluate_learner(learner, config, spec.episodes, spec.stochastic)
+        evaluate_learner_in(learner, config, spec.episodes, mode, None)
     };
     let ra = evaluate(&mut config_a, learner_a.as_ref())?;
     let rb = evaluate(&mut config_b, learner_b.as_ref())?;
@@ -154,6 +158,7 @@ pub(crate) fn pair(a: &EvalResult, b: &EvalResult, seed: u64) -> Result<PairedCo
         task: a.task.clone(),
         episodes: ea.len(),
         seed,
+        mode: a.mode,
         metric: if has_success { "success" } else { "return" }.into(),
         a: mean(&mut ea.iter().map(value)),
         b: mean(&mut eb.iter().map(value)),
@@ -183,6 +188,7 @@ mod tests {
     fn result(episodes: Vec<EpisodeOutcome>) -> EvalResult {
         EvalResult {
             task: "t".into(),
+            mode: EvalMode::Sampled,
             episodes: episodes.len(),
             mean_return: 0.0,
             std_return: 0.0,

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use embodia_algos::{ConsistencyLoss, DistillMethod, Learner, evaluate};
+use embodia_algos::{ConsistencyLoss, DistillMethod, EvalMode, InitialNoise, Learner, evaluate};
 use embodia_deploy::export::PolicySpec;
 use serde::Serialize;
 
@@ -156,9 +156,15 @@ fn success(
     stochastic: bool,
 ) -> Result<Option<SuccessFigures>, RunError> {
     let mut env = embodia_sim::make_with(&config.task, episodes, config.env.as_ref())?;
+    // Deterministic: from the initial noise the policy acts with (the student's is its teacher's).
+    let mode = match (stochastic, learner.initial_noise()) {
+        (true, _) => EvalMode::Sampled,
+        (false, Some(InitialNoise::FixedDraw)) => EvalMode::FixedDraw,
+        (false, _) => EvalMode::Zero,
+    };
     let (mut per_seed, mut returns) = (Vec::new(), 0.0);
     for &seed in seeds {
-        let r = evaluate(learner, env.as_mut(), seed, stochastic)?;
+        let r = evaluate(learner, env.as_mut(), seed, mode)?;
         returns += r.mean_return;
         match r.success_rate {
             Some(s) => per_seed.push(s),

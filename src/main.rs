@@ -4,13 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use embodia::algos::{ConsistencyLoss, DistillMethod, EvalResult, InitialNoise, MetricRow, MetricSink, StepTrace};
+use embodia::algos::{ConsistencyLoss, DistillMethod, EvalMode, EvalResult, MetricRow, MetricSink, StepTrace};
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::{ALGORITHMS, AlgoConfig, ConfigSources, TrainConfig, resolve};
-use embodia::run::{
-    Run, evaluate_learner_traced, fresh_run_dir, load_learner, load_learner_with, write_episode_outcomes,
-    write_step_trace,
-};
+use embodia::run::{Run, evaluate_learner_in, fresh_run_dir, load_learner, write_episode_outcomes, write_step_trace};
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -160,7 +157,11 @@ enum Command {
         /// Seed of the shared episodes [default: the first run's].
         #[arg(long)]
         seed: Option<u64>,
-        /// Sample actions from the policies instead of taking their mode.
+        /// How both policies choose actions: `sampled`, `zero` or `fixed-draw` (see `eval
+        /// --mode`) [default: the first run's reference mode].
+        #[arg(long, value_parser = EVAL_MODES, conflicts_with = "stochastic")]
+        mode: Option<String>,
+        /// The same as `--mode sampled`.
         #[arg(long)]
         stochastic: bool,
         /// Language-conditioned tasks (lang-cubes): draw these variants instead of the
@@ -192,14 +193,15 @@ enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
-        /// Sample actions from the policy instead of taking its mode.
+        /// How the policy chooses actions: `sampled` (a fresh initial noise per chunk; Gaussian
+        /// policies: a sampled action), `zero` (deterministic from zero noise; Gaussian: the
+        /// mean) or `fixed-draw` (deterministic from one fixed draw of the noise) [default: the
+        /// policy's reference mode: sampled for flow, diffusion and VLA policies, zero otherwise].
+        #[arg(long, value_parser = EVAL_MODES, conflicts_with_all = ["stochastic", "expert"])]
+        mode: Option<String>,
+        /// The same as `--mode sampled`.
         #[arg(long)]
         stochastic: bool,
-        /// Where the deterministic actions of a flow, diffusion or VLA policy start denoising:
-        /// `fixed-draw` (one fixed draw of the initial noise, what training evaluates) or `zero`
-        /// (the prior's mean).
-        #[arg(long, value_parser = ["fixed-draw", "zero"], conflicts_with_all = ["stochastic", "expert"])]
-        initial_noise: Option<String>,
         /// Also record this many deterministic episodes into RUN/episodes.rrd (link transforms
         /// with visual geometry, targets, observations, actions, rewards; needs the `rerun`
         /// feature).
@@ -454,7 +456,7 @@ enum BenchCommand {
         /// SFT and RL policies as runs in DIR/<task>-seed<N>/sft/ and …/<algo>/ (for eval, distill, export).
         #[arg(long, value_name = "DIR", default_value = "runs/bench-flow")]
         out: PathBuf,
-        /// Also train Gaussian PPO from scratch for the same wall time (SFT + RL) and report its success.
+        /// Also train Gaussian PPO from scratch for as many env steps as flow RL took and report its success.
         #[arg(long)]
         baseline: bool,
         /// Also print one JSON object per result.
@@ -902,15 +904,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             split,
             episodes_csv,
             steps_csv,
-            initial_noise,
+            mode,
             ..
         } => {
             let csv = EvalCsv { episodes: episodes_csv.as_deref(), steps: steps_csv.as_deref() };
-            let initial_noise = initial_noise.map(|v| match v.as_str() {
-                "zero" => InitialNoise::Zero,
-                _ => InitialNoise::FixedDraw,
-            });
-            eval(&run, episodes, json, stochastic, split.as_deref(), csv, initial_noise)?;
+            eval(&run, episodes, json, eval_mode(mode.as_deref(), stochastic), split.as_deref(), csv)?;
             if let Some(out) = render {
                 let (config, learner) = load_learner(&run)?;
                 embodia::render::render_learner_episode(learner.as_ref(), &config, render_frames, &out)?;
@@ -921,8 +919,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 None => Ok(()),
             }
         }
-        Command::Compare { run, episodes, seed, stochastic, split, json } => {
-            compare(&run, episodes, seed, stochastic, split.as_deref(), json)
+        Command::Compare { run, episodes, seed, mode, stochastic, split, json } => {
+            compare(&run, episodes, seed, eval_mode(mode.as_deref(), stochastic), split.as_deref(), json)
         }
         Command::View { run } => Ok(embodia::viz::view(&run)?),
         Command::Eval { task, episodes, json, seed, render, render_frames, split, .. } => {
@@ -1216,11 +1214,10 @@ fn train(
     progress.bar.finish_and_clear();
     result?;
     let eval = run.final_eval(config.eval_episodes)?;
-    eprintln!("evaluation ({} episodes, deterministic): {}", eval.episodes, describe_eval(&eval));
+    eprintln!("evaluation: {}", describe_eval(&eval));
     if let Some(student) = run.final_student_eval(config.eval_episodes)? {
         eprintln!(
-            "one-step student ({} episodes, deterministic): {}; its run: {}",
-            student.episodes,
+            "one-step student: {}; its run: {}",
             describe_eval(&student),
             run.dir.join(embodia::run::STUDENT_DIR).display()
         );
@@ -1280,7 +1277,10 @@ fn describe_eval(e: &EvalResult) -> String {
         (Some(end), _) => format!(", success {:.0}%", 100.0 * end),
         _ => String::new(),
     };
-    format!("mean return {:.1} ± {:.1}, mean length {:.0}{success}", e.mean_return, e.std_return, e.mean_length)
+    format!(
+        "mean return {:.1} ± {:.1}, mean length {:.0}{success} ({} evaluation, {} episodes)",
+        e.mean_return, e.std_return, e.mean_length, e.mode, e.episodes
+    )
 }
 
 /// `env` (or the task's default config) with the language family's split set to `split`
@@ -1310,20 +1310,29 @@ struct EvalCsv<'a> {
     steps: Option<&'a Path>,
 }
 
+/// The `--mode` values of `eval` and `compare` ([`EvalMode::name`]).
+const EVAL_MODES: [&str; 3] = ["sampled", "zero", "fixed-draw"];
+
+/// The evaluation mode of `--mode NAME` (checked by clap against [`EVAL_MODES`]) or
+/// `--stochastic`; `None`: the policy's reference mode.
+fn eval_mode(name: Option<&str>, stochastic: bool) -> Option<EvalMode> {
+    if stochastic { Some(EvalMode::Sampled) } else { name.and_then(EvalMode::from_name) }
+}
+
 fn eval(
     run: &Path,
     episodes: usize,
     json: bool,
-    stochastic: bool,
+    mode: Option<EvalMode>,
     split: Option<&str>,
     csv: EvalCsv,
-    initial_noise: Option<InitialNoise>,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
-    let (mut config, learner) = load_learner_with(run, initial_noise)?;
+    let (mut config, learner) = load_learner(run)?;
     config.env = with_split(&config.task, config.env.take(), split)?;
     let mut trace = csv.steps.map(|_| StepTrace::default());
-    let result = evaluate_learner_traced(learner.as_ref(), &config, episodes, stochastic, trace.as_mut())?;
+    let mode = mode.unwrap_or_else(|| learner.default_eval_mode());
+    let result = evaluate_learner_in(learner.as_ref(), &config, episodes, mode, trace.as_mut())?;
     if let Some(path) = csv.episodes {
         write_episode_outcomes(&result, path)?;
         eprintln!("wrote {} episodes into {}", result.per_episode.len(), path.display());
@@ -1356,7 +1365,7 @@ fn compare(
     runs: &[PathBuf],
     episodes: usize,
     seed: Option<u64>,
-    stochastic: bool,
+    mode: Option<EvalMode>,
     split: Option<&str>,
     json: bool,
 ) -> anyhow::Result<()> {
@@ -1370,15 +1379,17 @@ fn compare(
         "all" => Split::All,
         _ => Split::Train,
     });
-    let spec = embodia::compare::CompareSpec { episodes, stochastic, seed, split };
+    let spec = embodia::compare::CompareSpec { episodes, mode, seed, split };
     let c = embodia::compare::compare_runs(a, b, &spec)?;
     if json {
         println!("{}", serde_json::to_string(&c)?);
         return Ok(());
     }
     let (scale, percent, unit) = if c.metric == "success" { (100.0, "%", " points") } else { (1.0, "", "") };
-    let mode = if stochastic { "sampled" } else { "deterministic" };
-    println!("{} episodes of {} (seed {}, {mode} actions), {} of each run:", c.episodes, c.task, c.seed, c.metric);
+    println!(
+        "{} episodes of {} (seed {}, {} evaluation), {} of each run:",
+        c.episodes, c.task, c.seed, c.mode, c.metric
+    );
     println!("  A {}: {:.1}{percent}", a.display(), scale * c.a);
     println!("  B {}: {:.1}{percent}", b.display(), scale * c.b);
     let mut line = format!(
@@ -1520,7 +1531,7 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
         (_, None) => format!("{} s", spec.rl_seconds),
     };
     println!(
-        "bench flow: SFT (the task's sft preset{}), then {} for {budget} with {} envs{}; success over {} episodes, deterministic and with sampled noise",
+        "bench flow: SFT (the task's sft preset{}), then {} for {budget} with {} envs{}; success over {} episodes in every evaluation mode (sampled, zero, fixed draw)",
         match (spec.demos, spec.sft_steps) {
             (None, None) => String::new(),
             (d, s) => format!(
@@ -1531,7 +1542,7 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
         },
         spec.algorithm,
         spec.num_envs.map_or_else(|| "the config's".to_string(), |n| n.to_string()),
-        if spec.baseline { ", and Gaussian PPO from scratch for the same wall time" } else { "" },
+        if spec.baseline { ", and Gaussian PPO from scratch for the same env steps" } else { "" },
         spec.eval_episodes
     );
     let root = spec.out.clone().unwrap_or_default();
@@ -1559,17 +1570,16 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
                 _ => String::new(),
             };
             println!(
-                "task={} seed={seed} S0={:.2} sampled {:.2} ({} demos, {} steps, {:.0} s) S1={:.2} sampled {:.2} after {} env steps / {:.0} s;{baseline} rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s; curves in {}",
+                "task={} seed={seed} S0={} ({} demos, {} steps, {:.0} s) S1={} after {} env steps / {:.0} s; S1−S0 (paired 95% CI) {};{baseline} rollout chunk_steps/s={:.0}; time sim/inference/update = {:.0}/{:.0}/{:.0} s; curves in {}",
                 r.task,
-                r.sft_success,
-                r.sft_success_sampled,
+                mode_rates(&r.sft_success),
                 r.demos,
                 r.sft_steps,
                 r.sft_seconds,
-                r.rl_success,
-                r.rl_success_sampled,
+                mode_rates(&r.rl_success),
                 r.rl_env_steps,
                 r.rl_seconds,
+                mode_gains(&r.rl_gain),
                 r.chunk_steps_per_s,
                 r.sim_seconds,
                 r.inference_seconds,
@@ -1585,12 +1595,13 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
             embodia::bench::median(results.iter().filter_map(f).collect())
                 .map_or_else(|| "-".to_string(), |m| format!("{m:.2}"))
         };
+        let medians = |f: &dyn Fn(&embodia::bench::FlowBenchResult) -> embodia::bench::ModeSuccess| {
+            EvalMode::ALL.map(|m| format!("{} {}", m, median(&|r| Some(f(r).get(m))))).join(" / ")
+        };
         println!(
-            "task={task} median over {seeds} seed(s): S0={} sampled {} S1={} sampled {}{}",
-            median(&|r| Some(r.sft_success)),
-            median(&|r| Some(r.sft_success_sampled)),
-            median(&|r| Some(r.rl_success)),
-            median(&|r| Some(r.rl_success_sampled)),
+            "task={task} median over {seeds} seed(s): S0={} S1={}{}",
+            medians(&|r| r.sft_success),
+            medians(&|r| r.rl_success),
             if spec.baseline {
                 format!(" ppo-from-scratch={}", median(&|r| r.baseline_success))
             } else {
@@ -1599,6 +1610,21 @@ fn bench_flow(tasks: &[String], spec: embodia::bench::FlowBenchSpec, seeds: u64,
         );
     }
     Ok(())
+}
+
+/// `sampled 0.46 / zero 0.40 / fixed-draw 0.15`: success in every evaluation mode.
+fn mode_rates(r: &embodia::bench::ModeSuccess) -> String {
+    EvalMode::ALL.map(|m| format!("{m} {:.2}", r.get(m))).join(" / ")
+}
+
+/// `sampled +0.12 [+0.03, +0.21] / …`: a paired difference in every evaluation mode.
+fn mode_gains(g: &embodia::bench::ModeGain) -> String {
+    EvalMode::ALL
+        .map(|m| {
+            let [d, lo, hi] = g.get(m);
+            format!("{m} {d:+.2} [{lo:+.2}, {hi:+.2}]")
+        })
+        .join(" / ")
 }
 
 fn bench_vla_model(spec: &embodia::vla_model_bench::VlaModelBenchSpec, json: bool) -> anyhow::Result<()> {

@@ -21,10 +21,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::Device;
+use embodia_algos::distill::FIXED_NOISE_KEY;
 use embodia_algos::{
-    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalResult,
-    InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, PpoFlowConfig, Sac, Sft, StepTrace, VLA_ACTOR_KEY,
-    VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, evaluate_traced,
+    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalMode,
+    EvalResult, InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, PpoFlowConfig, Sac, Sft, StepTrace,
+    VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, evaluate_traced,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
@@ -647,20 +648,22 @@ impl Run {
         Ok(())
     }
 
-    /// Deterministic evaluation over `episodes` episodes; writes `eval.json`.
+    /// Evaluation over `episodes` episodes in the policy's reference mode
+    /// ([`Learner::default_eval_mode`]); writes `eval.json`.
     pub fn final_eval(&self, episodes: usize) -> Result<EvalResult, RunError> {
-        let result = evaluate_learner(self.learner.as_ref(), &self.config, episodes, false)?;
+        let mode = self.learner.default_eval_mode();
+        let result = evaluate_learner(self.learner.as_ref(), &self.config, episodes, mode)?;
         let path = self.dir.join(EVAL_FILE);
         let json = serde_json::to_string_pretty(&result).expect("eval result serializes");
         fs::write(&path, json + "\n").map_err(io_err(&path))?;
         Ok(result)
     }
 
-    /// Deterministic evaluation of the student trained alongside (if any) over `episodes`
-    /// episodes, the same as [`Run::final_eval`]'s; writes `student/eval.json`.
+    /// Evaluation of the student trained alongside (if any) over `episodes` episodes, the same
+    /// as [`Run::final_eval`]'s; writes `student/eval.json`.
     pub fn final_student_eval(&self, episodes: usize) -> Result<Option<EvalResult>, RunError> {
         let Some(student) = self.learner.student() else { return Ok(None) };
-        let result = evaluate_learner(student, &self.config, episodes, false)?;
+        let result = evaluate_learner(student, &self.config, episodes, student.default_eval_mode())?;
         let path = self.dir.join(STUDENT_DIR).join(EVAL_FILE);
         let json = serde_json::to_string_pretty(&result).expect("eval result serializes");
         fs::write(&path, json + "\n").map_err(io_err(&path))?;
@@ -668,15 +671,16 @@ impl Run {
     }
 }
 
-/// Runs `episodes` evaluation episodes of `learner` on fresh environments, with deterministic
-/// actions unless `stochastic`.
+/// Runs `episodes` evaluation episodes of `learner` on fresh environments in `mode`, which must
+/// be one the learner acts in as it is ([`embodia_algos::check_eval_mode`]; see
+/// [`evaluate_learner_in`] for any mode).
 pub fn evaluate_learner(
     learner: &dyn Learner,
     config: &TrainConfig,
     episodes: usize,
-    stochastic: bool,
+    mode: EvalMode,
 ) -> Result<EvalResult, RunError> {
-    evaluate_learner_traced(learner, config, episodes, stochastic, None)
+    evaluate_learner_traced(learner, config, episodes, mode, None)
 }
 
 /// [`evaluate_learner`], also filling `trace` with every step of every episode.
@@ -684,11 +688,32 @@ pub fn evaluate_learner_traced(
     learner: &dyn Learner,
     config: &TrainConfig,
     episodes: usize,
-    stochastic: bool,
+    mode: EvalMode,
     trace: Option<&mut StepTrace>,
 ) -> Result<EvalResult, RunError> {
     let mut env = make_env(config, episodes)?;
-    Ok(evaluate_traced(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, stochastic, trace)?)
+    Ok(evaluate_traced(learner, env.as_mut(), config.seed + EVAL_SEED_OFFSET, mode, trace)?)
+}
+
+/// [`evaluate_learner_traced`] in any mode: a chunk policy whose deterministic actions start
+/// from another initial noise than `mode`'s is evaluated as a copy loaded from its checkpoint
+/// with that initial noise.
+pub fn evaluate_learner_in(
+    learner: &dyn Learner,
+    config: &TrainConfig,
+    episodes: usize,
+    mode: EvalMode,
+    trace: Option<&mut StepTrace>,
+) -> Result<EvalResult, RunError> {
+    match (mode.initial_noise(), learner.initial_noise()) {
+        (Some(wanted), Some(own)) if wanted != own => {
+            let mut ckpt = learner.checkpoint()?;
+            set_initial_noise(&mut ckpt, wanted, &config.algorithm)?;
+            let copy = learner_from_checkpoint(config, &ckpt)?;
+            evaluate_learner_traced(copy.as_ref(), config, episodes, mode, trace)
+        }
+        _ => evaluate_learner_traced(learner, config, episodes, mode, trace),
+    }
 }
 
 /// Writes an evaluation's steps as CSV, one row per environment step: `episode, step, reward,
@@ -753,32 +778,25 @@ pub fn write_episode_outcomes(result: &EvalResult, path: &Path) -> Result<(), Ru
 
 /// Loads the learner of a finished or interrupted run, for evaluation.
 pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
-    load_learner_with(dir, None)
-}
-
-/// [`load_learner`], with the deterministic actions of a chunk policy starting from
-/// `initial_noise` where given instead of the run's own setting (`eval --initial-noise`).
-pub fn load_learner_with(
-    dir: &Path,
-    initial_noise: Option<InitialNoise>,
-) -> Result<(TrainConfig, Box<dyn Learner>), RunError> {
     check_run_dir(dir)?;
     let config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
-    let mut ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-    if let Some(start) = initial_noise {
-        set_initial_noise(&mut ckpt, start, &config.algorithm)?;
-    }
-    let env = make_env(&config, 1)?;
-    let learner = match &config.algo {
+    let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+    let learner = learner_from_checkpoint(&config, &ckpt)?;
+    Ok((config, learner))
+}
+
+/// The learner of `config` restored from `ckpt`, for evaluation.
+fn learner_from_checkpoint(config: &TrainConfig, ckpt: &Checkpoint) -> Result<Box<dyn Learner>, RunError> {
+    let env = make_env(config, 1)?;
+    Ok(match &config.algo {
         // Without recording its demonstrations again: the checkpoint holds what acting needs.
         AlgoConfig::VlaSft(c) => {
-            let mut learner = VlaSft::for_evaluation(c.clone(), env.as_ref(), &ckpt, default_device(), config.seed)?;
-            learner.restore(&ckpt)?;
+            let mut learner = VlaSft::for_evaluation(c.clone(), env.as_ref(), ckpt, default_device(), config.seed)?;
+            learner.restore(ckpt)?;
             Box::new(learner)
         }
-        _ => restore_learner(&config, env.as_ref(), &ckpt)?,
-    };
-    Ok((config, learner))
+        _ => restore_learner(config, env.as_ref(), ckpt)?,
+    })
 }
 
 /// Sets the initial noise of the chunk actor (of a flow, diffusion or VLA policy) in `ckpt`;
@@ -788,13 +806,17 @@ fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str
         let mut actor: ChunkActor = ckpt.get(CHUNK_ACTOR_KEY)?;
         actor.initial_noise = start;
         ckpt.put(CHUNK_ACTOR_KEY, &actor)?;
+        // A one-step student maps its teacher's deterministic initial noise.
+        if ckpt.meta.contains_key(FIXED_NOISE_KEY) {
+            ckpt.put(FIXED_NOISE_KEY, &actor.deterministic_noise())?;
+        }
     } else if ckpt.meta.contains_key(VLA_ACTOR_KEY) {
         let mut actor: VlaActor = ckpt.get(VLA_ACTOR_KEY)?;
         actor.chunk.initial_noise = start;
         ckpt.put(VLA_ACTOR_KEY, &actor)?;
     } else {
         return Err(RunError::Config(crate::config::ConfigError::OutOfRange {
-            field: "--initial-noise".into(),
+            field: "--mode".into(),
             value: format!(
                 "`{}` for a `{algorithm}` run",
                 if start == InitialNoise::Zero { "zero" } else { "fixed-draw" }

@@ -12,12 +12,13 @@ use std::time::Instant;
 
 use embodia_algos::ppo_flow::TimeSplit;
 use embodia_algos::{
-    Checkpoint, EvalResult, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig, record_policy_episodes,
+    Checkpoint, EvalMode, EvalResult, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig,
+    record_policy_episodes,
 };
 use serde::Serialize;
 
 use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
-use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner, load_learner, make_env};
+use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner_in, load_learner, make_env};
 
 /// What `embodia bench vla` runs.
 #[derive(Debug, Clone)]
@@ -137,7 +138,7 @@ fn with_split(
     Ok(config)
 }
 
-/// One policy's evaluations on both splits, deterministic and sampled, in the order of
+/// One policy's evaluations on both splits, deterministic (zero noise) and sampled, in the order of
 /// [`SplitSuccess`]'s fields; every policy of a bench plays the same episodes (the bench's
 /// seed), so they pair.
 struct SplitEvals([EvalResult; 4]);
@@ -145,9 +146,9 @@ struct SplitEvals([EvalResult; 4]);
 impl SplitEvals {
     fn of(learner: &dyn Learner, config: &TrainConfig, episodes: usize, seed: u64) -> Result<Self, RunError> {
         use embodia_sim::rapier::language::Split::{HeldOut, Train};
-        let eval =
-            |split, stochastic| evaluate_learner(learner, &with_split(config, split, seed)?, episodes, stochastic);
-        Ok(Self([eval(Train, false)?, eval(HeldOut, false)?, eval(Train, true)?, eval(HeldOut, true)?]))
+        let eval = |split, mode| evaluate_learner_in(learner, &with_split(config, split, seed)?, episodes, mode, None);
+        let (zero, sampled) = (EvalMode::Zero, EvalMode::Sampled);
+        Ok(Self([eval(Train, zero)?, eval(HeldOut, zero)?, eval(Train, sampled)?, eval(HeldOut, sampled)?]))
     }
 
     fn success(&self) -> SplitSuccess {

@@ -627,7 +627,7 @@ fn eval_json(dir: &Path, run: &str) -> serde_json::Map<String, Value> {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["episodes", "mean_length", "mean_return", "std_return", "success_once_rate", "success_rate", "task"]
+        ["episodes", "mean_length", "mean_return", "mode", "std_return", "success_once_rate", "success_rate", "task"]
     );
     assert_eq!(obj["episodes"].as_u64(), Some(3));
     assert!(obj["mean_return"].as_f64().is_some_and(f64::is_finite));
@@ -647,8 +647,9 @@ fn eval_json_reports_one_object() {
     assert_eq!(v["success_rate"], Value::Null, "pendulum has no success notion");
     assert_eq!(v["success_once_rate"], Value::Null);
     assert_eq!(v["mean_length"].as_f64(), Some(200.0), "pendulum episodes are 200 steps");
-    let e = fail(d, &["eval", "--run", "runs/pend", "--initial-noise", "zero"]);
-    assert_mentions(&e, &["--initial-noise", "sac", "flow, diffusion and VLA"]);
+    assert_eq!(v["mode"], "zero", "a Gaussian policy is reported with its mean");
+    let e = fail(d, &["eval", "--run", "runs/pend", "--mode", "fixed-draw"]);
+    assert_mentions(&e, &["fixed-draw", "sac", "without an initial noise"]);
 
     ok(
         d,
@@ -838,18 +839,25 @@ fn eval_json_episodes(dir: &Path, run: &str, episodes: usize) -> Value {
     serde_json::from_str(out.stdout.trim()).unwrap()
 }
 
-/// `eval --run run` under each `--initial-noise` mode: each reproducible (the default is the
-/// fixed draw), the two different policies.
-fn assert_initial_noise_modes_differ(dir: &Path, run: &str, episodes: usize) {
+/// `eval --run run` in each `--mode`: the default is `sampled`, each mode is reproducible and
+/// named in the result, and the three act differently.
+fn assert_eval_modes_differ(dir: &Path, run: &str, episodes: usize) {
     let episodes = episodes.to_string();
-    let returns = |extra: &[&str]| {
+    let eval = |extra: &[&str]| {
         let out = ok(dir, &[&["eval", "--run", run, "--episodes", &episodes, "--json"], extra].concat());
-        serde_json::from_str::<Value>(out.stdout.trim()).unwrap()["mean_return"].as_f64().unwrap()
+        let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        (v["mode"].as_str().unwrap().to_string(), v["mean_return"].as_f64().unwrap())
     };
-    let (fixed, zero) = (returns(&[]), returns(&["--initial-noise", "zero"]));
-    assert_eq!(returns(&["--initial-noise", "fixed-draw"]), fixed, "{run}: the default is the fixed draw");
-    assert_eq!(returns(&["--initial-noise", "zero"]), zero, "{run}: zero is deterministic");
-    assert_ne!(fixed, zero, "{run}: the two modes act differently");
+    let (default_mode, default_return) = eval(&[]);
+    assert_eq!(default_mode, "sampled", "{run}: chunk policies are reported sampled");
+    let mut returns = Vec::new();
+    for mode in ["sampled", "zero", "fixed-draw"] {
+        let (named, r) = eval(&["--mode", mode]);
+        assert_eq!((named.as_str(), eval(&["--mode", mode]).1), (mode, r), "{run}: `{mode}` is reproducible");
+        returns.push(r);
+    }
+    assert_eq!(returns[0], default_return, "{run}: the default is `sampled`");
+    assert!(returns[0] != returns[1] && returns[1] != returns[2], "{run}: the modes act alike: {returns:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1018,9 +1026,8 @@ fn diffusion_sft_then_dppo_from_the_command_line() {
         a.extend(["--set", "algo.update_epochs=1", "--run-dir", run, "--quiet"]);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };
-    // Deterministic actions start from one fixed draw, or from zero with `--initial-noise`:
-    // another policy, itself deterministic.
-    assert_initial_noise_modes_differ(d, "dsft", 3);
+    // Sampled, from zero noise or from one fixed draw: three policies, each reproducible.
+    assert_eval_modes_differ(d, "dsft", 3);
     let args = dppo("rl", "dsft");
     ok(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
     let (header, rows) = metrics(&d.join("rl"));
@@ -1110,14 +1117,27 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
         out.stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(json.len(), 1, "{}", out.stdout);
     let r = &json[0];
-    for key in ["sft_success", "sft_success_sampled", "rl_success", "rl_success_sampled", "baseline_success"] {
-        assert!(r[key].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{key}: {r}");
+    // S0 and S1 in every evaluation mode.
+    for stage in ["sft_success", "rl_success"] {
+        for mode in ["sampled", "zero", "fixed_draw"] {
+            assert!(r[stage][mode].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{stage}.{mode}: {r}");
+        }
+    }
+    assert!(r["baseline_success"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{r}");
+    // The paired gain in each mode is S1 − S0 of the same episodes, inside its interval.
+    for (mode, key) in [("sampled", "sampled"), ("zero", "zero"), ("fixed-draw", "fixed_draw")] {
+        let g: Vec<f64> = r["rl_gain"][key].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let d = r["rl_success"][key].as_f64().unwrap() - r["sft_success"][key].as_f64().unwrap();
+        assert!((g[0] - d).abs() < 1e-9 && g[1] <= g[0] && g[0] <= g[2], "{mode}: {g:?} vs {d}");
     }
     assert_eq!((r["demos"].as_u64(), r["sft_steps"].as_u64(), r["seed"].as_u64()), (Some(2), Some(20), Some(2)), "{r}");
     // RL stops at the first iteration that reaches the env-step budget (4 envs × 10 chunks of 4).
     let rl_steps = r["rl_env_steps"].as_u64().unwrap();
     assert!((400..400 + 160).contains(&rl_steps), "{r}");
-    assert!(r["baseline_env_steps"].as_u64().unwrap() > 0, "{r}");
+    // The baseline takes at least as many env steps as flow RL (whole PPO iterations).
+    assert!(r["baseline_env_steps"].as_u64().unwrap() >= rl_steps, "{r}");
+    let line = out.stdout.lines().find(|l| l.starts_with("task=reach seed=2")).unwrap();
+    assert!(line.contains("S0=sampled ") && line.contains(" / zero ") && line.contains(" / fixed-draw "), "{line}");
     assert!(out.stdout.contains("median over 1 seed(s)") && out.stdout.contains("ppo-from-scratch="), "{}", out.stdout);
     for algo in ["ppo-flow-sde", "ppo"] {
         let run = d.join("bf/reach-seed2").join(algo);
@@ -1201,8 +1221,8 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     assert!(rows.iter().all(|r| r[loss].parse::<f64>().is_ok_and(|l| l.is_finite() && l > 0.0)), "{rows:?}");
     let eval = read_json(&d.join("sft/eval.json"));
     assert!(eval["per_instruction"].as_array().is_some_and(|a| !a.is_empty()), "{eval:?}");
-    // `--initial-noise` reaches the VLA's actor too.
-    assert_initial_noise_modes_differ(d, "sft", 2);
+    // `--mode` reaches the VLA's actor too.
+    assert_eval_modes_differ(d, "sft", 2);
 
     let mut args = vec!["train", "--task", "lang-cubes", "--algo", "vla-ppo-flow-sde", "--init", "sft"];
     args.extend(["--steps", "100", "--set", "algo.num_envs=4", "--set", "algo.group_size=2", "--set"]);

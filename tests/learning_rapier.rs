@@ -2,6 +2,7 @@
 //! arm's gripper within 2 cm of random targets. (`embodia bench solve --task reach --algo ppo`
 //! reports the full figure.)
 
+use embodia::algos::EvalMode;
 use embodia::config::{ConfigSources, resolve};
 use embodia::run::{build_learner, default_device, evaluate_learner};
 
@@ -19,11 +20,11 @@ fn ppo_learns_reach() {
     let mut env = embodia::sim::make_with(&config.task, config.algo.num_envs(), config.env.as_ref()).unwrap();
     env.reset(config.seed);
     let mut learner = build_learner(&config, env.as_ref(), &default_device()).unwrap();
-    let before = evaluate_learner(learner.as_ref(), &config, 20, false).unwrap().success_rate.unwrap();
+    let before = evaluate_learner(learner.as_ref(), &config, 20, EvalMode::Zero).unwrap().success_rate.unwrap();
     while learner.env_steps() < config.total_steps {
         learner.iterate(env.as_mut()).unwrap();
     }
-    let after = evaluate_learner(learner.as_ref(), &config, 20, false).unwrap().success_rate.unwrap();
+    let after = evaluate_learner(learner.as_ref(), &config, 20, EvalMode::Zero).unwrap().success_rate.unwrap();
     // An untrained policy almost never ends within 2 cm of a random target; with this seed,
     // 300k steps reach ~90% (the training success rate passes 70% at ~180k steps).
     assert!(before <= 0.1, "untrained success rate {before}");
@@ -52,11 +53,11 @@ fn ppo_with_a_privileged_critic_balances_the_cartpole() {
     assert_eq!(env.obs_spec().critic.as_ref().map(|c| c.dim()), Some(5));
     env.reset(config.seed);
     let mut learner = build_learner(&config, env.as_ref(), &default_device()).unwrap();
-    let before = evaluate_learner(learner.as_ref(), &config, 10, false).unwrap().mean_return;
+    let before = evaluate_learner(learner.as_ref(), &config, 10, EvalMode::Zero).unwrap().mean_return;
     while learner.env_steps() < config.total_steps {
         learner.iterate(env.as_mut()).unwrap();
     }
-    let after = evaluate_learner(learner.as_ref(), &config, 10, false).unwrap().mean_return;
+    let after = evaluate_learner(learner.as_ref(), &config, 10, EvalMode::Zero).unwrap().mean_return;
     // 300 steps of +1 while upright; an untrained policy drops the pole within ~20 steps.
     assert!(before < 100.0, "untrained return {before}");
     assert!(after >= 200.0, "return after 200k steps: {after} (from {before})");

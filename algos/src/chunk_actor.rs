@@ -33,8 +33,9 @@ pub struct ChunkActor {
     /// action is absolute. `[action_dim]` or empty.
     #[serde(default)]
     pub relative: Vec<Option<ActionState>>,
-    /// Where deterministic actions start the denoising chain. Default: one fixed draw.
-    #[serde(default)]
+    /// Where deterministic actions start the denoising chain: zero for new policies;
+    /// checkpoints written before the setting existed read as the fixed draw they acted with.
+    #[serde(default = "InitialNoise::before_setting")]
     pub initial_noise: InitialNoise,
 }
 
@@ -43,10 +44,17 @@ pub struct ChunkActor {
 #[serde(rename_all = "kebab-case")]
 pub enum InitialNoise {
     /// One fixed draw from `N(0, I)`, the same for every row and call.
-    #[default]
     FixedDraw,
-    /// Zero, the mean of the prior.
+    /// Zero, the mean of the prior: no single draw decides every decision.
+    #[default]
     Zero,
+}
+
+impl InitialNoise {
+    /// What actors saved before [`ChunkActor::initial_noise`] existed acted with.
+    fn before_setting() -> Self {
+        InitialNoise::FixedDraw
+    }
 }
 
 /// Seed of the initial noise of deterministic actions.
@@ -189,8 +197,9 @@ mod tests {
         // Dimension 0 is relative to 2 × obs[1] = 0.4, dimension 1 is absolute.
         assert!((chunk[0] - 0.1).abs() < 1e-6 && chunk[1] == -0.3 && (chunk[2] - 0.2).abs() < 1e-6);
 
-        // Deterministic actions start from one fixed draw unless told to start from zero;
-        // actors saved before the setting existed read as the fixed draw.
+        // Deterministic actions start from zero unless told to start from one fixed draw;
+        // actors saved before the setting existed read as the fixed draw they acted with.
+        assert_eq!(InitialNoise::default(), InitialNoise::Zero);
         let draw = actor.deterministic_noise();
         assert!(draw.len() == 6 && draw.iter().all(|v| *v != 0.0) && draw == actor.deterministic_noise());
         let zero = ChunkActor { initial_noise: InitialNoise::Zero, ..actor.clone() };

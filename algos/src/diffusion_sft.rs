@@ -29,7 +29,7 @@ use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_ho
 use crate::normalizer::Standardizer;
 use crate::rollouts::dagger_chunk_samples;
 use crate::sft::{ChunkModel, SftConfig, fitted_actor, warmup_cosine};
-use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, evaluate};
+use crate::{Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, evaluate};
 
 /// Checkpoint key of the [`DiffusionConfig`] of a diffusion policy.
 pub const DIFFUSION_KEY: &str = "diffusion";
@@ -225,6 +225,14 @@ impl DiffusionSft {
 }
 
 impl Learner for DiffusionSft {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(self.actor.initial_noise)
+    }
+
     fn name(&self) -> &'static str {
         "sft"
     }
@@ -239,7 +247,7 @@ impl Learner for DiffusionSft {
         for _ in 0..self.config.updates_per_iteration {
             loss += self.update()?;
         }
-        let eval = evaluate(self, env, self.eval_seed, false)?;
+        let eval = evaluate(self, env, self.eval_seed, self.default_eval_mode())?;
         if self.config.dagger_episodes > 0 && self.steps >= self.config.dagger_start_step {
             self.dagger_round(env)?;
         }

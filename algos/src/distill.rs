@@ -53,7 +53,7 @@ use serde::{Deserialize, Serialize};
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::sft::warmup_cosine;
-use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
+use crate::{Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, check_range, evaluate};
 
 /// Which one-step objective (`--method`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -644,6 +644,15 @@ impl Distill {
 }
 
 impl Learner for Distill {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    /// The student's deterministic actions map its teacher's deterministic initial noise.
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(if self.fixed_noise.iter().all(|v| *v == 0.0) { InitialNoise::Zero } else { InitialNoise::FixedDraw })
+    }
+
     fn name(&self) -> &'static str {
         "distill"
     }
@@ -661,7 +670,7 @@ impl Learner for Distill {
         }
         self.iterations += 1;
         // A new evaluation seed each iteration, so the next collection starts from new states.
-        let eval = evaluate(self, env, self.eval_seed.wrapping_add(self.iterations), false)?;
+        let eval = evaluate(self, env, self.eval_seed.wrapping_add(self.iterations), self.default_eval_mode())?;
         let mean_loss = loss / self.config.updates_per_iteration as f64;
         Ok(MetricRow::supervised(self.steps, mean_loss, self.learning_rate(), &eval))
     }

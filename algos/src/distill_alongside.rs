@@ -32,7 +32,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AlgoError, Checkpoint, ConsistencyLoss, Distill, DistillConfig, DistillMethod, Learner, MetricRow, check_range,
+    AlgoError, Checkpoint, ConsistencyLoss, Distill, DistillConfig, DistillMethod, EvalMode, InitialNoise, Learner,
+    MetricRow, check_range,
 };
 
 /// Prefix of the student's tensors, and key of its metadata, in the wrapper's checkpoint.
@@ -183,6 +184,14 @@ impl<L: Learner> DistillAlongside<L> {
 }
 
 impl<L: Learner> Learner for DistillAlongside<L> {
+    fn default_eval_mode(&self) -> EvalMode {
+        self.inner.default_eval_mode()
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        self.inner.initial_noise()
+    }
+
     fn name(&self) -> &'static str {
         self.inner.name()
     }

@@ -62,7 +62,9 @@ use crate::ppo_flow::{
     AdvantageEstimator, GrpoSettings, RewardSource, TimeSplit, chunk_column, chunk_rewards, grpo_episodes, step_rewards,
 };
 use crate::state_replay::FailedStateReplay;
-use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
+use crate::{
+    Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_range, compute_gae,
+};
 
 /// DPPO hyperparameters. Defaults follow DPPO's robomimic state configs where they carry over
 /// (K′ = 5 as in its DDIM setting, where K′ = K = 5; the SFT default here is K = 10, so the
@@ -684,6 +686,14 @@ impl Dppo {
 }
 
 impl Learner for Dppo {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(self.actor.initial_noise)
+    }
+
     fn name(&self) -> &'static str {
         "dppo"
     }

@@ -8,7 +8,58 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use crate::{AlgoError, Checkpoint, MetricRow};
+use crate::{AlgoError, Checkpoint, InitialNoise, MetricRow};
+
+/// How an evaluation chooses actions. A chunk policy's success can differ by tens of points
+/// between modes, so every reported figure names its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalMode {
+    /// Every decision samples from the policy with a generator seeded by the evaluation seed:
+    /// a chunk policy draws a fresh initial noise for each chunk and denoises it (the reference
+    /// mode of flow, diffusion and VLA policies); a Gaussian policy draws its action.
+    Sampled,
+    /// Deterministic: a chunk policy denoises from zero, the prior's mean; a Gaussian policy
+    /// acts with its mean (the reference mode of Gaussian policies).
+    Zero,
+    /// Deterministic: a chunk policy denoises every decision from one fixed draw of the noise.
+    /// One unlucky draw can ruin it, so it is reported, never the reference.
+    FixedDraw,
+}
+
+impl EvalMode {
+    /// Every mode, in the order figures list them.
+    pub const ALL: [EvalMode; 3] = [EvalMode::Sampled, EvalMode::Zero, EvalMode::FixedDraw];
+
+    /// The name figures and the command line use: `sampled`, `zero`, `fixed-draw`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvalMode::Sampled => "sampled",
+            EvalMode::Zero => "zero",
+            EvalMode::FixedDraw => "fixed-draw",
+        }
+    }
+
+    /// The mode called `name` (see [`EvalMode::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The initial noise of a deterministic mode; `None` for [`EvalMode::Sampled`].
+    pub fn initial_noise(self) -> Option<InitialNoise> {
+        match self {
+            EvalMode::Sampled => None,
+            EvalMode::Zero => Some(InitialNoise::Zero),
+            EvalMode::FixedDraw => Some(InitialNoise::FixedDraw),
+        }
+    }
+}
+
+impl std::fmt::Display for EvalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// A training algorithm bound to one task's spaces.
 ///
@@ -76,6 +127,20 @@ pub trait Learner {
     fn eval_diagnostics(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+
+    /// The mode this policy's figures are reported in: [`EvalMode::Sampled`] for policies that
+    /// denoise a drawn noise (flow, diffusion, VLA, their one-step students), whose
+    /// deterministic modes hinge on one choice of the noise; [`EvalMode::Zero`] (the mean) for
+    /// Gaussian policies.
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Zero
+    }
+
+    /// Where this policy's deterministic actions start denoising; `None` for policies that do
+    /// not denoise (their deterministic action is the mean).
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        None
+    }
 }
 
 /// Feeds a learner's action chunks to an environment one step at a time: queries the learner
@@ -137,11 +202,13 @@ impl ActionQueue {
     }
 }
 
-/// Result of a deterministic evaluation.
+/// Result of an evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalResult {
     /// Task name.
     pub task: String,
+    /// How actions were chosen.
+    pub mode: EvalMode,
     /// Episodes run.
     pub episodes: usize,
     /// Mean undiscounted return.
@@ -243,16 +310,47 @@ impl StepTrace {
 }
 
 /// Runs one episode in each environment of `env` (so `env.num_envs()` episodes), starting from
-/// `reset(seed)`, with the learner's deterministic actions, or with sampled actions if
-/// `stochastic` (drawn from a generator seeded by `seed`). Action-chunk learners execute each
-/// chunk open loop (see [`ActionQueue`]).
+/// `reset(seed)`, choosing actions as `mode` says (sampled ones from a generator seeded by
+/// `seed`). Action-chunk learners execute each chunk open loop (see [`ActionQueue`]).
+///
+/// A deterministic mode must be the learner's own: a chunk policy whose deterministic actions
+/// start from another initial noise, or a Gaussian policy asked for a fixed draw, is an error
+/// (reload the policy with that initial noise), so that no figure is reported in a mode it was
+/// not measured in.
 pub fn evaluate(
     learner: &dyn Learner,
     env: &mut dyn VecEnv,
     seed: u64,
-    stochastic: bool,
+    mode: EvalMode,
 ) -> Result<EvalResult, AlgoError> {
-    evaluate_traced(learner, env, seed, stochastic, None)
+    evaluate_traced(learner, env, seed, mode, None)
+}
+
+/// Fails unless `learner` can act in `mode` as it is (see [`evaluate`]).
+pub fn check_eval_mode(learner: &dyn Learner, mode: EvalMode) -> Result<(), AlgoError> {
+    let own = learner.initial_noise();
+    let fits = match mode.initial_noise() {
+        None => true,
+        Some(wanted) => own.map_or(wanted == InitialNoise::Zero, |own| own == wanted),
+    };
+    if fits {
+        return Ok(());
+    }
+    let allowed = match own {
+        None => "`sampled` or `zero` (the mean) for a policy without an initial noise".to_string(),
+        Some(InitialNoise::Zero) => {
+            "`sampled` or `zero` for this policy as loaded; reload it with a fixed-draw initial noise for `fixed-draw`"
+                .into()
+        }
+        Some(InitialNoise::FixedDraw) => {
+            "`sampled` or `fixed-draw` for this policy as loaded; reload it with a zero initial noise for `zero`".into()
+        }
+    };
+    Err(AlgoError::Config {
+        field: "evaluation mode".into(),
+        value: format!("`{mode}` for `{}`", learner.name()),
+        allowed,
+    })
 }
 
 /// [`evaluate`], also filling `trace` (cleared first) with every step of every episode.
@@ -260,11 +358,12 @@ pub fn evaluate_traced(
     learner: &dyn Learner,
     env: &mut dyn VecEnv,
     seed: u64,
-    stochastic: bool,
+    mode: EvalMode,
     mut trace: Option<&mut StepTrace>,
 ) -> Result<EvalResult, AlgoError> {
     use rand::SeedableRng;
-    let mut rng = stochastic.then(|| ChaCha8Rng::seed_from_u64(seed));
+    check_eval_mode(learner, mode)?;
+    let mut rng = (mode == EvalMode::Sampled).then(|| ChaCha8Rng::seed_from_u64(seed));
     let n = env.num_envs();
     let action_dim = env.action_spec().bounds.dim();
     let mut actions = vec![0.0f32; n * action_dim];
@@ -368,6 +467,7 @@ pub fn evaluate_traced(
     let var = returns.iter().map(|&r| (r as f64 - mean).powi(2)).sum::<f64>() / k;
     Ok(EvalResult {
         task: env.info().name.to_string(),
+        mode,
         episodes: n,
         mean_return: mean,
         std_return: var.sqrt(),

@@ -39,8 +39,8 @@ pub use distill_alongside::{ALONGSIDE_PREFIX, DistillAlongside, DistillAlongside
 pub use dppo::{Dppo, DppoConfig};
 pub use gae::compute_gae;
 pub use learner::{
-    ActionQueue, EpisodeOutcome, EvalResult, InstructionResult, Learner, StepTrace, evaluate, evaluate_traced,
-    host_reads,
+    ActionQueue, EpisodeOutcome, EvalMode, EvalResult, InstructionResult, Learner, StepTrace, check_eval_mode,
+    evaluate, evaluate_traced, host_reads,
 };
 pub use metrics::{EpisodeStats, MetricRow, MetricSink};
 pub use noise::{ExplorationNoise, PINK_OCTAVES, PinkNoise};

@@ -47,7 +47,9 @@ use serde::{Deserialize, Serialize};
 use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::state_replay::FailedStateReplay;
-use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, check_range, compute_gae};
+use crate::{
+    Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_range, compute_gae,
+};
 
 /// Which flow-RL variant (`ppo-flow-sde` or `ppo-flow-noise` on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -1412,6 +1414,14 @@ fn huber(error: Tensor<2>, delta: f64) -> Tensor<2> {
 }
 
 impl Learner for PpoFlow {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(self.actor.initial_noise)
+    }
+
     fn name(&self) -> &'static str {
         match self.config.method {
             FlowRlMethod::Sde => "ppo-flow-sde",

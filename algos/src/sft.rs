@@ -55,7 +55,7 @@ use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
 use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
 use crate::normalizer::Standardizer;
 use crate::rollouts::dagger_chunk_samples;
-use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, check_range, evaluate};
+use crate::{Adam, AlgoError, Checkpoint, EvalMode, Learner, MetricRow, check_range, evaluate};
 
 /// SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), ε = 1e-8,
 /// weight decay 1e-10, grad clip 1.0, EMA 0.99); see the module docs for the schedule.
@@ -418,6 +418,14 @@ pub(crate) fn chunk_samples(demos: &Demonstrations, actor: &ChunkActor) -> (Vec<
 }
 
 impl Learner for Sft {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(self.actor.initial_noise)
+    }
+
     fn name(&self) -> &'static str {
         "sft"
     }
@@ -432,7 +440,7 @@ impl Learner for Sft {
         for _ in 0..self.config.updates_per_iteration {
             loss += self.update()?;
         }
-        let eval = evaluate(self, env, self.eval_seed, false)?;
+        let eval = evaluate(self, env, self.eval_seed, self.default_eval_mode())?;
         if self.config.dagger_episodes > 0 && self.steps >= self.config.dagger_start_step {
             self.dagger_round(env)?;
         }

@@ -65,8 +65,8 @@ use crate::ppo_flow::{
 use crate::state_replay::FailedStateReplay;
 use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
-    Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, FlowRlMethod, Learner, MetricRow,
-    PpoFlowConfig, RewardSource, check_range,
+    Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, EvalMode, FlowRlMethod, InitialNoise,
+    Learner, MetricRow, PpoFlowConfig, RewardSource, check_range,
 };
 
 /// What one iteration stores, row `step·n + env` for chunk step `step`.
@@ -513,6 +513,14 @@ impl VlaPpo {
 }
 
 impl Learner for VlaPpo {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(self.actor.chunk.initial_noise)
+    }
+
     fn name(&self) -> &'static str {
         match self.config.method {
             FlowRlMethod::Sde => "vla-ppo-flow-sde",

@@ -47,7 +47,9 @@ use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_ho
 use crate::rollouts::{RolloutLabels, RolloutRecording, learner_rollouts};
 use crate::sft::{check_demonstrations, chunk_samples, fitted_actor, warmup_cosine};
 use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
-use crate::{Adam, AlgoError, Checkpoint, Learner, MetricRow, Standardizer, check_range, evaluate};
+use crate::{
+    Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, Standardizer, check_range, evaluate,
+};
 
 /// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
 /// decay 1e-10, grad clip 1.0, EMA 0.99); the learning rate suits a ~1M-parameter model.
@@ -746,6 +748,14 @@ impl VlaSft {
 }
 
 impl Learner for VlaSft {
+    fn default_eval_mode(&self) -> EvalMode {
+        EvalMode::Sampled
+    }
+
+    fn initial_noise(&self) -> Option<InitialNoise> {
+        Some(self.actor.chunk.initial_noise)
+    }
+
     fn name(&self) -> &'static str {
         "vla-sft"
     }
@@ -762,7 +772,7 @@ impl Learner for VlaSft {
             loss += l;
             grounding = g.map(|g| grounding.unwrap_or(0.0) + g);
         }
-        let eval = evaluate(self, env, self.eval_seed, false)?;
+        let eval = evaluate(self, env, self.eval_seed, self.default_eval_mode())?;
         if self.config.dagger_episodes > 0 {
             self.dagger_round(env)?;
         }

@@ -4,7 +4,7 @@
 
 use burn::tensor::Device;
 use embodia_algos::{
-    Checkpoint, ChunkModel, DiffusionSft, Dppo, DppoConfig, Learner, SftConfig, act_diffusion,
+    Checkpoint, ChunkModel, DiffusionSft, Dppo, DppoConfig, EvalMode, Learner, SftConfig, act_diffusion,
     diffusion_actor_from_checkpoint, evaluate,
 };
 use embodia_policies::{DenoiseSettings, DiffusionPolicy, FlowPolicyConfig, load_params};
@@ -41,7 +41,7 @@ fn diffusion_sft_fits_reach_demonstrations_and_succeeds_in_closed_loop() {
     // ε-prediction starts at E‖ε‖²/dim = 1 for an untrained network.
     assert!(loss < 0.2, "ε-prediction loss {loss} after 600 steps");
     let mut env = embodia_sim::make("reach", 20).unwrap();
-    let success = evaluate(&sft, env.as_mut(), 99, false).unwrap().success_rate.unwrap();
+    let success = evaluate(&sft, env.as_mut(), 99, EvalMode::Zero).unwrap().success_rate.unwrap();
     assert!(success >= 0.5, "diffusion SFT success {success} on 20 reach episodes");
 }
 
@@ -257,7 +257,7 @@ fn dppo_improves_a_weak_reach_policy() {
     env.reset(11);
     let mut dppo = Dppo::new(config, env.as_ref(), &sft.checkpoint().unwrap(), Device::flex().autodiff(), 1).unwrap();
     // S0 of the SFT weights under the learner's sampler (noise-free η = 1 means).
-    let s0 = evaluate(&dppo, eval_env.as_mut(), 99, false).unwrap().success_rate.unwrap();
+    let s0 = evaluate(&dppo, eval_env.as_mut(), 99, EvalMode::Zero).unwrap().success_rate.unwrap();
     let mut returns = Vec::new();
     for _ in 0..30 {
         let row = dppo.iterate(env.as_mut()).unwrap();

@@ -2,7 +2,7 @@
 //! per-episode outcomes.
 
 use burn::tensor::Device;
-use embodia_algos::{Ppo, PpoConfig, evaluate};
+use embodia_algos::{EvalMode, Ppo, PpoConfig, evaluate};
 use embodia_sim::{ActionSpec, EnvSnapshot, ObsSpec, SimError, StepBuffers, TaskInfo, VecEnv};
 
 /// Pendulum whose success criterion is scripted: environment 0 succeeds only at step 3,
@@ -57,7 +57,7 @@ fn success_at_any_step_counts_episodes_that_lose_their_success_before_the_end() 
     let buffers = env.buffers().clone();
     let mut env = ScriptedSuccess { env, info, buffers, steps: 0 };
     let ppo = Ppo::new(PpoConfig { num_envs: 3, ..PpoConfig::default() }, &env, Device::flex().autodiff(), 1).unwrap();
-    let result = evaluate(&ppo, &mut env, 7, false).unwrap();
+    let result = evaluate(&ppo, &mut env, 7, EvalMode::Zero).unwrap();
     assert_eq!(result.episodes, 3);
     assert_eq!(result.success_rate, Some(1.0 / 3.0), "only environment 1 succeeds at its last step");
     assert_eq!(result.success_once_rate, Some(2.0 / 3.0), "environments 0 and 1 succeed at some step");
@@ -70,7 +70,7 @@ fn success_at_any_step_counts_episodes_that_lose_their_success_before_the_end() 
 fn every_episode_is_reported_with_the_positions_of_objects_and_target_at_its_start_and_end() {
     let mut env = embodia_sim::make("pick-cube", 4).unwrap();
     let ppo = Ppo::new(PpoConfig { num_envs: 4, ..PpoConfig::default() }, &*env, Device::flex().autodiff(), 1).unwrap();
-    let result = evaluate(&ppo, env.as_mut(), 3, false).unwrap();
+    let result = evaluate(&ppo, env.as_mut(), 3, EvalMode::Zero).unwrap();
     let names = ["objects/cube.x", "objects/cube.y", "objects/cube.z", "target.x", "target.y", "target.z"];
     assert_eq!(result.position_names, names);
     assert_eq!(result.per_episode.len(), 4);
@@ -91,4 +91,16 @@ fn every_episode_is_reported_with_the_positions_of_objects_and_target_at_its_sta
     let returns: f64 = result.per_episode.iter().map(|e| e.episode_return as f64).sum();
     assert!((returns / 4.0 - result.mean_return).abs() < 1e-3);
     assert_ne!(result.per_episode[0].initial_positions, result.per_episode[1].initial_positions);
+}
+
+#[test]
+fn an_evaluation_refuses_a_deterministic_mode_the_policy_does_not_act_in() {
+    let mut env = embodia_sim::make("pendulum", 2).unwrap();
+    let ppo = Ppo::new(PpoConfig { num_envs: 2, ..PpoConfig::default() }, &*env, Device::flex().autodiff(), 1).unwrap();
+    // A Gaussian policy's deterministic action is its mean (`zero`); it has no fixed draw.
+    assert_eq!(evaluate(&ppo, env.as_mut(), 3, EvalMode::Zero).unwrap().mode, EvalMode::Zero);
+    assert_eq!(evaluate(&ppo, env.as_mut(), 3, EvalMode::Sampled).unwrap().mode, EvalMode::Sampled);
+    let err = evaluate(&ppo, env.as_mut(), 3, EvalMode::FixedDraw).unwrap_err().to_string();
+    assert!(err.contains("fixed-draw") && err.contains("ppo") && err.contains("without an initial noise"), "{err}");
+    assert_eq!(EvalMode::ALL.map(|m| EvalMode::from_name(m.name())), EvalMode::ALL.map(Some));
 }

@@ -3,7 +3,9 @@
 //! (`embodia bench flow` reports the figures on pick-cube and push-t.)
 
 use burn::tensor::Device;
-use embodia_algos::{ActionQueue, Checkpoint, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate};
+use embodia_algos::{
+    ActionQueue, Checkpoint, EvalMode, InitialNoise, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate,
+};
 use embodia_policies::FlowPolicyConfig;
 use embodia_sim::rapier::expert::record_task_expert;
 
@@ -30,10 +32,14 @@ fn sft_fits_reach_demonstrations_and_succeeds_in_closed_loop() {
     // The flow-matching loss starts near 2 (velocity of unit-variance noise and actions).
     assert!(loss < 0.25, "flow-matching loss {loss} after 600 steps");
     let mut env = embodia_sim::make("reach", 20).unwrap();
-    let eval = evaluate(&sft, env.as_mut(), 99, false).unwrap();
+    let eval = evaluate(&sft, env.as_mut(), 99, EvalMode::Zero).unwrap();
     // The scripted expert succeeds in 90%; a partly working clone is the starting point of RL.
     let success = eval.success_rate.unwrap();
     assert!(success >= 0.5, "SFT success {success} on 20 reach episodes");
+    // A new flow policy acts deterministically from zero noise, is reported sampled, and
+    // refuses to be reported in the fixed draw it does not act with.
+    assert_eq!((sft.initial_noise(), sft.default_eval_mode()), (Some(InitialNoise::Zero), EvalMode::Sampled));
+    assert!(evaluate(&sft, env.as_mut(), 99, EvalMode::FixedDraw).is_err());
 }
 
 /// A frozen, deterministic policy succeeds as often in episodes that start with an auto-reset
@@ -225,7 +231,7 @@ fn sft_on_perturbed_pick_cube_demonstrations_partly_succeeds() {
     }
     // 100 episodes: on 20 the same policy measured 5%, on these 100 16%.
     let mut env = embodia_sim::make("pick-cube", 100).unwrap();
-    let success = evaluate(&sft, env.as_mut(), 2_100_000, false).unwrap().success_rate.unwrap();
+    let success = evaluate(&sft, env.as_mut(), 2_100_000, EvalMode::Zero).unwrap().success_rate.unwrap();
     assert!(success >= 0.1, "SFT success {success} on 100 pick-cube episodes");
 }
 
@@ -248,7 +254,7 @@ fn dagger_rounds_raise_a_pick_cube_ee_clone() {
         }
         let samples = sft.num_samples();
         let mut eval_env = embodia_sim::make("pick-cube-ee", 50).unwrap();
-        (evaluate(&sft, eval_env.as_mut(), 4_100, false).unwrap().success_rate.unwrap(), samples)
+        (evaluate(&sft, eval_env.as_mut(), 4_100, EvalMode::Zero).unwrap().success_rate.unwrap(), samples)
     };
     let (plain, plain_samples) = clone(0);
     let (dagger, dagger_samples) = clone(20);

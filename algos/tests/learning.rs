@@ -2,7 +2,7 @@
 //! (`embodia bench solve` reports the full figures over several seeds.)
 
 use burn::tensor::Device;
-use embodia_algos::{ExplorationNoise, Learner, Ppo, PpoConfig, Sac, SacConfig, TargetEntropy, evaluate};
+use embodia_algos::{EvalMode, ExplorationNoise, Learner, Ppo, PpoConfig, Sac, SacConfig, TargetEntropy, evaluate};
 
 /// Trains until a 10-episode deterministic evaluation reaches the threshold or the budget is
 /// spent; returns the env steps at which it solved.
@@ -12,7 +12,7 @@ fn steps_to_solve(learner: &mut dyn Learner, env: &mut dyn embodia_sim::VecEnv, 
     while learner.env_steps() < budget {
         let row = learner.iterate(env).unwrap();
         assert!(row.value_loss.is_none_or(f64::is_finite));
-        let result = evaluate(learner, eval_env.as_mut(), 12345, false).unwrap();
+        let result = evaluate(learner, eval_env.as_mut(), 12345, EvalMode::Zero).unwrap();
         if result.mean_return >= threshold {
             return Some(learner.env_steps());
         }
@@ -85,7 +85,7 @@ fn sac_learns_to_hover_the_quadrotor() {
     let mut eval_env = embodia_sim::make("quadrotor-hover", 20).unwrap();
     let mut sac = Sac::new(config, env.as_ref(), Device::flex().autodiff(), 1).unwrap();
     let success = |sac: &Sac, eval_env: &mut dyn embodia_sim::VecEnv| {
-        evaluate(sac, eval_env, 777, false).unwrap().success_rate.expect("hover reports success")
+        evaluate(sac, eval_env, 777, EvalMode::Zero).unwrap().success_rate.expect("hover reports success")
     };
     let before = success(&sac, eval_env.as_mut());
     let mut best = 0.0f64;

@@ -5,8 +5,8 @@
 
 use burn::tensor::Device;
 use embodia_algos::{
-    AdvantageEstimator, CriticInput, Learner, PpoFlowConfig, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, VlaSftConfig,
-    evaluate,
+    AdvantageEstimator, CriticInput, EvalMode, Learner, PpoFlowConfig, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft,
+    VlaSftConfig, evaluate,
 };
 use embodia_policies::vla::{TextConfig, VisionConfig, VlaConfig};
 use embodia_sim::TaskConfig;
@@ -111,7 +111,7 @@ fn sft(v: &Variant, steps: usize) -> (VlaSft, f64, f64) {
 /// Success rate over `episodes` episodes with chunks sampled from `x_1 ~ N(0, I)` (ODE).
 fn success(learner: &dyn Learner, v: &Variant, episodes: usize, seed: u64) -> f64 {
     let mut env = env(v, episodes);
-    evaluate(learner, &mut env, seed, true).unwrap().success_rate.unwrap()
+    evaluate(learner, &mut env, seed, EvalMode::Sampled).unwrap().success_rate.unwrap()
 }
 
 #[test]
