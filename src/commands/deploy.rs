@@ -1,0 +1,153 @@
+//! `embodia deploy`, `embodia calibrate` and `embodia servo-emulator`: running a policy on a robot.
+
+use std::path::PathBuf;
+
+use crate::DeployArgs;
+
+pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
+    let DeployArgs { run, robot, port, calibration, hz, sim, episodes, seed, json, .. } = args;
+    let (robot, port, hz, sim, episodes, seed, json) =
+        (robot.as_str(), port.as_deref(), *hz, *sim, *episodes, *seed, *json);
+    use embodia::deployment::{self, DeploySettings, SimIo, Target};
+    anyhow::ensure!(hz > 0.0 && hz <= 1000.0, "invalid value for `--hz`: {hz} (allowed: 0 < hz ≤ 1000)");
+    anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
+    let model = embodia::robots::builtin(robot)?;
+    let base_map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    let map = match (port, calibration.as_deref()) {
+        (Some(_), Some(file)) => {
+            let cal = embodia::robots::Calibration::load(file)?;
+            base_map.calibrated(&cal, &file.display().to_string())?
+        }
+        (Some(port), None) => anyhow::bail!(
+            "no calibration for {robot}: run `embodia calibrate --port {port} --robot {robot}` and pass its file with --calibration"
+        ),
+        // The emulator's servos start centred, where the uncalibrated map puts each joint's zero.
+        (None, _) => base_map,
+    };
+    let mut policy = deployment::load_policy(run, &map)?;
+    let settings = DeploySettings {
+        hz,
+        episodes,
+        episode_cycles: None,
+        home_cycles: hz as u64,
+        seed,
+        safety: embodia::deploy::SafetyConfig::default(),
+        record: args.record.is_some(),
+    };
+    if let Some(dir) = &args.record {
+        // Refuse an occupied directory before the robot moves, not after.
+        anyhow::ensure!(
+            std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none()),
+            "{}: not empty; choose another --record directory",
+            dir.display()
+        );
+    }
+    embodia::deploy::signal::install_stop_handler()?;
+    let stop = embodia::deploy::signal::stop_requested;
+    let target = if sim {
+        "the rapier simulation"
+    } else if port.is_some() {
+        "the servo bus"
+    } else {
+        "the servo emulator"
+    };
+    eprintln!(
+        "deploying {} on {robot} via {target} at {hz} Hz, {episodes} episodes (in-process policy: deterministic mean action; Ctrl-C stops safely)",
+        run.display()
+    );
+    let report = if sim {
+        let mut io = SimIo::new(&policy, seed)?;
+        deployment::deploy(&mut policy, Target::Sim(&mut io), &map, &settings, &stop)?
+    } else {
+        let emulator;
+        let path = match port {
+            Some(p) => p.to_string(),
+            None => {
+                let ids = map.ids();
+                emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&ids))?;
+                emulator.path().to_string()
+            }
+        };
+        let port =
+            embodia::deploy::SerialBusPort::open(&path, 1_000_000).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        let bus_config = embodia::deploy::BusConfig { timeout: deployment::bus_timeout(hz), retries: 0 };
+        let mut io = embodia::deploy::ServoRobot::new(embodia::deploy::Bus::new(port, bus_config), map.clone());
+        io.configure(embodia::deploy::ServoGains::default())?;
+        deployment::deploy(&mut policy, Target::Servos(&mut io), &map, &settings, &stop)?
+    };
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", deployment::describe(&report));
+    }
+    if let Some(dir) = &args.record {
+        let demos = policy.demonstrations(report.recorded, hz);
+        let options = embodia::dataset::WriteOptions { robot_type: Some(robot.to_string()), ..Default::default() };
+        embodia::dataset::save(&demos, dir, &options, false)?;
+        eprintln!("recorded {} episodes ({} frames) into {}", demos.episodes.len(), demos.num_steps(), dir.display());
+    }
+    Ok(())
+}
+
+pub(crate) fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: Option<f64>) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let model = embodia::robots::builtin(robot)?;
+    let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("calibration-{robot}.json")));
+    let serial = embodia::deploy::SerialBusPort::open(port, 1_000_000).map_err(|e| anyhow::anyhow!("{port}: {e}"))?;
+    let mut bus = embodia::deploy::Bus::new(serial, embodia::deploy::BusConfig::default());
+    let names: Vec<_> = map.joints.iter().map(|j| j.joint.clone()).collect();
+    let enter = std::sync::Arc::new(AtomicBool::new(false));
+    match seconds {
+        Some(s) => {
+            anyhow::ensure!(s > 0.0, "invalid value for `--seconds`: {s} (allowed: > 0)");
+            eprintln!("torque off: move every joint of the {robot} through its full range ({s} s)");
+        }
+        None => {
+            eprintln!("torque off: move every joint of the {robot} through its full range, then press Enter");
+            let enter = enter.clone();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+                enter.store(true, Ordering::SeqCst);
+            });
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut last_print = start;
+    let cal =
+        embodia::deploy::calibrate::record_ranges(&mut bus, &map, std::time::Duration::from_millis(20), &mut |p| {
+            if last_print.elapsed().as_secs_f64() > 0.5 {
+                last_print = std::time::Instant::now();
+                let ranges: Vec<_> =
+                    names.iter().zip(p.min.iter().zip(&p.max)).map(|(n, (lo, hi))| format!("{n} {lo}..{hi}")).collect();
+                eprint!("\r{}", ranges.join("  "));
+            }
+            match seconds {
+                Some(s) => start.elapsed().as_secs_f64() >= s,
+                None => enter.load(Ordering::SeqCst),
+            }
+        })?;
+    eprintln!();
+    // Refuse a range that was not moved through before writing anything.
+    map.calibrated(&cal, &out.display().to_string())?;
+    cal.save(&out)?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+pub(crate) fn servo_emulator(robot: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let model = embodia::robots::builtin(robot)?;
+    let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    embodia::deploy::signal::install_stop_handler()?;
+    let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&map.ids()))?;
+    println!("{}", emulator.path());
+    std::io::stdout().flush()?;
+    eprintln!("emulating {} STS3215 servos (ids {:?}, protocol 0, 1 Mbaud) until Ctrl-C", map.ids().len(), map.ids());
+    while !embodia::deploy::signal::stop_requested() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    emulator.stop()?;
+    Ok(())
+}
