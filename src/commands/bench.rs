@@ -1,5 +1,6 @@
 //! `embodia bench …`: the benchmarks that print figures (solve, flow, sim, vla, render, export latency, deploy, mcu).
 
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 use crate::Settings;
@@ -7,6 +8,294 @@ use embodia::algos::EvalMode;
 use embodia::bench::{CONFIRM_EPISODES, GATE_EPISODES, SOLVE_EVAL_EPISODES, median, solve};
 use embodia::config::TrainConfig;
 use embodia::sim::SolveMetric;
+
+/// The arguments of `embodia bench flow`.
+#[derive(Args)]
+pub(crate) struct BenchFlowArgs {
+    /// Tasks, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "pick-cube,push-t")]
+    pub(crate) tasks: Vec<String>,
+    /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise; or dppo (the SFT trains a diffusion
+    /// policy instead).
+    #[arg(long, default_value = "ppo-flow-sde")]
+    pub(crate) algo: String,
+    /// Successful scripted demonstrations for SFT (default: the task's `sft` preset, as
+    /// `embodia train --algo sft` uses: 20, push-t 200).
+    #[arg(long)]
+    pub(crate) demos: Option<usize>,
+    /// SFT gradient steps (default: the task's `sft` preset).
+    #[arg(long)]
+    pub(crate) sft_steps: Option<u64>,
+    /// Override one SFT setting, e.g. --sft-set algo.policy.chunk=1 (repeatable).
+    #[arg(long = "sft-set", value_name = "KEY=VALUE")]
+    pub(crate) sft_overrides: Vec<String>,
+    /// Wall-time budget of flow RL per task and seed, seconds (default 300 without
+    /// `--rl-steps`, unlimited with it); RL stops at the first budget it reaches.
+    #[arg(long)]
+    pub(crate) rl_seconds: Option<f64>,
+    /// Env-step budget of flow RL per task and seed.
+    #[arg(long)]
+    pub(crate) rl_steps: Option<u64>,
+    /// Parallel environments of flow RL (default: the flow-RL config's `algo.num_envs`).
+    #[arg(long)]
+    pub(crate) envs: Option<usize>,
+    /// Evaluation episodes for S0 and S1.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) eval_episodes: usize,
+    /// Number of seeds: `--seed` and the N − 1 after it.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seeds: u64,
+    /// First seed, so that seeds can run as separate processes.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// TOML file overriding the flow-RL run's defaults, as `embodia train --config` reads.
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Override one flow-RL setting, e.g. --set algo.policy_lr=1e-5 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) overrides: Vec<String>,
+    /// Write learning curves (metrics.csv, curves.png) under DIR/<task>-seed<N>/<algo>/, and the
+    /// SFT and RL policies as runs in DIR/<task>-seed<N>/sft/ and …/<algo>/ (for eval, distill, export).
+    #[arg(long, value_name = "DIR", default_value = "runs/bench-flow")]
+    pub(crate) out: PathBuf,
+    /// Also train Gaussian PPO from scratch for as many env steps as flow RL took and report its success.
+    #[arg(long)]
+    pub(crate) baseline: bool,
+    /// Also print one JSON object per result.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench solve`.
+#[derive(Args)]
+pub(crate) struct BenchSolveArgs {
+    #[command(flatten)]
+    pub(crate) settings: Settings,
+    /// Number of seeds: `--seed` (default 1) and the N − 1 after it, so that seeds can run
+    /// as separate processes.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) seeds: u64,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench mcu`.
+#[derive(Args)]
+pub(crate) struct BenchMcuArgs {
+    /// Trained runs to measure as well (repeatable).
+    #[arg(long)]
+    pub(crate) run: Vec<PathBuf>,
+    /// Also measure the no_std Rust export (needs `rustup target add thumbv7em-none-eabihf`).
+    #[arg(long)]
+    pub(crate) rust: bool,
+    /// Also run the same policies with RLtools' ARM dense layers (its headers in
+    /// RLTOOLS_INCLUDE: `export RLTOOLS_INCLUDE="$(bash bench/rltools_include.sh)"`); ELU
+    /// policies are skipped, RLtools has no ELU.
+    #[arg(long)]
+    pub(crate) rltools: bool,
+    /// Keep the firmware build directories here instead of a temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) keep: Option<PathBuf>,
+    /// Also print the figures as one JSON line.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench deploy`.
+#[derive(Args)]
+pub(crate) struct BenchDeployArgs {
+    /// Run whose policy drives the arm (default: a joint sweep beyond the limits).
+    #[arg(long)]
+    pub(crate) run: Option<PathBuf>,
+    /// Control rate, Hz.
+    #[arg(long, default_value_t = 50.0)]
+    pub(crate) hz: f64,
+    /// Seconds of the timing phase.
+    #[arg(long, default_value_t = 60.0)]
+    pub(crate) seconds: f64,
+    /// Faults to inject.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) faults: usize,
+    /// Seed of the fault schedule.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench vla`.
+#[derive(Args)]
+pub(crate) struct BenchVlaArgs {
+    /// The language-conditioned family.
+    #[arg(long, default_value = "lang-cubes")]
+    pub(crate) task: String,
+    /// RL algorithm: vla-ppo-flow-sde, vla-ppo-flow-noise or vla-dsrl.
+    #[arg(long, default_value = "vla-ppo-flow-sde")]
+    pub(crate) algo: String,
+    /// SFT gradient steps.
+    #[arg(long, default_value_t = 3000)]
+    pub(crate) sft_steps: u64,
+    /// Wall-time budget of RL, seconds.
+    #[arg(long, default_value_t = 1800.0)]
+    pub(crate) rl_seconds: f64,
+    /// Evaluation episodes per split (training and held-out variants), each policy.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) eval_episodes: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Override one SFT setting, e.g. --sft-set algo.demos=460 (repeatable).
+    #[arg(long = "sft-set", value_name = "KEY=VALUE")]
+    pub(crate) sft_overrides: Vec<String>,
+    /// Override one RL setting, e.g. --rl-set algo.policy_lr=1e-4 (repeatable).
+    #[arg(long = "rl-set", value_name = "KEY=VALUE")]
+    pub(crate) rl_overrides: Vec<String>,
+    /// Start RL from this finished vla-sft run instead of training one (--sft-steps and
+    /// --sft-set unused).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub(crate) sft_run: Option<PathBuf>,
+    /// Then distill the RL policy into a fresh VLA (PLD): vla-sft with the SFT run's
+    /// settings for this many gradient steps on the demonstrations and the RL policy's
+    /// successful episodes (S2); 0: no distillation.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) distill_steps: u64,
+    /// Successful RL episodes (sampled, training variants) the distillation trains on.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) distill_episodes: usize,
+    /// Directory of the SFT run (<out>/sft, a run directory), the RL curves (<out>/rl) and
+    /// with distillation the RL episodes (<out>/rl-episodes) and the distilled run
+    /// (<out>/distilled).
+    #[arg(long, default_value = "bench-vla")]
+    pub(crate) out: PathBuf,
+    /// Also print one JSON object with the result.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench vla-model`.
+#[derive(Args)]
+pub(crate) struct BenchVlaModelArgs {
+    /// Presets, comma-separated: tiny (1.2M parameters), small (10.8M), base (105M).
+    #[arg(long, value_delimiter = ',', default_value = "tiny,small")]
+    pub(crate) presets: Vec<String>,
+    /// Batch sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    pub(crate) batches: Vec<usize>,
+    /// Camera views per sample (1 or 2).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) views: usize,
+    /// Timed calls per figure, after two warm-up calls.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) reps: usize,
+    /// Also time SFT gradient steps (flow-matching loss, backward, Adam).
+    #[arg(long)]
+    pub(crate) train: bool,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench lang`.
+#[derive(Args)]
+pub(crate) struct BenchLangArgs {
+    /// The family.
+    #[arg(long, default_value = "lang-cubes")]
+    pub(crate) task: String,
+    /// Expert episodes per variant (0: skip the expert figures).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) episodes: usize,
+    /// Batch size of the throughput figures.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) envs: usize,
+    /// Camera image side, pixels.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) res: usize,
+    /// Batch steps timed per throughput figure.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) steps: usize,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench render`.
+#[derive(Args)]
+pub(crate) struct BenchRenderArgs {
+    /// Rapier task.
+    #[arg(long, default_value = "pick-cube")]
+    pub(crate) task: String,
+    /// Batch size.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) envs: usize,
+    /// Image sides, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,128")]
+    pub(crate) res: Vec<usize>,
+    /// Only this camera (default: all of the task's, `front` and `wrist`).
+    #[arg(long)]
+    pub(crate) camera: Option<String>,
+    /// With visual domain randomization (3 distractors and the rest).
+    #[arg(long)]
+    pub(crate) randomize: bool,
+    /// rayon thread counts, comma-separated (default: all cores).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) threads: Vec<usize>,
+    /// Batch renders timed per measurement.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) frames: usize,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench export-latency`.
+#[derive(Args)]
+pub(crate) struct BenchExportLatencyArgs {
+    /// Layer widths: observation, hidden…, action.
+    #[arg(long, value_delimiter = ',', default_value = "17,256,256,6")]
+    pub(crate) layers: Vec<usize>,
+    /// Timed calls per implementation.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) calls: usize,
+    /// Directory to write model.onnx into (new; default: a temporary one, removed after).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// onnxruntime shared library for the ort row (default: $ORT_DYLIB_PATH; the row is
+    /// skipped without one).
+    #[arg(long, value_name = "libonnxruntime.so")]
+    pub(crate) ort_lib: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia bench sim`.
+#[derive(Args)]
+pub(crate) struct BenchSimArgs {
+    #[command(flatten)]
+    pub(crate) settings: Settings,
+    /// Batch sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    pub(crate) envs: Vec<usize>,
+    /// rayon thread counts, comma-separated (default: all cores).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) threads: Vec<usize>,
+    /// Environment steps per measurement.
+    #[arg(long = "measure-steps", default_value_t = 20_000)]
+    pub(crate) measure_steps: u64,
+    /// Also measure the task's tensor environment on `--device` (stepped on the device with
+    /// device-side random actions, results left there).
+    #[arg(long)]
+    pub(crate) tensor: bool,
+    /// With --tensor and --algo ppo: also train PPO (`--set` applies) for this many iterations
+    /// with its rollouts kept on the device, and report training env-steps/s.
+    #[arg(long, value_name = "N", requires = "tensor")]
+    pub(crate) ppo_iterations: Option<u64>,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 pub(crate) fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(seeds > 0, "invalid value for `--seeds`: 0 (allowed: ≥ 1)");

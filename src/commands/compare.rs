@@ -1,8 +1,38 @@
 //! `embodia compare`: two runs on the same episodes, with a paired 95% confidence interval.
 
+use crate::commands::eval::EVAL_MODES;
+use clap::Args;
 use std::path::PathBuf;
 
 use embodia::algos::EvalMode;
+
+/// The arguments of `embodia compare`.
+#[derive(Args)]
+pub(crate) struct CompareArgs {
+    /// The two run directories, first the baseline: `--run A --run B`.
+    #[arg(long, num_args = 1, required = true)]
+    pub(crate) run: Vec<PathBuf>,
+    /// Episodes per run.
+    #[arg(long, default_value_t = 128)]
+    pub(crate) episodes: usize,
+    /// Seed of the shared episodes [default: the first run's].
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// How both policies choose actions: `sampled`, `zero` or `fixed-draw` (see `eval
+    /// --mode`) [default: the first run's reference mode].
+    #[arg(long, value_parser = EVAL_MODES, conflicts_with = "stochastic")]
+    pub(crate) mode: Option<String>,
+    /// The same as `--mode sampled`.
+    #[arg(long)]
+    pub(crate) stochastic: bool,
+    /// Language-conditioned tasks (lang-cubes): draw these variants instead of the
+    /// configured split: `train`, `held_out` or `all`.
+    #[arg(long, value_parser = ["train", "held_out", "all"])]
+    pub(crate) split: Option<String>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 pub(crate) fn compare(
     runs: &[PathBuf],

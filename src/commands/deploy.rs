@@ -1,8 +1,71 @@
 //! `embodia deploy`, `embodia calibrate` and `embodia servo-emulator`: running a policy on a robot.
 
+use clap::Args;
 use std::path::PathBuf;
 
-use crate::DeployArgs;
+/// Arguments of `embodia deploy`.
+#[derive(Args)]
+pub(crate) struct DeployArgs {
+    /// Run directory (a PPO or SAC run of a rapier arm task, e.g. `reach`).
+    #[arg(long)]
+    pub(crate) run: PathBuf,
+    /// Robot (hardware map).
+    #[arg(long, default_value = "so101")]
+    pub(crate) robot: String,
+    /// Serial port of the servo bus, e.g. /dev/ttyUSB0 (needs `--calibration`).
+    #[arg(long, required_unless_present_any = ["dry_run", "sim"], conflicts_with_all = ["dry_run", "sim"])]
+    pub(crate) port: Option<String>,
+    /// Calibration file written by `embodia calibrate`.
+    #[arg(long, requires = "port")]
+    pub(crate) calibration: Option<PathBuf>,
+    /// Control rate, Hz.
+    #[arg(long, default_value_t = 50.0)]
+    pub(crate) hz: f64,
+    /// Run against the servo emulator on a pseudo-terminal instead of hardware.
+    #[arg(long, conflicts_with = "sim")]
+    pub(crate) dry_run: bool,
+    /// Run against the rapier simulation of the run's task.
+    #[arg(long)]
+    pub(crate) sim: bool,
+    /// Episodes (a new target each; servo robots home to the default pose before each).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) episodes: usize,
+    /// Seed of the targets.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Record the episodes (observations and actions at the control rate) into a new LeRobot
+    /// v3 dataset in this directory.
+    #[arg(long)]
+    pub(crate) record: Option<PathBuf>,
+    /// Print one JSON object instead of a summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The arguments of `embodia calibrate`.
+#[derive(Args)]
+pub(crate) struct CalibrateArgs {
+    /// Serial port of the servo bus, e.g. /dev/ttyUSB0.
+    #[arg(long)]
+    pub(crate) port: String,
+    /// Robot (hardware map).
+    #[arg(long, default_value = "so101")]
+    pub(crate) robot: String,
+    /// Output file (default: calibration-<robot>.json).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Record for this many seconds instead of until Enter (non-interactive).
+    #[arg(long)]
+    pub(crate) seconds: Option<f64>,
+}
+
+/// The arguments of `embodia servo-emulator`.
+#[derive(Args)]
+pub(crate) struct ServoEmulatorArgs {
+    /// Robot whose servos to emulate.
+    #[arg(long, default_value = "so101")]
+    pub(crate) robot: String,
+}
 
 pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
     let DeployArgs { run, robot, port, calibration, hz, sim, episodes, seed, json, .. } = args;

@@ -1,10 +1,60 @@
 //! `embodia distill`: a one-step student of a flow policy, then its report against the teacher.
 
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 use crate::commands::train::Progress;
 use embodia::algos::DistillMethod;
 use embodia::run::Run;
+
+/// The arguments of `embodia distill`.
+#[derive(Args)]
+pub(crate) struct DistillArgs {
+    /// The teacher's run directory.
+    #[arg(long)]
+    pub(crate) run: PathBuf,
+    /// Objective: consistency (RL-100's consistency distillation) or meanflow (OFQL's
+    /// average-velocity objective on teacher samples; experimental: measured on pick-cube-ee
+    /// only, see the README).
+    #[arg(long, default_value = "consistency", value_parser = ["consistency", "meanflow"])]
+    pub(crate) method: String,
+    /// Loss of the consistency method: same_noise (match the teacher's K-step action from
+    /// the same noise) or backup (LCM-style self-consistency against an EMA target).
+    #[arg(long, default_value = "same_noise", value_parser = ["same_noise", "backup"])]
+    pub(crate) loss: String,
+    /// Student run directory (default: runs/<teacher>-distill-<method>, never overwritten).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Gradient steps (default: algo.decay_steps of the distill config); the learning rate's
+    /// cosine decay ends there too, unless --set algo.decay_steps=N is given.
+    #[arg(long)]
+    pub(crate) steps: Option<u64>,
+    /// Override one distill setting, e.g. --set algo.batch_size=128 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) set: Vec<String>,
+    /// Evaluation episodes per evaluation seed.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) eval_episodes: usize,
+    /// Evaluation seeds.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) eval_seeds: u64,
+    /// Timed calls per latency figure.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) latency_calls: usize,
+    /// Evaluate teacher and student with freshly sampled noise at every call instead of
+    /// their fixed noise (flow policies whose fixed-noise mode stalls, e.g. on push-t).
+    #[arg(long)]
+    pub(crate) stochastic: bool,
+    /// Also print the report as one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
 
 pub(crate) fn distill(
     req: &embodia::distill::DistillRequest,

@@ -1,9 +1,75 @@
 //! `embodia eval`: evaluate a run's policy (in an evaluation mode) or a task's scripted expert.
 
-use std::path::Path;
+use clap::Args;
+use std::path::{Path, PathBuf};
 
 use embodia::algos::{EvalMode, EvalResult, StepTrace};
 use embodia::run::{evaluate_learner_in, load_learner, write_episode_outcomes, write_step_trace};
+
+/// The arguments of `embodia eval`.
+#[derive(Args)]
+pub(crate) struct EvalArgs {
+    /// Run directory.
+    #[arg(long, required_unless_present = "expert", conflicts_with = "expert")]
+    pub(crate) run: Option<PathBuf>,
+    /// Evaluate the task's scripted expert instead of a policy (reach, pick-cube, push-t, lang-cubes).
+    #[arg(long, value_parser = ["scripted"], requires = "task")]
+    pub(crate) expert: Option<String>,
+    /// Task of the expert.
+    #[arg(long, requires = "expert")]
+    pub(crate) task: Option<String>,
+    /// Seed of the expert's episodes.
+    #[arg(long, default_value_t = 0, requires = "expert")]
+    pub(crate) seed: u64,
+    /// Episodes to run.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) episodes: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// How the policy chooses actions: `sampled` (a fresh initial noise per chunk; Gaussian
+    /// policies: a sampled action), `zero` (deterministic from zero noise; Gaussian: the
+    /// mean) or `fixed-draw` (deterministic from one fixed draw of the noise) [default: the
+    /// policy's reference mode: sampled for flow, diffusion and VLA policies, zero otherwise].
+    #[arg(long, value_parser = EVAL_MODES, conflicts_with_all = ["stochastic", "expert"])]
+    pub(crate) mode: Option<String>,
+    /// The same as `--mode sampled`.
+    #[arg(long)]
+    pub(crate) stochastic: bool,
+    /// Also record this many deterministic episodes into RUN/episodes.rrd (link transforms
+    /// with visual geometry, targets, observations, actions, rewards; needs the `rerun`
+    /// feature).
+    #[arg(long, value_name = "N", conflicts_with = "expert")]
+    pub(crate) record_episodes: Option<usize>,
+    /// Also draw frames of the first episode (of the policy or the expert) into this PNG,
+    /// with embodia's own renderer (rapier tasks).
+    #[arg(long, value_name = "FILE.png")]
+    pub(crate) render: Option<PathBuf>,
+    /// Frames to draw with `--render`, spread evenly over the episode.
+    #[arg(long, default_value_t = 6, requires = "render")]
+    pub(crate) render_frames: usize,
+    /// Language-conditioned tasks (lang-cubes): evaluate on these variants instead of the
+    /// configured split: `train`, `held_out` (generalization) or `all`.
+    #[arg(long, value_parser = ["train", "held_out", "all"])]
+    pub(crate) split: Option<String>,
+    /// Also write every episode into this CSV: return, length, success at the end and at
+    /// any step, instruction, and the objects' and targets' positions right after reset and
+    /// one step before the end (to see what failing episodes share and how they end).
+    #[arg(long, value_name = "FILE.csv", conflicts_with = "expert")]
+    pub(crate) episodes_csv: Option<PathBuf>,
+    /// Also write every step of every episode into this CSV: reward, success, the
+    /// observation acted on, the action executed and the objects' and targets' positions
+    /// (to see where failing episodes go wrong).
+    #[arg(long, value_name = "FILE.csv", conflicts_with = "expert")]
+    pub(crate) steps_csv: Option<PathBuf>,
+}
+
+/// The arguments of `embodia view`.
+#[derive(Args)]
+pub(crate) struct ViewArgs {
+    /// Run directory (or one .rrd file).
+    pub(crate) run: PathBuf,
+}
 
 pub(crate) fn describe_eval(e: &EvalResult) -> String {
     let success = match (e.success_rate, e.success_once_rate) {
@@ -125,7 +191,7 @@ pub(crate) fn eval_expert(
     Ok(())
 }
 
-pub(crate) fn record(run: &Path, episodes: usize) -> anyhow::Result<()> {
+pub(crate) fn record_rrd(run: &Path, episodes: usize) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--record-episodes`: 0 (allowed: ≥ 1)");
     let (config, learner) = load_learner(run)?;
     let out = run.join(embodia::viz::EPISODES_FILE);

@@ -8,4 +8,5 @@ pub(crate) mod deploy;
 pub(crate) mod distill;
 pub(crate) mod eval;
 pub(crate) mod plot;
+pub(crate) mod record;
 pub(crate) mod train;

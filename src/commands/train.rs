@@ -1,5 +1,6 @@
 //! `embodia train` and `embodia list`: train a task with an algorithm into a run directory.
 
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 use crate::Settings;
@@ -10,6 +11,39 @@ use embodia::run::{Run, fresh_run_dir};
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// The arguments of `embodia config`.
+#[derive(Args)]
+pub(crate) struct ConfigArgs {
+    /// Algorithm (`embodia list` names them all).
+    pub(crate) algo: String,
+    /// Task.
+    #[arg(long, default_value = "pendulum")]
+    pub(crate) task: String,
+}
+
+/// The arguments of `embodia train`.
+#[derive(Args)]
+pub(crate) struct TrainArgs {
+    #[command(flatten)]
+    pub(crate) settings: Settings,
+    /// Run directory (default: runs/<task>-<algo>-seed<seed>, never overwritten).
+    #[arg(long)]
+    pub(crate) run_dir: Option<PathBuf>,
+    /// Continue the run in this directory from its last checkpoint.
+    #[arg(long, conflicts_with_all = ["task", "algo", "config", "set", "seed", "run_dir"])]
+    pub(crate) resume: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Stream training metrics to a rerun viewer (connects to a running one or spawns
+    /// `rerun`; needs the `rerun` feature).
+    #[arg(long)]
+    pub(crate) viz: bool,
+    /// Record training metrics into this .rrd file (needs the `rerun` feature).
+    #[arg(long, value_name = "FILE.rrd", conflicts_with = "viz")]
+    pub(crate) viz_save: Option<PathBuf>,
+}
 
 pub(crate) fn list() -> anyhow::Result<()> {
     println!("tasks:");
