@@ -279,7 +279,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<commands::deploy::EarlyStop>() {
+                Some(stop) => ExitCode::from(stop.exit_code()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -140,6 +140,38 @@ fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
         let d = report["episodes"][0]["final_distance"].as_f64().unwrap();
         assert!(d > 0.0 && d < 0.5, "{target}: final distance {d}");
     }
+    // A `--record` path that is a file is refused before the robot moves, and left as it was.
+    std::fs::write(dir.join("data/file"), "not a dataset").unwrap();
+    let (code, _, err) =
+        embodia(&dir, &["deploy", "--run", "runs/r", "--sim", "--episodes", "1", "--record", "data/file"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("data/file: exists and is not a directory") && !err.contains("deploying"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("data/file")).unwrap(), "not a dataset");
+    // A stop request (SIGTERM) ends the run early: reported, and exit status 4 so a script can tell.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["deploy", "--run", "runs/r", "--sim", "--episodes", "50", "--hz", "100"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("deploying") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "deploy ended before it started");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(4), "{report}\n{rest}");
+    assert!(report.contains("stopped early: torque off: stop requested"), "{report}");
+    assert!(rest.contains("deploy stopped early"), "{rest}");
 }
 
 #[test]

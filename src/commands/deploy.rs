@@ -98,12 +98,16 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         record: args.record.is_some(),
     };
     if let Some(dir) = &args.record {
-        // Refuse an occupied directory before the robot moves, not after.
-        anyhow::ensure!(
-            std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none()),
-            "{}: not empty; choose another --record directory",
-            dir.display()
-        );
+        // Refuse an occupied path before the robot moves, not after.
+        if dir.exists() {
+            let empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none());
+            anyhow::ensure!(
+                empty.is_ok(),
+                "{}: exists and is not a directory; choose another --record directory",
+                dir.display()
+            );
+            anyhow::ensure!(empty.is_ok_and(|e| e), "{}: not empty; choose another --record directory", dir.display());
+        }
     }
     embodia::deploy::signal::install_stop_handler()?;
     let stop = embodia::deploy::signal::stop_requested;
@@ -149,7 +153,48 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         embodia::dataset::save(&demos, dir, &options, false)?;
         eprintln!("recorded {} episodes ({} frames) into {}", demos.episodes.len(), demos.num_steps(), dir.display());
     }
-    Ok(())
+    match report.stopped_early {
+        Some(why) => Err(EarlyStop { why }.into()),
+        None => Ok(()),
+    }
+}
+
+/// `deploy` ended before its last episode (after reporting and saving what it ran), so that a
+/// lab script can tell: exit status 3 when the safety layer or a hardware fault stopped it, 4
+/// when a stop request (Ctrl-C, SIGTERM) did. Every other error exits 1, and a command line
+/// that does not parse 2.
+#[derive(Debug)]
+pub(crate) struct EarlyStop {
+    /// The torque-off reason, as the report prints it (`torque off: write failed`).
+    why: String,
+}
+
+impl EarlyStop {
+    /// The exit status for this stop.
+    pub(crate) fn exit_code(&self) -> u8 {
+        if self.why.ends_with("stop requested") { 4 } else { 3 }
+    }
+}
+
+impl std::fmt::Display for EarlyStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "deploy stopped early: {}", self.why)
+    }
+}
+
+impl std::error::Error for EarlyStop {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_early_stop_exits_3_for_a_fault_and_4_for_a_stop_request() {
+        let code = |why: &str| EarlyStop { why: why.into() }.exit_code();
+        assert_eq!(code("torque off: write failed"), 3);
+        assert_eq!(code("while homing: torque off: servo fault"), 3);
+        assert_eq!(code("torque off: stop requested"), 4);
+    }
 }
 
 pub(crate) fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: Option<f64>) -> anyhow::Result<()> {
