@@ -213,6 +213,28 @@ fn tiny_run(dir: &Path, run: &str) -> PathBuf {
     dir.join(run)
 }
 
+#[test]
+fn train_without_a_terminal_prints_plain_progress_lines() {
+    let dir = tmp();
+    let train = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_embodia"))
+            .args([&["train", "--steps", "1000", "--set", "eval_episodes=1"], extra].concat())
+            .env("EMBODIA_PROGRESS_SECONDS", "0")
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    // stderr is a pipe here, as under nohup or CI: a line per iteration at a 0 s interval (SAC
+    // on pendulum: one iteration of 1,000 env steps).
+    let err = train(&["--run-dir", "a"]);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("progress: ")).collect();
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.contains("/1000 env steps") && l.contains("steps/s")), "{err}");
+    assert!(train(&["--run-dir", "b", "--quiet"]).lines().all(|l| !l.starts_with("progress: ")));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. list and config
 

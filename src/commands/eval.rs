@@ -80,8 +80,13 @@ pub(crate) fn describe_eval(e: &EvalResult) -> String {
         _ => String::new(),
     };
     format!(
-        "mean return {:.1} ± {:.1}, mean length {:.0}{success} ({} evaluation, {} episodes)",
-        e.mean_return, e.std_return, e.mean_length, e.mode, e.episodes
+        "mean return {:.1} ± {:.1}, mean length {:.0}{success} ({} evaluation, {} episode{})",
+        e.mean_return,
+        e.std_return,
+        e.mean_length,
+        e.mode,
+        e.episodes,
+        if e.episodes == 1 { "" } else { "s" }
     )
 }
 

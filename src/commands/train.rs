@@ -131,15 +131,33 @@ pub(crate) fn train(
     Ok(())
 }
 
-/// The training progress bar: env steps, steps/s, ETA and the latest mean episode return.
+/// The training progress: a bar (env steps, steps/s, ETA and the latest mean episode return) on a
+/// terminal; where stderr is not one (`nohup`, CI, `2> log`), a plain line every
+/// [`PLAIN_PROGRESS_SECONDS`] (or `EMBODIA_PROGRESS_SECONDS`) instead, so that a log of an
+/// hours-long run shows where it is.
 pub(crate) struct Progress {
     pub(crate) bar: ProgressBar,
     last_return: Option<f64>,
+    /// Without a terminal: the plain lines' schedule.
+    plain: Option<PlainProgress>,
+}
+
+/// Seconds between two plain progress lines.
+const PLAIN_PROGRESS_SECONDS: f64 = 30.0;
+
+struct PlainProgress {
+    total_steps: u64,
+    every: std::time::Duration,
+    /// When the run (re)started and at which env step, for the rate.
+    start: (std::time::Instant, u64),
+    last_line: std::time::Instant,
 }
 
 impl Progress {
     pub(crate) fn new(total_steps: u64, done_steps: u64, quiet: bool) -> Self {
-        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(total_steps) };
+        use std::io::IsTerminal;
+        let terminal = std::io::stderr().is_terminal();
+        let bar = if quiet || !terminal { ProgressBar::hidden() } else { ProgressBar::new(total_steps) };
         bar.set_style(
             ProgressStyle::with_template(
                 "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {rate}  ETA {eta}  {msg}",
@@ -152,7 +170,44 @@ impl Progress {
         );
         bar.set_position(done_steps);
         bar.reset_eta();
-        Self { bar, last_return: None }
+        let plain = (!quiet && !terminal).then(|| {
+            let seconds = std::env::var("EMBODIA_PROGRESS_SECONDS")
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .unwrap_or(PLAIN_PROGRESS_SECONDS);
+            let now = std::time::Instant::now();
+            PlainProgress {
+                total_steps,
+                every: std::time::Duration::from_secs_f64(seconds),
+                start: (now, done_steps),
+                last_line: now,
+            }
+        });
+        Self { bar, last_return: None, plain }
+    }
+}
+
+impl PlainProgress {
+    /// `progress: 40960/100000 env steps (41%), 1234 steps/s, ETA 48 s, return -160.2, success 0.42`.
+    fn line(&self, row: &MetricRow, last_return: Option<f64>) -> String {
+        let (start, start_steps) = self.start;
+        let rate = row.env_steps.saturating_sub(start_steps) as f64 / start.elapsed().as_secs_f64().max(1e-9);
+        let left = self.total_steps.saturating_sub(row.env_steps) as f64;
+        let mut line = format!(
+            "progress: {}/{} env steps ({:.0}%), {rate:.0} steps/s, ETA {:.0} s",
+            row.env_steps,
+            self.total_steps,
+            100.0 * row.env_steps as f64 / self.total_steps.max(1) as f64,
+            if rate > 0.0 { left / rate } else { f64::INFINITY }
+        );
+        if let Some(r) = last_return {
+            line += &format!(", return {r:.1}");
+        }
+        if let Some(s) = row.success_rate {
+            line += &format!(", success {s:.2}");
+        }
+        line
     }
 }
 
@@ -162,6 +217,10 @@ impl MetricSink for Progress {
         self.last_return = row.return_mean.or(self.last_return);
         if let Some(r) = self.last_return {
             self.bar.set_message(format!("return {r:.1}"));
+        }
+        if let Some(plain) = self.plain.as_mut().filter(|p| p.last_line.elapsed() >= p.every) {
+            plain.last_line = std::time::Instant::now();
+            eprintln!("{}", plain.line(row, self.last_return));
         }
     }
 }
