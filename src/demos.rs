@@ -90,9 +90,8 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
         req.expert,
         EXPERTS.join(", ")
     );
-    if !req.force && std::fs::read_dir(&req.out).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(crate::dataset::DatasetError::NotEmpty { path: req.out.clone() }.into());
-    }
+    // Before recording: an output that would be refused wastes no episodes.
+    crate::dataset::check_output(&req.out, req.force)?;
     let config = match &req.for_algo {
         Some(algo) => {
             let sources =
@@ -153,9 +152,8 @@ pub struct PolicyRecordRequest {
 pub fn record_policy(req: &PolicyRecordRequest) -> anyhow::Result<RecordSummary> {
     anyhow::ensure!(req.episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     anyhow::ensure!(req.envs > 0, "invalid value for `--envs`: 0 (allowed: ≥ 1)");
-    if !req.force && std::fs::read_dir(&req.out).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(crate::dataset::DatasetError::NotEmpty { path: req.out.clone() }.into());
-    }
+    // Before recording: an output that would be refused wastes no episodes.
+    crate::dataset::check_output(&req.out, req.force)?;
     let (config, learner) = crate::run::load_learner(&req.run)?;
     let task = config.env.clone().or_else(|| crate::sim::task_config(&config.task));
     let fps = task.as_ref().map_or(0.0, |t| 1.0 / t.scene.control_dt());

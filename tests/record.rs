@@ -57,6 +57,17 @@ fn record_writes_a_dataset_that_info_reads_back() {
     assert!(ok, "{err}");
     assert_eq!(embodia::dataset::read(&dir.join("data/pc")).unwrap().demonstrations.task, "reach");
     assert_eq!(std::fs::read_dir(dir.join("data")).unwrap().count(), 1, "no temporary directory left behind");
+    // --force replaces only a dataset: a directory of other files, or a file, is refused before
+    // anything is recorded, and left as it was.
+    std::fs::create_dir_all(dir.join("mine")).unwrap();
+    std::fs::write(dir.join("mine/notes.txt"), "keep").unwrap();
+    std::fs::write(dir.join("file"), "keep").unwrap();
+    for (out, found) in [("mine", "a directory of 1 entries"), ("file", "a file")] {
+        let (ok, _, err) = embodia(&dir, &["record", "--task", "reach", "--episodes", "2", "--out", out, "--force"]);
+        assert!(!ok && err.contains(&format!("{out} is {found}, not a dataset")), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("mine/notes.txt")).unwrap(), "keep");
+    assert_eq!(std::fs::read_to_string(dir.join("file")).unwrap(), "keep");
 }
 
 #[test]

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 pub use embodia_sim::demonstrations::{Demonstrations, Episode, FeatureStats, NormStats};
 pub use info::{Feature, Info};
 pub use read::{Dataset, read};
-pub use write::{WriteOptions, save, write};
+pub use write::{WriteOptions, check_output, save, write};
 
 /// Errors of reading or writing a dataset; each names the file at fault, and where it applies
 /// the column (feature) and episode.
@@ -96,6 +96,15 @@ pub enum DatasetError {
     NotEmpty {
         /// The directory.
         path: PathBuf,
+    },
+    /// [`save`] was asked to replace something that is not a dataset: only a dataset (a
+    /// directory with `meta/info.json`) is ever replaced, so nothing else can be lost.
+    #[error("{} is {found}, not a dataset (no meta/info.json): refusing to replace it; choose another output", path.display())]
+    NotADataset {
+        /// The path.
+        path: PathBuf,
+        /// What is there, in words ("a file", "a directory of 3 entries").
+        found: String,
     },
 }
 

@@ -139,17 +139,11 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
 /// Writes `demos` as a dataset at `dir` so that a reader never sees a half-written one: into
 /// a temporary sibling directory first, which then replaces `dir`. An existing `dir` that is
 /// not an empty directory is an error ([`DatasetError::NotEmpty`]) unless `overwrite`, in which
-/// case it is replaced whole (removed only after the new dataset is complete).
+/// case a dataset there is replaced whole (removed only after the new dataset is complete);
+/// anything else there (a file, a directory without `meta/info.json`) is never replaced
+/// ([`DatasetError::NotADataset`]).
 pub fn save(demos: &Demonstrations, dir: &Path, options: &WriteOptions, overwrite: bool) -> Result<Info, DatasetError> {
-    let occupied = match std::fs::read_dir(dir) {
-        Ok(mut entries) => entries.next().is_some(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        // A file, or a directory we cannot list.
-        Err(_) => dir.exists(),
-    };
-    if occupied && !overwrite {
-        return Err(DatasetError::NotEmpty { path: dir.to_path_buf() });
-    }
+    check_output(dir, overwrite)?;
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "dataset".into());
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -174,6 +168,28 @@ pub fn save(demos: &Demonstrations, dir: &Path, options: &WriteOptions, overwrit
     std::fs::rename(&tmp, dir).map_err(io_err(dir))?;
     remove_any(&old)?;
     Ok(info)
+}
+
+/// Fails unless [`save`] may write `dir`: it does not exist, is an empty directory, or (with
+/// `overwrite`) holds a dataset. Commands call it before they record, so that nothing is
+/// recorded for an output that would be refused.
+pub fn check_output(dir: &Path, overwrite: bool) -> Result<(), DatasetError> {
+    let not_a_dataset = |found: String| Err(DatasetError::NotADataset { path: dir.to_path_buf(), found });
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let entries = entries.count();
+            if entries > 0 && !overwrite {
+                return Err(DatasetError::NotEmpty { path: dir.to_path_buf() });
+            }
+            if entries > 0 && !dir.join(crate::info::INFO_PATH).is_file() {
+                return not_a_dataset(format!("a directory of {entries} entries"));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) if dir.is_dir() => return not_a_dataset("a directory that cannot be listed".into()),
+        Err(_) => return not_a_dataset("a file".into()),
+    }
+    Ok(())
 }
 
 /// Removes a file or directory tree if it exists.

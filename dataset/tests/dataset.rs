@@ -259,8 +259,22 @@ fn save_refuses_a_non_empty_directory_unless_told_to_replace_it() {
     assert!(err.to_string().contains("--force"), "{err}");
     assert!(dir.join("notes.txt").is_file(), "left alone");
 
+    // Told to replace it, it still refuses what is not a dataset: a directory of other files, a
+    // file. Both are left as they were.
+    let err = save(&synthetic(2), &dir, &WriteOptions::default(), true).unwrap_err();
+    assert!(err.to_string().contains("a directory of 1 entries, not a dataset"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
+    let file = root.join("file");
+    std::fs::write(&file, "mine").unwrap();
+    let err = save(&synthetic(2), &file, &WriteOptions::default(), true).unwrap_err();
+    assert!(matches!(err, DatasetError::NotADataset { .. }) && err.to_string().contains("is a file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // A dataset is replaced whole.
+    save(&synthetic(3), &dir, &WriteOptions::default(), false).unwrap();
     save(&synthetic(2), &dir, &WriteOptions::default(), true).unwrap();
-    assert!(!dir.join("notes.txt").exists(), "replaced whole");
     assert_eq!(read(&dir).unwrap().demonstrations, synthetic(2));
     let leftovers: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, ["ds"], "no temporary directory left behind");
