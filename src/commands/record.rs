@@ -36,7 +36,7 @@ pub(crate) struct RecordArgs {
     /// Keep only successful episodes (recording more until --episodes of them are kept).
     #[arg(long)]
     pub(crate) only_success: bool,
-    /// Replace OUT if it exists and is not empty.
+    /// Replace OUT if it holds a dataset (a directory with meta/info.json); anything else is refused.
     #[arg(long)]
     pub(crate) force: bool,
     /// DART perturbation of the executed actions (fraction of the action clip; labels stay
