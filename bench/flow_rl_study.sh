@@ -5,8 +5,9 @@
 #
 #   bash bench/flow_rl_study.sh [OUT_DIR] [CASE...]
 #
-# CASE is TASK:ALGO or TASK:ALGO:dense (default: every case below); `dense` trains on the task's
-# dense reward (`algo.reward = "task"`, still GRPO) instead of the presets' sparse success reward.
+# CASE is TASK:ALGO, TASK:ALGO:dense or TASK:ALGO:sparse (default: every case below): the preset's
+# reward, the task's dense reward (`algo.reward = "task"`, still GRPO) or the sparse success
+# reward (`algo.reward = "success"`).
 # Each run prints its `task=… S0=… S1=…` line into OUT_DIR/<case>.log and writes its runs under
 # OUT_DIR/<case>/. RL_STEPS replaces the recipe's flow-RL env steps.
 set -euo pipefail
@@ -30,7 +31,8 @@ for case in "${cases[@]}"; do
   case "$reward" in
     "") ;;
     dense) recipe+=(--set 'algo.reward="task"') ;;
-    *) echo "flow_rl_study.sh: case $case: allowed suffix is :dense" >&2; exit 2 ;;
+    sparse) recipe+=(--set 'algo.reward="success"') ;;
+    *) echo "flow_rl_study.sh: case $case: allowed suffixes are :dense and :sparse" >&2; exit 2 ;;
   esac
   name="$task-$algo${reward:+-$reward}"
   for seed in $seeds; do
