@@ -257,18 +257,23 @@ pub fn plot_runs(runs: &[RunCurves], out: &Path) -> Result<(), PlotError> {
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| draw_err(&e))?;
     }
-    // Written beside and renamed: a failed draw never leaves a truncated curves file behind.
+    // Written beside and renamed: a failed draw never leaves a truncated curves file behind,
+    // nor the temporary one.
     let tmp = out.with_extension("tmp.png");
-    {
+    let drawn = (|| {
         let root = BitMapBackend::new(&tmp, CURVES_SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_err(&e))?;
         for (area, panel) in root.split_evenly((4, 2)).iter().zip(&panels) {
             draw_panel(area, panel, runs).map_err(|e| draw_err(&e))?;
         }
         root.present().map_err(|e| draw_err(&e))?;
+        drop(root);
+        fs::rename(&tmp, out).map_err(|e| draw_err(&e))
+    })();
+    if drawn.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
-    fs::rename(&tmp, out).map_err(|e| draw_err(&e))?;
-    Ok(())
+    drawn
 }
 
 fn draw_panel(

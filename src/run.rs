@@ -498,6 +498,9 @@ pub struct Run {
     /// Wall seconds spent before this process (from the checkpoint when resuming).
     wall_offset: f64,
     iterations: u64,
+    /// Why the last redraw of `curves.png` failed, if it did: a cosmetic output never stops
+    /// training, so the command reports it at the end instead.
+    pub curves_error: Option<String>,
 }
 
 impl Run {
@@ -534,7 +537,7 @@ impl Run {
             let metrics_path = student_dir.join(METRICS_FILE);
             fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
         }
-        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0 })
+        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0, curves_error: None })
     }
 
     /// Reopens a run at its last checkpoint. `total_steps` may extend the budget. Rows of
@@ -556,7 +559,7 @@ impl Run {
         if let Some(student) = learner.student() {
             truncate_metrics(&dir.join(STUDENT_DIR).join(METRICS_FILE), student.steps())?;
         }
-        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset, iterations })
+        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset, iterations, curves_error: None })
     }
 
     /// The learner.
@@ -567,7 +570,8 @@ impl Run {
     /// Trains until the step budget is spent; appends every iteration's row to `metrics.csv`
     /// and sends it to `sinks` (progress bars, viewers), checkpoints every `checkpoint_every`
     /// iterations and at the end, and redraws `curves.png` at the first checkpoint, at checkpoints
-    /// at least [`CURVES_EVERY`] apart, and at the end. On error (e.g. a NaN) the last good checkpoint is left in place.
+    /// at least [`CURVES_EVERY`] apart, and at the end (a failed redraw is kept in
+    /// [`Run::curves_error`], not returned: it never stops training). On error (e.g. a NaN) the last good checkpoint is left in place.
     pub fn train(&mut self, sinks: &mut [&mut dyn MetricSink]) -> Result<(), RunError> {
         let start = Instant::now();
         let metrics_path = self.dir.join(METRICS_FILE);
@@ -609,7 +613,7 @@ impl Run {
                 }
                 self.save_checkpoint(row.wall_seconds)?;
                 if done || last_plot.is_none_or(|t| t.elapsed() >= CURVES_EVERY) {
-                    crate::plot::write_run_curves(&self.dir)?;
+                    self.curves_error = crate::plot::write_run_curves(&self.dir).err().map(|e| e.to_string());
                     last_plot = Some(Instant::now());
                 }
             }

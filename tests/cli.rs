@@ -235,6 +235,17 @@ fn train_without_a_terminal_prints_plain_progress_lines() {
     assert!(train(&["--run-dir", "b", "--quiet"]).lines().all(|l| !l.starts_with("progress: ")));
 }
 
+#[test]
+fn a_curves_png_that_cannot_be_drawn_does_not_stop_training() {
+    let dir = tmp();
+    // A directory where the picture goes: the rename onto it fails.
+    std::fs::create_dir_all(dir.path().join("r/curves.png")).unwrap();
+    let out = ok(dir.path(), &["train", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", "r", "--quiet"]);
+    assert!(out.stderr.contains("warning: curves.png not drawn"), "{}", out.stderr);
+    assert!(dir.path().join("r/checkpoint").is_dir() && dir.path().join("r/eval.json").is_file());
+    assert!(!dir.path().join("r/curves.tmp.png").exists(), "the temporary picture is removed");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. list and config
 

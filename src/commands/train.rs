@@ -119,6 +119,9 @@ pub(crate) fn train(
             run.dir.join(embodia::run::STUDENT_DIR).display()
         );
     }
+    if let Some(e) = &run.curves_error {
+        eprintln!("warning: curves.png not drawn (training was not affected): {e}");
+    }
     eprintln!("run saved in {}", run.dir.display());
     // The run is complete either way: a viewer that could not be reached is a warning, a
     // recording file that could not be written an error.
