@@ -3,7 +3,8 @@
 //! `embodia run-onnx` (an exported `model.onnx` through tract or onnxruntime).
 //!
 //! Input: one observation per line, values separated by commas and/or whitespace, optionally in
-//! `[...]` (a JSON array per line); blank lines and lines starting with `#` are skipped.
+//! `[...]` (a JSON array per line), each a finite f32; blank lines and lines starting with `#`
+//! are skipped.
 //! Output: one action per line, comma-separated, each value printed so that it parses back to
 //! the same f32.
 
@@ -73,6 +74,10 @@ pub fn parse_observations(text: &str, source_name: &str, obs_dim: usize) -> Resu
         let before = obs.len();
         for token in line.split(|c: char| c == ',' || c.is_whitespace()).filter(|t| !t.is_empty()) {
             let v: f32 = token.parse().map_err(|_| error(format!("`{token}` is not a number")))?;
+            // `1e39` parses to infinity in f32: out of range, like NaN, for every policy.
+            if !v.is_finite() {
+                return Err(error(format!("`{token}` is not a finite f32 (allowed: |x| ≤ {:e})", f32::MAX)));
+            }
             obs.push(v);
         }
         if obs.len() - before != obs_dim {

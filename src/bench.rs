@@ -558,7 +558,7 @@ impl ChunkRl {
         }
     }
 
-    fn last_time_split(&self) -> embodia_algos::ppo_flow::TimeSplit {
+    fn last_time_split(&self) -> embodia_algos::TimeSplit {
         match self {
             ChunkRl::Flow(l, _) => l.last_time_split(),
             ChunkRl::Dppo(l, _) => l.last_time_split(),

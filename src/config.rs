@@ -10,41 +10,153 @@ use embodia_algos::{
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
-/// Algorithms `embodia train` can run, with one-line descriptions.
-pub const ALGORITHMS: [(&str, &str); 11] = [
-    ("sac", "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient"),
-    ("ppo", "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate"),
-    (
-        "sft",
-        "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)",
-    ),
-    (
-        "ppo-flow-sde",
-        "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
-    ),
-    (
-        "ppo-flow-noise",
-        "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
-    ),
-    ("dppo", "DPPO: PPO over the last K′ denoising steps of a diffusion policy (--init runs/<diffusion-sft-run>)"),
-    ("distill", "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)"),
-    (
-        "vla-sft",
-        "flow-matching behaviour cloning of the vision-language-action model from demonstrations with camera images and instructions (language tasks: lang-cubes)",
-    ),
-    (
-        "vla-ppo-flow-sde",
-        "πRL Flow-SDE on the VLA (GRPO, or GAE with its value head), every instruction at once (--init runs/<vla-sft-run>)",
-    ),
-    ("vla-ppo-flow-noise", "πRL Flow-Noise on the VLA (GRPO, or GAE with its value head) (--init runs/<vla-sft-run>)"),
-    (
-        "vla-dsrl",
-        "DSRL: SAC on the initial noise of a frozen VLA, every instruction at once (--init runs/<vla-sft-run>)",
-    ),
+/// What a run's step budget (`total_steps`) counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// Environment steps, summed over environments (the RL algorithms).
+    EnvSteps,
+    /// Gradient steps (behaviour cloning and distillation).
+    GradientSteps,
+}
+
+impl Budget {
+    /// The unit in words, as `train` prints it.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Budget::EnvSteps => "env steps",
+            Budget::GradientSteps => "gradient steps",
+        }
+    }
+}
+
+/// One algorithm `embodia train` can run: its name, what `embodia list` says about it, and how
+/// its `[algo]` table is defaulted, checked and read. [`ALGORITHMS`] is the registry; adding an
+/// algorithm is its learner in `embodia-algos`, an [`AlgoConfig`] variant and one entry there
+/// (the compiler then points at every `match` on `AlgoConfig` that builds, exports or
+/// benchmarks it).
+pub struct Algorithm {
+    /// The name `--algo` takes.
+    pub name: &'static str,
+    /// One line for `embodia list`.
+    pub summary: &'static str,
+    /// What its step budget counts.
+    pub budget: Budget,
+    /// The `[algo]` table every run starts from, before presets, files and `--set`.
+    defaults: fn() -> AlgoConfig,
+    /// Reads a merged configuration table with this algorithm's `[algo]` schema.
+    typed: fn(&toml::Table) -> Result<TrainConfig, String>,
+    /// Reads a user's file strictly with this schema (unknown keys, wrong types).
+    check_file: fn(&str) -> Result<(), toml::de::Error>,
+}
+
+/// The registry of algorithms, in the order `embodia list` prints them.
+pub const ALGORITHMS: [Algorithm; 11] = [
+    Algorithm {
+        name: "sac",
+        summary: "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::Sac(SacConfig::default()),
+        typed: |t| typed(t, AlgoConfig::Sac),
+        check_file: check_file_as::<SacConfig>,
+    },
+    Algorithm {
+        name: "ppo",
+        summary: "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::Ppo(PpoConfig::default()),
+        typed: |t| typed(t, AlgoConfig::Ppo),
+        check_file: check_file_as::<PpoConfig>,
+    },
+    Algorithm {
+        name: "sft",
+        summary: "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)",
+        budget: Budget::GradientSteps,
+        defaults: || AlgoConfig::Sft(SftConfig::default()),
+        typed: |t| typed(t, AlgoConfig::Sft),
+        check_file: check_file_as::<SftConfig>,
+    },
+    Algorithm {
+        name: "ppo-flow-sde",
+        summary: "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::PpoFlow(PpoFlowConfig::default()),
+        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
+        check_file: check_file_as::<PpoFlowConfig>,
+    },
+    Algorithm {
+        name: "ppo-flow-noise",
+        summary: "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::PpoFlow(PpoFlowConfig::default()),
+        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
+        check_file: check_file_as::<PpoFlowConfig>,
+    },
+    Algorithm {
+        name: "dppo",
+        summary: "DPPO: PPO over the last K′ denoising steps of a diffusion policy (--init runs/<diffusion-sft-run>)",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::Dppo(DppoConfig::default()),
+        typed: |t| typed(t, AlgoConfig::Dppo),
+        check_file: check_file_as::<DppoConfig>,
+    },
+    Algorithm {
+        name: "distill",
+        summary: "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)",
+        budget: Budget::GradientSteps,
+        defaults: || AlgoConfig::Distill(DistillConfig::default()),
+        typed: |t| typed(t, AlgoConfig::Distill),
+        check_file: check_file_as::<DistillConfig>,
+    },
+    Algorithm {
+        name: "vla-sft",
+        summary: "flow-matching behaviour cloning of the vision-language-action model from demonstrations with camera images and instructions (language tasks: lang-cubes)",
+        budget: Budget::GradientSteps,
+        defaults: || AlgoConfig::VlaSft(VlaSftConfig::default()),
+        typed: |t| typed(t, AlgoConfig::VlaSft),
+        check_file: check_file_as::<VlaSftConfig>,
+    },
+    Algorithm {
+        name: "vla-ppo-flow-sde",
+        summary: "πRL Flow-SDE on the VLA (GRPO, or GAE with its value head), every instruction at once (--init runs/<vla-sft-run>)",
+        budget: Budget::EnvSteps,
+        defaults: || {
+            AlgoConfig::VlaPpo(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
+        },
+        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
+        check_file: check_file_as::<PpoFlowConfig>,
+    },
+    Algorithm {
+        name: "vla-ppo-flow-noise",
+        summary: "πRL Flow-Noise on the VLA (GRPO, or GAE with its value head) (--init runs/<vla-sft-run>)",
+        budget: Budget::EnvSteps,
+        defaults: || {
+            AlgoConfig::VlaPpo(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
+        },
+        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
+        check_file: check_file_as::<PpoFlowConfig>,
+    },
+    Algorithm {
+        name: "vla-dsrl",
+        summary: "DSRL: SAC on the initial noise of a frozen VLA, every instruction at once (--init runs/<vla-sft-run>)",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::VlaDsrl(VlaDsrlConfig::default()),
+        typed: |t| typed(t, AlgoConfig::VlaDsrl),
+        check_file: check_file_as::<VlaDsrlConfig>,
+    },
 ];
 
-/// Algorithms whose step budget counts gradient steps, not environment steps.
-pub const GRADIENT_STEP_ALGORITHMS: [&str; 3] = ["sft", "distill", "vla-sft"];
+/// The registered algorithm called `name`.
+pub fn algorithm(name: &str) -> Result<&'static Algorithm, ConfigError> {
+    ALGORITHMS.iter().find(|a| a.name == name).ok_or_else(|| ConfigError::UnknownAlgorithm(name.to_string()))
+}
+
+/// The registered algorithms' names, comma-separated.
+fn algorithm_names() -> String {
+    ALGORITHMS.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
+}
+
+/// The most episodes one evaluation or recording may ask for.
+pub const MAX_EPISODES: usize = 1_000_000;
 
 /// Everything a training run needs; written to `runs/<name>/config.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,9 +235,7 @@ impl AlgoConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Unknown algorithm name.
-    #[error(
-        "unknown algorithm `{0}`; valid algorithms: sac, ppo, sft, ppo-flow-sde, ppo-flow-noise, dppo, distill, vla-sft, vla-ppo-flow-sde, vla-ppo-flow-noise, vla-dsrl"
-    )]
+    #[error("unknown algorithm `{0}`; valid algorithms: {names}", names = algorithm_names())]
     UnknownAlgorithm(String),
     /// The TOML file could not be read or parsed.
     #[error("{path}: {message}")]
@@ -162,31 +272,28 @@ pub enum ConfigError {
 }
 
 /// Default settings every run starts from, before the per-task preset.
-fn base_table(task: &str, algorithm: &str) -> Result<toml::Table, ConfigError> {
-    let algo = match algorithm {
-        "sac" => toml::Table::try_from(SacConfig::default()),
-        "ppo" => toml::Table::try_from(PpoConfig::default()),
-        "sft" => toml::Table::try_from(SftConfig::default()),
-        "ppo-flow-sde" | "ppo-flow-noise" => toml::Table::try_from(PpoFlowConfig::default()),
-        "distill" => toml::Table::try_from(DistillConfig::default()),
-        "dppo" => toml::Table::try_from(DppoConfig::default()),
-        "vla-sft" => toml::Table::try_from(VlaSftConfig::default()),
-        "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => {
-            toml::Table::try_from(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
-        }
-        "vla-dsrl" => toml::Table::try_from(VlaDsrlConfig::default()),
-        other => return Err(ConfigError::UnknownAlgorithm(other.to_string())),
+fn base_table(task: &str, name: &str) -> Result<toml::Table, ConfigError> {
+    let entry = algorithm(name)?;
+    let algo = match (entry.defaults)() {
+        AlgoConfig::Sac(c) => toml::Table::try_from(c),
+        AlgoConfig::Ppo(c) => toml::Table::try_from(c),
+        AlgoConfig::Sft(c) => toml::Table::try_from(c),
+        AlgoConfig::PpoFlow(c) | AlgoConfig::VlaPpo(c) => toml::Table::try_from(c),
+        AlgoConfig::Distill(c) => toml::Table::try_from(c),
+        AlgoConfig::Dppo(c) => toml::Table::try_from(c),
+        AlgoConfig::VlaSft(c) => toml::Table::try_from(c),
+        AlgoConfig::VlaDsrl(c) => toml::Table::try_from(c),
     }
     .map_err(|e| ConfigError::Invalid(e.to_string()))?;
     let mut t = toml::Table::new();
     t.insert("task".into(), task.into());
-    t.insert("algorithm".into(), algorithm.into());
+    t.insert("algorithm".into(), name.into());
     t.insert("seed".into(), toml::Value::Integer(1));
-    // sft and distill runs' budgets count gradient steps.
-    let total_steps = match algorithm {
-        "sft" => SftConfig::default().decay_steps as i64,
-        "distill" => DistillConfig::default().decay_steps as i64,
-        "vla-sft" => VlaSftConfig::default().decay_steps as i64,
+    // Behaviour cloning and distillation train to the end of their learning-rate schedule.
+    let total_steps = match (entry.defaults)() {
+        AlgoConfig::Sft(c) => c.decay_steps as i64,
+        AlgoConfig::Distill(c) => c.decay_steps as i64,
+        AlgoConfig::VlaSft(c) => c.decay_steps as i64,
         _ => 100_000,
     };
     t.insert("total_steps".into(), toml::Value::Integer(total_steps));
@@ -271,11 +378,12 @@ fn parse_override(arg: &str) -> Result<toml::Table, ConfigError> {
     Ok(table)
 }
 
-/// Checks a user's file strictly, so unknown keys and wrong types are reported with its line.
-fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigError> {
+/// Reads a user's file strictly with the `[algo]` schema `A`, so that unknown keys and wrong
+/// types are reported with their line.
+fn check_file_as<A: serde::de::DeserializeOwned>(text: &str) -> Result<(), toml::de::Error> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
+    #[allow(dead_code)] // Read only to check the file.
     struct File<A> {
         task: Option<String>,
         algorithm: Option<String>,
@@ -287,17 +395,15 @@ fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigErro
         // Partial [env] tables are merged over the task's defaults and checked whole afterwards.
         env: Option<toml::Table>,
     }
-    let result = match algorithm {
-        "sac" => toml::from_str::<File<SacConfig>>(text).map(|_| ()),
-        "sft" => toml::from_str::<File<SftConfig>>(text).map(|_| ()),
-        "ppo-flow-sde" | "ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
-        "distill" => toml::from_str::<File<DistillConfig>>(text).map(|_| ()),
-        "dppo" => toml::from_str::<File<DppoConfig>>(text).map(|_| ()),
-        "vla-sft" => toml::from_str::<File<VlaSftConfig>>(text).map(|_| ()),
-        "vla-ppo-flow-sde" | "vla-ppo-flow-noise" => toml::from_str::<File<PpoFlowConfig>>(text).map(|_| ()),
-        "vla-dsrl" => toml::from_str::<File<VlaDsrlConfig>>(text).map(|_| ()),
-        _ => toml::from_str::<File<PpoConfig>>(text).map(|_| ()),
-    };
+    toml::from_str::<File<A>>(text).map(|_| ())
+}
+
+/// Checks a user's file strictly with the schema of `algorithm` (PPO's for an unknown name,
+/// which is reported later), naming the line of an unknown key or a wrong type.
+fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigError> {
+    let fallback: fn(&str) -> Result<(), toml::de::Error> = check_file_as::<PpoConfig>;
+    let check = ALGORITHMS.iter().find(|a| a.name == algorithm).map_or(fallback, |a| a.check_file);
+    let result = check(text);
     match result {
         // A file overlays the defaults, so a nested table may set only some of its fields
         // (`[algo.model.vision]` with `stem = "cnn"`); the merged configuration is checked whole
@@ -396,6 +502,21 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
     };
     let task = pick("task", src.task, "pendulum");
     let algorithm = pick("algorithm", src.algorithm, "sac");
+    // A file written for one algorithm holds that algorithm's [algo] keys: say so, rather than
+    // reporting its first key as unknown to the other algorithm.
+    if let Some((path, text, table)) = &file
+        && let Some(file_algorithm) = table.get("algorithm").and_then(|v| v.as_str())
+        && file_algorithm != algorithm
+    {
+        let line = line_of_key(text, "algorithm").map_or(String::new(), |l| format!("line {l}: "));
+        return Err(ConfigError::File {
+            path: path.display().to_string(),
+            message: format!(
+                "{line}the file is for algorithm `{file_algorithm}`, but `{algorithm}` was asked for (--algo or \
+                 --set algorithm=…); drop one of them"
+            ),
+        });
+    }
     embodia_sim::tasks().iter().find(|t| t.name == task).ok_or_else(|| {
         ConfigError::Invalid(
             embodia_sim::SimError::UnknownTask {
@@ -410,52 +531,98 @@ pub fn resolve(src: &ConfigSources) -> Result<TrainConfig, ConfigError> {
     if let Some(text) = preset(&task, &algorithm) {
         merge(&mut table, toml::from_str(text).expect("embedded presets are valid TOML"));
     }
-    let pin = |table: &mut toml::Table| {
-        table.insert("task".into(), task.clone().into());
-        table.insert("algorithm".into(), algorithm.clone().into());
-    };
-    // Checks the merged `table`, and that every key of the `source` merged last is a setting
-    // (nested model tables such as `algo.model.vision` accept unknown keys when deserialized).
-    let checked = |table: &toml::Table, source: &toml::Table| -> Result<TrainConfig, ConfigError> {
-        let config = from_table(table, &algorithm).map_err(ConfigError::Invalid)?;
-        let resolved = toml::Table::try_from(&config).map_err(|e| ConfigError::Invalid(e.to_string()))?;
-        if let Some(key) = unknown_key(source, &resolved, "") {
-            return Err(ConfigError::UnknownKey(key));
-        }
-        config.validate()?;
-        Ok(config)
-    };
-    // Validate after each source, so an error is blamed on the source that introduced it.
-    if let Some((path, text, user)) = file {
-        check_file(path, &text, &algorithm)?;
+    if let Some((path, text, user)) = &file {
+        check_file(path, text, &algorithm)?;
         merge(&mut table, user.clone());
-        pin(&mut table);
-        if let Err(e) = checked(&table, &user) {
-            let line = match &e {
-                ConfigError::OutOfRange { field, .. } | ConfigError::UnknownKey(field) => line_of_key(&text, field),
-                _ => None,
-            };
-            let message = match line {
-                Some(line) => format!("line {line}: {e}"),
-                None => e.to_string(),
-            };
-            return Err(ConfigError::File { path: path.display().to_string(), message });
+    }
+    for (flag, value) in [("--seed", src.seed), ("--steps", src.total_steps)] {
+        let Some(value) = value else { continue };
+        // TOML integers are signed 64-bit.
+        let value = i64::try_from(value).map_err(|_| ConfigError::OutOfRange {
+            field: flag.into(),
+            value: value.to_string(),
+            allowed: format!("0 ..= {}", i64::MAX),
+        })?;
+        let key = if flag == "--seed" { "seed" } else { "total_steps" };
+        table.insert(key.into(), toml::Value::Integer(value));
+    }
+    for o in &overrides {
+        merge(&mut table, o.clone());
+    }
+    table.insert("task".into(), task.clone().into());
+    table.insert("algorithm".into(), algorithm.clone().into());
+    // Every rule is checked once, on the merged configuration, so that neither the order of the
+    // sources nor that of the `--set`s matters; an error is blamed on the last source that sets
+    // the field at fault (the last `--set` for a value of the wrong type).
+    let blame = |e: ConfigError| -> ConfigError {
+        let field = match &e {
+            ConfigError::OutOfRange { field, .. } | ConfigError::UnknownKey(field) => Some(field.as_str()),
+            _ => None,
+        };
+        let sets = |arg: &str, field: &str| {
+            arg.split_once('=').is_some_and(|(key, _)| {
+                let key = key.trim();
+                key == field
+                    || field.starts_with(&format!("{key}."))
+                    || field.starts_with(&format!("{key}["))
+                    || key.starts_with(&format!("{field}."))
+            })
+        };
+        let by_override = match field {
+            Some(field) => src.overrides.iter().rev().find(|arg| sets(arg, field)),
+            None => src.overrides.last(),
+        };
+        if let Some(arg) = by_override {
+            return ConfigError::Override { arg: arg.clone(), message: e.to_string() };
+        }
+        match (&file, field.and_then(|f| file.as_ref().and_then(|(_, text, _)| line_of_key(text, f)))) {
+            (Some((path, _, _)), Some(line)) => {
+                ConfigError::File { path: path.display().to_string(), message: format!("line {line}: {e}") }
+            }
+            _ => e,
+        }
+    };
+    let config = from_table(&table, &algorithm).map_err(|m| blame(ConfigError::Invalid(m)))?;
+    let resolved = toml::Table::try_from(&config).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    // Keys the configuration types ignored (nested model tables accept unknown keys when
+    // deserialized), named with the source that set them.
+    if let Some((path, text, user)) = &file
+        && let Some(key) = unknown_key(user, &resolved, "")
+    {
+        let e = ConfigError::UnknownKey(key.clone());
+        let message = match line_of_key(text, &key) {
+            Some(line) => format!("line {line}: {e}"),
+            None => e.to_string(),
+        };
+        return Err(ConfigError::File { path: path.display().to_string(), message });
+    }
+    for (arg, o) in src.overrides.iter().zip(&overrides) {
+        if let Some(key) = unknown_key(o, &resolved, "") {
+            return Err(ConfigError::Override { arg: arg.clone(), message: ConfigError::UnknownKey(key).to_string() });
         }
     }
-    if let Some(seed) = src.seed {
-        table.insert("seed".into(), toml::Value::Integer(seed as i64));
+    if let Some((field, value)) = non_finite_value(&resolved, "") {
+        let e = ConfigError::OutOfRange { field, value: value.to_string(), allowed: "a finite number".into() };
+        return Err(blame(e));
     }
-    if let Some(steps) = src.total_steps {
-        table.insert("total_steps".into(), toml::Value::Integer(steps as i64));
-    }
-    pin(&mut table);
-    let mut config = checked(&table, &toml::Table::new())?;
-    for (arg, o) in src.overrides.iter().zip(overrides) {
-        merge(&mut table, o.clone());
-        pin(&mut table);
-        config = checked(&table, &o).map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
-    }
+    config.validate().map_err(blame)?;
     Ok(config)
+}
+
+/// The first float of `table` (dotted key under `prefix`) that is NaN or infinite: no setting
+/// takes one, and a NaN would otherwise surface mid-training under another name.
+fn non_finite_value(table: &toml::Table, prefix: &str) -> Option<(String, f64)> {
+    fn walk(value: &toml::Value, path: String) -> Option<(String, f64)> {
+        match value {
+            toml::Value::Float(x) if !x.is_finite() => Some((path, *x)),
+            toml::Value::Table(t) => non_finite_value(t, &path),
+            toml::Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| walk(v, format!("{path}[{i}]"))),
+            _ => None,
+        }
+    }
+    table
+        .iter()
+        .find_map(|(key, value)| walk(value, if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") }))
 }
 
 /// The first dotted key of `source` (under `prefix`) that `resolved` does not have: a key the
@@ -490,7 +657,12 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
 }
 
 /// Deserializes a merged table with the algorithm's schema.
-fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, String> {
+fn from_table(table: &toml::Table, name: &str) -> Result<TrainConfig, String> {
+    (algorithm(name).map_err(|e| e.to_string())?.typed)(table)
+}
+
+/// Deserializes a merged table whose `[algo]` table has the schema `A`, wrapped by `wrap`.
+fn typed<A: serde::de::DeserializeOwned>(t: &toml::Table, wrap: fn(A) -> AlgoConfig) -> Result<TrainConfig, String> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Typed<A> {
@@ -504,38 +676,17 @@ fn from_table(table: &toml::Table, algorithm: &str) -> Result<TrainConfig, Strin
         #[serde(default)]
         env: Option<TaskConfig>,
     }
-    fn build<A: serde::de::DeserializeOwned>(
-        t: &toml::Table,
-        wrap: fn(A) -> AlgoConfig,
-    ) -> Result<TrainConfig, String> {
-        let c: Typed<A> = toml::Table::try_into(t.clone()).map_err(|e| e.message().trim_end().to_string())?;
-        Ok(TrainConfig {
-            task: c.task,
-            algorithm: c.algorithm,
-            seed: c.seed,
-            total_steps: c.total_steps,
-            eval_episodes: c.eval_episodes,
-            checkpoint_every: c.checkpoint_every,
-            algo: wrap(c.algo),
-            env: c.env,
-        })
-    }
-    match algorithm {
-        "sac" => build(table, AlgoConfig::Sac),
-        "ppo" => build(table, AlgoConfig::Ppo),
-        "sft" => build(table, AlgoConfig::Sft),
-        "ppo-flow-sde" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
-        "ppo-flow-noise" => build(table, |c| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
-        "distill" => build(table, AlgoConfig::Distill),
-        "dppo" => build(table, AlgoConfig::Dppo),
-        "vla-sft" => build(table, AlgoConfig::VlaSft),
-        "vla-ppo-flow-sde" => build(table, |c| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
-        "vla-ppo-flow-noise" => {
-            build(table, |c| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Noise, ..c }))
-        }
-        "vla-dsrl" => build(table, AlgoConfig::VlaDsrl),
-        other => Err(ConfigError::UnknownAlgorithm(other.into()).to_string()),
-    }
+    let c: Typed<A> = toml::Table::try_into(t.clone()).map_err(|e| e.message().trim_end().to_string())?;
+    Ok(TrainConfig {
+        task: c.task,
+        algorithm: c.algorithm,
+        seed: c.seed,
+        total_steps: c.total_steps,
+        eval_episodes: c.eval_episodes,
+        checkpoint_every: c.checkpoint_every,
+        algo: wrap(c.algo),
+        env: c.env,
+    })
 }
 
 impl TrainConfig {
@@ -547,8 +698,18 @@ impl TrainConfig {
         if self.total_steps == 0 {
             return bad("total_steps", &self.total_steps, "≥ 1");
         }
-        if self.eval_episodes == 0 {
-            return bad("eval_episodes", &self.eval_episodes, "≥ 1");
+        if !(1..=MAX_EPISODES).contains(&self.eval_episodes) {
+            return bad("eval_episodes", &self.eval_episodes, &format!("1 ..= {MAX_EPISODES}"));
+        }
+        if let AlgoConfig::Sac(c) = &self.algo {
+            if c.learning_starts >= self.total_steps {
+                let allowed =
+                    format!("< total_steps ({}): the run would end before its first update", self.total_steps);
+                return bad("algo.learning_starts", &c.learning_starts, &allowed);
+            }
+            if c.batch_size > c.buffer_size {
+                return bad("algo.batch_size", &c.batch_size, &format!("≤ algo.buffer_size ({})", c.buffer_size));
+            }
         }
         if self.checkpoint_every == 0 {
             return bad("checkpoint_every", &self.checkpoint_every, "≥ 1");
@@ -612,7 +773,7 @@ mod tests {
     fn every_embedded_preset_resolves_and_sets_what_it_says() {
         let mut checked = 0;
         for task in embodia_sim::tasks() {
-            for (algorithm, _) in ALGORITHMS {
+            for algorithm in ALGORITHMS.iter().map(|a| a.name) {
                 let Some(text) = preset(task.name, algorithm) else { continue };
                 let sources = ConfigSources { task: Some(task.name), algorithm: Some(algorithm), ..Default::default() };
                 let config = resolve(&sources).unwrap_or_else(|e| panic!("{} {algorithm}: {e}", task.name));

@@ -108,7 +108,7 @@ pub fn record(req: &RecordRequest) -> anyhow::Result<RecordSummary> {
     let render =
         req.camera.zip(config.as_ref()).map(|(size, c)| crate::sim::camera::RenderConfig::for_task(c, size, size));
     let rec = |episodes: usize, seed: u64| {
-        crate::sim::rapier::expert::record_task_expert_rendered(
+        crate::sim::rapier::expert_runs::record_task_expert_rendered(
             &req.task,
             config.as_ref(),
             req.envs,

@@ -19,7 +19,7 @@ use embodia_deploy::state::{IoError, JointState, RobotIo};
 use embodia_robots::HardwareMap;
 use embodia_sim::demonstrations::{Demonstrations, Episode};
 use embodia_sim::rapier::kinematics::Ik;
-use embodia_sim::rapier::task::{ActionKind, ObsKind, SuccessTerm};
+use embodia_sim::rapier::task_config::{ActionKind, ObsKind, SuccessTerm};
 use embodia_sim::rapier::{Scene, SceneSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -815,10 +815,10 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                     if goals[j] < lower[j] - tick || goals[j] > upper[j] + tick {
                         outside += 1;
                     }
-                    if let (Some(p), Some(CycleKind::Sent)) = (&previous, tag) {
-                        if (goals[j] - p[j]).abs() > step[j] + tick {
-                            over_step += 1;
-                        }
+                    if let (Some(p), Some(CycleKind::Sent)) = (&previous, tag)
+                        && (goals[j] - p[j]).abs() > step[j] + tick
+                    {
+                        over_step += 1;
                     }
                 }
             }

@@ -48,7 +48,13 @@ pub fn expert_per_variant(task: &str, episodes: usize, seed: u64) -> Result<Vec<
         let l = c.command.language.as_mut().expect("a family");
         l.held_out = vec![v.instruction.clone()];
         l.split = Split::HeldOut;
-        let e = embodia_sim::rapier::expert::evaluate_task_expert(task, Some(&c), episodes, episodes, seed + k as u64)?;
+        let e = embodia_sim::rapier::expert_runs::evaluate_task_expert(
+            task,
+            Some(&c),
+            episodes,
+            episodes,
+            seed + k as u64,
+        )?;
         out.push(VariantResult {
             instruction: v.instruction.clone(),
             held_out: spec.held_out[k],

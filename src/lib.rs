@@ -22,6 +22,7 @@ pub mod mcu_bench;
 pub mod plot;
 pub mod render;
 pub mod run;
+pub mod run_lock;
 pub mod viz;
 pub mod vla_bench;
 pub mod vla_model_bench;

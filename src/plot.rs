@@ -22,8 +22,9 @@ use embodia_algos::MetricRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::run::METRICS_FILE;
-
+/// File name of the per-iteration metrics inside a run directory (the training loop writes it,
+/// this module reads it).
+pub const METRICS_FILE: &str = "metrics.csv";
 /// File name of the curves inside a run directory.
 pub const CURVES_FILE: &str = "curves.png";
 /// Width and height of every curves PNG, in pixels.
@@ -79,7 +80,7 @@ impl RunCurves {
     }
 }
 
-/// Parses a `metrics.csv` written by [`crate::run::Run`]. Columns are found by their header
+/// Parses a `metrics.csv` written by the training loop. Columns are found by their header
 /// name, so files with fewer or extra columns still read; `env_steps` and `wall_seconds` are
 /// required. Empty fields are `None`.
 pub fn read_metrics(path: &Path) -> Result<Vec<MetricRow>, PlotError> {

@@ -355,7 +355,7 @@ pub fn render_learner_episode(
     let seed = config.seed + crate::run::EVAL_SEED_OFFSET;
     let mut queue = embodia_algos::ActionQueue::new(learner, 1, env.action_spec().bounds.dim());
     let (bodies, frames, ret, success) =
-        capture_episode(env.as_mut(), seed, count, |env, actions| Ok(queue.step(learner, &*env, actions, None)?))?;
+        capture_episode(env.as_mut(), seed, count, |env, actions| Ok(queue.step(learner, env, actions, None)?))?;
     let title =
         format!("{} on {}: return {ret:.1}{}", config.algorithm, config.task, if success { ", success" } else { "" });
     draw_frames(&bodies, &frames, &title, out)?;
@@ -369,7 +369,7 @@ pub fn render_expert_episode(
     count: usize,
     out: &Path,
 ) -> Result<(f32, bool), crate::run::RunError> {
-    use embodia_sim::rapier::{RapierEnv, expert::scripted_expert, rapier_tasks};
+    use embodia_sim::rapier::{RapierEnv, rapier_tasks, scripted_expert::scripted_expert};
     let Some(t) = rapier_tasks().into_iter().find(|t| t.info.name == task) else {
         let valid = rapier_tasks().into_iter().map(|t| t.info.name.to_string()).collect();
         return Err(embodia_sim::SimError::UnknownTask { name: task.to_string(), valid }.into());

@@ -30,11 +30,12 @@ use embodia_algos::{
 use embodia_sim::{EnvSnapshot, VecEnv};
 
 use crate::config::{AlgoConfig, TrainConfig};
+use crate::run_lock::RunLock;
 
 /// Config file name inside a run directory.
 pub const CONFIG_FILE: &str = "config.toml";
 /// Metrics file name inside a run directory.
-pub const METRICS_FILE: &str = "metrics.csv";
+pub use crate::plot::METRICS_FILE;
 /// Checkpoint directory name inside a run directory.
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// Final evaluation file name inside a run directory.
@@ -305,7 +306,7 @@ fn record_vla_demos(
     let mut render = embodia_sim::camera::RenderConfig::for_task(&task, size, size);
     render.cameras.retain(|cam| c.cameras.contains(&cam.name));
     let record = |count: usize, seed: u64| {
-        embodia_sim::rapier::expert::record_task_expert_rendered(
+        embodia_sim::rapier::expert_runs::record_task_expert_rendered(
             &config.task,
             Some(&task),
             16,
@@ -451,7 +452,7 @@ pub fn record_demos(
     seed: u64,
     noise_std: f32,
 ) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
-    use embodia_sim::rapier::expert::record_task_expert_perturbed;
+    use embodia_sim::rapier::expert_runs::record_task_expert_perturbed;
     successful_demos(task, count, seed, |n, seed| record_task_expert_perturbed(task, env, 16, n, seed, noise_std))
 }
 
@@ -501,11 +502,19 @@ pub struct Run {
     /// Why the last redraw of `curves.png` failed, if it did: a cosmetic output never stops
     /// training, so the command reports it at the end instead.
     pub curves_error: Option<String>,
+    /// This process is the run directory's only writer while the run is open.
+    _lock: RunLock,
 }
 
 impl Run {
     /// Creates a new run directory (never reusing an existing one) and a fresh learner.
     pub fn create(dir: &Path, mut config: TrainConfig) -> Result<Self, RunError> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(RunError::Io {
+                path: dir.display().to_string(),
+                message: "is a file, not a directory; choose another --run-dir".into(),
+            });
+        }
         if dir.join(CONFIG_FILE).exists() {
             return Err(RunError::Io {
                 path: dir.display().to_string(),
@@ -525,6 +534,14 @@ impl Run {
         env.reset(config.seed);
         let learner = build_learner(&config, env.as_ref(), &default_device())?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let lock = RunLock::acquire(dir)?;
+        // Another process may have created the run while this one built its learner.
+        if dir.join(CONFIG_FILE).exists() {
+            return Err(RunError::Io {
+                path: dir.display().to_string(),
+                message: "was made a run by another process meanwhile; choose another --run-dir".into(),
+            });
+        }
         let config_path = dir.join(CONFIG_FILE);
         fs::write(&config_path, config.to_toml()).map_err(io_err(&config_path))?;
         let metrics_path = dir.join(METRICS_FILE);
@@ -537,13 +554,23 @@ impl Run {
             let metrics_path = student_dir.join(METRICS_FILE);
             fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
         }
-        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset: 0.0, iterations: 0, curves_error: None })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config,
+            learner,
+            env,
+            wall_offset: 0.0,
+            iterations: 0,
+            curves_error: None,
+            _lock: lock,
+        })
     }
 
     /// Reopens a run at its last checkpoint. `total_steps` may extend the budget. Rows of
     /// `metrics.csv` written after the checkpoint are dropped, so the file continues exactly.
     pub fn resume(dir: &Path, total_steps: Option<u64>) -> Result<Self, RunError> {
         check_run_dir(dir)?;
+        let lock = RunLock::acquire(dir)?;
         let mut config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
         if let Some(steps) = total_steps {
             config.total_steps = steps;
@@ -555,11 +582,27 @@ impl Run {
         env.restore(&snapshot)?;
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
         let iterations: u64 = ckpt.get("iterations")?;
-        truncate_metrics(&dir.join(METRICS_FILE), learner.env_steps())?;
+        // Every file the run appends to is checked before anything is written.
+        let mut metrics = vec![(dir.join(METRICS_FILE), learner.env_steps())];
         if let Some(student) = learner.student() {
-            truncate_metrics(&dir.join(STUDENT_DIR).join(METRICS_FILE), student.steps())?;
+            metrics.push((dir.join(STUDENT_DIR).join(METRICS_FILE), student.steps()));
         }
-        Ok(Self { dir: dir.to_path_buf(), config, learner, env, wall_offset, iterations, curves_error: None })
+        for (path, _) in &metrics {
+            check_metrics(path)?;
+        }
+        for (path, steps) in &metrics {
+            truncate_metrics(path, *steps)?;
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config,
+            learner,
+            env,
+            wall_offset,
+            iterations,
+            curves_error: None,
+            _lock: lock,
+        })
     }
 
     /// The learner.
@@ -842,6 +885,25 @@ pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
             "has no checkpoint (no checkpoint/ directory): the run stopped before its first checkpoint; delete the directory and train again",
         );
     }
+    Ok(())
+}
+
+/// Fails unless `path` is a `metrics.csv` that a resumed run can continue: readable, with the
+/// header of this version (or an older one that ends early) and rows that parse.
+fn check_metrics(path: &Path) -> Result<(), RunError> {
+    let text = fs::read_to_string(path).map_err(io_err(path))?;
+    let header = text.lines().next().unwrap_or_default();
+    if header.is_empty() || !MetricRow::CSV_HEADER.starts_with(header) {
+        return Err(RunError::Io {
+            path: path.display().to_string(),
+            message: format!(
+                "line 1 is not the header of a metrics.csv that embodia wrote (expected it to begin `{}`); \
+                 restore the file or train a new run",
+                MetricRow::CSV_HEADER.split(',').take(3).collect::<Vec<_>>().join(",")
+            ),
+        });
+    }
+    crate::plot::parse_metrics(&text, &path.display().to_string())?;
     Ok(())
 }
 

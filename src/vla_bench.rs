@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use embodia_algos::ppo_flow::TimeSplit;
+use embodia_algos::TimeSplit;
 use embodia_algos::{
     Checkpoint, EvalMode, EvalResult, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig,
     record_policy_episodes,

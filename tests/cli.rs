@@ -368,6 +368,10 @@ fn malformed_config_file_names_file_and_line() {
     fs::write(d.join("ppo-key.toml"), "algorithm = \"sac\"\n[algo]\nclip_param = 0.1\n").unwrap();
     let e = fail_at_once(d, &["train", "--config", "ppo-key.toml"]);
     assert_mentions(&e, &["ppo-key.toml", "line 3", "clip_param"]);
+    // A file for another algorithm than --algo names both.
+    fs::write(d.join("for-ppo.toml"), "algorithm = \"ppo\"\n[algo]\nclip_param = 0.1\n").unwrap();
+    let e = fail_at_once(d, &["train", "--algo", "sac", "--config", "for-ppo.toml"]);
+    assert_mentions(&e, &["for-ppo.toml", "line 1", "algorithm `ppo`", "`sac` was asked for"]);
 
     let e = fail_at_once(d, &["train", "--config", "missing.toml"]);
     assert_mentions(&e, &["missing.toml"]);
@@ -378,15 +382,53 @@ fn malformed_config_file_names_file_and_line() {
 // 4. bad --set
 
 #[test]
+fn huge_values_are_refused_up_front_and_the_order_of_set_does_not_matter() {
+    let dir = tmp();
+    let d = dir.path();
+    // A huge count is refused before anything is allocated.
+    let e = fail_at_once(d, &["train", "--algo", "ppo", "--set", "algo.num_envs=100000000000"]);
+    assert_mentions(&e, &["--set algo.num_envs=100000000000", "allowed: 1 ..= 65536"]);
+    // Counts on the command line have a documented upper bound, named with the flag.
+    let e = failed(d, &["record", "--task", "reach", "--episodes", "99999999999", "--out", "data/x"]).stderr;
+    assert_mentions(&e, &["--episodes", "1 ..= 1000000"]);
+    let e = failed(d, &["bench", "sim", "--task", "reach", "--envs", "0"]).stderr;
+    assert_mentions(&e, &["--envs", "1 ..= 65536"]);
+    assert!(!d.join("data/x").exists(), "nothing recorded");
+    // Flags out of TOML's integer range name the flag and its range.
+    let e = fail_at_once(d, &["train", "--steps", "18446744073709551615"]);
+    assert_mentions(&e, &["--steps", "18446744073709551615", "allowed"]);
+    let e = fail_at_once(d, &["train", "--seed", "18446744073709551615"]);
+    assert_mentions(&e, &["--seed", "18446744073709551615", "allowed"]);
+    // Cross-field rules are checked once, after every source: the order of --set does not matter.
+    let sft = ["train", "--task", "reach", "--algo", "sft", "--demos", "2", "--steps", "2", "--quiet"];
+    let small = ["--set", "algo.updates_per_iteration=2", "--set", "algo.num_envs=1", "--set", "eval_episodes=1"];
+    let in_order = ["--set", "algo.warmup_steps=5000", "--set", "algo.decay_steps=6000", "--run-dir", "order-a"];
+    let reversed = ["--set", "algo.decay_steps=6000", "--set", "algo.warmup_steps=5000", "--run-dir", "order-b"];
+    for sets in [&in_order, &reversed] {
+        ok(d, &[&sft[..], &small[..], &sets[..]].concat());
+    }
+    let config = |run: &str| fs::read_to_string(d.join(run).join("config.toml")).unwrap();
+    assert_eq!(config("order-a"), config("order-b"), "the same configuration in either order");
+    let e = fail_at_once(d, &[&sft[..], &["--set", "algo.decay_steps=10", "--set", "algo.warmup_steps=50"]].concat());
+    assert_mentions(&e, &["--set algo.decay_steps=10", "allowed: > warmup_steps"]);
+    // No float setting takes NaN or infinity; the error names the field.
+    let e = fail_at_once(d, &["train", "--algo", "ppo", "--set", "algo.max_grad_norm=inf"]);
+    assert_mentions(&e, &["--set algo.max_grad_norm=inf", "algo.max_grad_norm", "a finite number"]);
+    fs::write(d.join("nan.toml"), "[algo]\nentropy_coef = nan\n").unwrap();
+    let e = fail_at_once(d, &["train", "--algo", "ppo", "--config", "nan.toml"]);
+    assert_mentions(&e, &["nan.toml: line 2", "algo.entropy_coef", "a finite number"]);
+}
+
+#[test]
 fn bad_overrides_name_key_and_range() {
     let dir = tmp();
     let d = dir.path();
     let e = fail_at_once(d, &["train", "--set", "algo.learning_rate=-1"]);
     assert_mentions(&e, &["algo.learning_rate", "-1", "allowed: > 0"]);
     let e = fail_at_once(d, &["train", "--set", "algo.num_envs=0"]);
-    assert_mentions(&e, &["algo.num_envs", "allowed: ≥ 1"]);
+    assert_mentions(&e, &["algo.num_envs", "allowed: 1 ..= 65536"]);
     let e = fail_at_once(d, &["train", "--algo", "ppo", "--set", "algo.num_envs=0"]);
-    assert_mentions(&e, &["algo.num_envs", "allowed: ≥ 1"]);
+    assert_mentions(&e, &["algo.num_envs", "allowed: 1 ..= 65536"]);
     let e = fail_at_once(d, &["train", "--set", "algo.gamma=1.5"]);
     assert_mentions(&e, &["algo.gamma", "1.5", "allowed: 0 ≤ gamma ≤ 1"]);
     let e = fail_at_once(d, &["train", "--set", "algo.nope=1"]);
@@ -1034,6 +1076,10 @@ fn sft_then_flow_rl_from_the_command_line() {
         &["train", "--task", "cartpole", "--algo", "sft", "--dataset", "data/reach-4", "--run-dir", "ds2", "--quiet"],
     );
     assert_mentions(&e, &["obs_dim", "action_dim"]);
+    // A task without a scripted expert cannot be demonstrated: the error lists those that can.
+    let e = fail(d, &["train", "--task", "pendulum", "--algo", "sft", "--run-dir", "no-expert", "--quiet"]);
+    assert_mentions(&e, &["`pendulum` has no scripted expert", "reach", "pick-cube"]);
+    assert!(!d.join("no-expert").exists(), "no run directory is left behind");
 }
 
 #[test]
@@ -1263,9 +1309,17 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     ok(d, &args);
     let (_, rows) = metrics(&d.join("rl"));
     assert_eq!(rows.len(), 1, "one GRPO iteration runs every episode to its end");
-    let out = ok(d, &["eval", "--run", "rl", "--episodes", "2", "--split", "held_out", "--json"]);
-    let eval: Value = serde_json::from_str(out.stdout.trim()).unwrap();
-    assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
+    // `--split held_out` evaluates on instructions the training split never draws.
+    let instructions = |split: &str| -> std::collections::BTreeSet<String> {
+        let out = ok(d, &["eval", "--run", "rl", "--episodes", "6", "--split", split, "--json"]);
+        let eval: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
+        let per_instruction = eval["per_instruction"].as_array().expect("per-instruction results");
+        per_instruction.iter().map(|r| r["instruction"].as_str().unwrap().to_string()).collect()
+    };
+    let (held_out, train) = (instructions("held_out"), instructions("train"));
+    assert!(!held_out.is_empty() && !train.is_empty(), "{held_out:?} {train:?}");
+    assert!(held_out.is_disjoint(&train), "held-out {held_out:?} overlaps training {train:?}");
 
     // `bench vla` from that SFT run: S0, one RL iteration, S1 and the time split. An RL run is
     // refused as the starting point.

@@ -142,9 +142,18 @@ fn run_driver(exe: &Path, obs: &[f32]) -> Vec<f32> {
     String::from_utf8(out.stdout).unwrap().split_whitespace().map(|t| t.parse().unwrap()).collect()
 }
 
+/// Reports a test skipped because `tool` is missing. Under CI (`EMBODIA_CI` set) that is a
+/// failure, unless `.ci/run` listed the tool in `EMBODIA_NOT_RUN` (it then prints NOT RUN).
+fn skipped(tool: &str, message: &str) {
+    let ci = std::env::var_os("EMBODIA_CI").is_some();
+    let declared = std::env::var("EMBODIA_NOT_RUN").is_ok_and(|v| v.split(',').any(|t| t == tool));
+    assert!(!ci || declared, "{message}: CI expects `{tool}` (.ci/run installs it, or lists it in EMBODIA_NOT_RUN)");
+    eprintln!("SKIPPED {message}");
+}
+
 fn check_c(dir: &Path, spec: &PolicySpec, obs: &[f32], want: &[f32]) {
     if Command::new("cc").arg("--version").output().is_err() {
-        eprintln!("SKIPPED C export check: no C compiler `cc` on PATH");
+        skipped("cc", "C export check: no C compiler `cc` on PATH");
         return;
     }
     let out = dir.join("c");
@@ -400,7 +409,7 @@ fn cli_exports_every_format_and_reports_bad_runs() {
 #[test]
 fn bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f() {
     if let Err(e) = embodia::deploy::mcu::Toolchain::find() {
-        eprintln!("SKIPPED bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f: {e}");
+        skipped("cortex-m", &format!("bench_mcu_measures_a_trained_run_on_the_emulated_cortex_m4f: {e}"));
         return;
     }
     let dir = scratch_dir("bench-mcu");
@@ -476,6 +485,15 @@ fn cli_act_and_run_onnx_agree() {
     assert!(!o.status.success());
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("bad.csv line 2") && stderr.contains("`two`"), "{stderr}");
+    // NaN, and values beyond f32's range, are refused by line and token, not acted on.
+    for token in ["NaN", "1e39"] {
+        let row: Vec<&str> = std::iter::once(token).chain(std::iter::repeat_n("0.5", obs_dim - 1)).collect();
+        fs::write(&bad, format!("{}\n{}\n", rows[0], row.join(","))).unwrap();
+        let o = embodia(&["act", "--run", run.to_str().unwrap(), "--obs", bad.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "act accepted {token}");
+        assert!(stderr.contains("bad.csv line 2") && stderr.contains(&format!("`{token}`")), "{stderr}");
+    }
     fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -15,7 +15,7 @@ use burn::tensor::Device;
 use embodia::config::{ConfigSources, TrainConfig, resolve};
 use embodia::run::{build_learner, gpu_probe, named_device};
 use embodia::sim::classic::Quadrotor;
-use embodia::sim::classic::quadrotor::ObservationNoise;
+use embodia::sim::classic::quadrotor_tasks::ObservationNoise;
 use embodia::sim::tensor::{
     BatchCartPole, BatchOutcome, BatchPendulum, BatchQuadrotor, BatchTask, CartPoleMode, Col, TensorEnv,
 };

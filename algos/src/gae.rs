@@ -1,4 +1,5 @@
-//! Generalized advantage estimation with the terminated/truncated distinction.
+//! Generalized advantage estimation with the terminated/truncated distinction, and the
+//! standardization of advantages.
 
 /// Computes GAE(γ, λ) advantages and returns (advantage + value) in place.
 ///
@@ -6,7 +7,7 @@
 /// already bootstrapped by the caller: its reward includes `γ·V(final_obs)`, and the episode
 /// boundary is cut by `dones`. `dones[t]` is 1.0 when step `t` ended an episode for any reason,
 /// so no advantage flows across it; `last_values` is V of the observation after the last step.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the buffers of GAE, each `[steps, num_envs]`")]
 pub fn compute_gae(
     rewards: &[f32],
     values: &[f32],
@@ -31,6 +32,16 @@ pub fn compute_gae(
             returns[i] = next_advantage + values[i];
             next_value = values[i];
         }
+    }
+}
+
+/// Standardizes `xs` in place to zero mean and unit variance (population std + 1e-5).
+pub(crate) fn standardize(xs: &mut [f32]) {
+    let len = xs.len().max(1) as f64;
+    let mean = xs.iter().map(|&a| a as f64).sum::<f64>() / len;
+    let std = (xs.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / len).sqrt();
+    for a in xs {
+        *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
     }
 }
 

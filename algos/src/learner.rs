@@ -1,11 +1,8 @@
 //! The interface every training algorithm offers the runner, and deterministic evaluation.
 
-use burn::tensor::{Device, Tensor, TensorData};
 use embodia_sim::VecEnv;
 use embodia_sim::view::{Marker, ViewPose};
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::{AlgoError, Checkpoint, InitialNoise, MetricRow};
@@ -513,52 +510,4 @@ impl ScenePositions {
         out.extend(self.objects.iter().flat_map(|&k| self.poses[k].translation));
         out.extend(self.markers.iter().flat_map(|m| m.position));
     }
-}
-
-/// Uploads a host batch `[rows, cols]` to `device`.
-pub(crate) fn to_tensor(data: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
-    Tensor::from_data(TensorData::new(data.to_vec(), [rows, cols]), device)
-}
-
-thread_local! {
-    /// Device-to-host reads made by [`to_host`] on this thread.
-    static HOST_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// The device-to-host reads learners have made on this thread so far (every read goes through
-/// one function, which counts): a test of a device-resident loop compares it before and after.
-pub fn host_reads() -> u64 {
-    HOST_READS.with(std::cell::Cell::get)
-}
-
-/// Downloads a tensor's values to the host.
-pub(crate) fn to_host<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, AlgoError> {
-    HOST_READS.with(|reads| reads.set(reads.get() + 1));
-    t.into_data().try_to_vec::<f32>().map_err(|e| AlgoError::Backend(format!("{e:?}")))
-}
-
-/// Fills `out` with standard-normal samples.
-pub(crate) fn fill_normal(rng: &mut ChaCha8Rng, out: &mut [f32]) {
-    for x in out {
-        *x = rng.sample(StandardNormal);
-    }
-}
-
-/// Fails with [`AlgoError::NonFinite`] if `value` is NaN or infinite.
-pub(crate) fn check_finite(what: &str, value: f64, env_steps: u64) -> Result<f64, AlgoError> {
-    if value.is_finite() { Ok(value) } else { Err(AlgoError::NonFinite { what: what.to_string(), env_steps }) }
-}
-
-/// Serializable state of a ChaCha8 generator.
-pub(crate) fn rng_state(rng: &ChaCha8Rng) -> embodia_sim::RngState {
-    embodia_sim::RngState { seed: rng.get_seed(), stream: rng.get_stream(), word_pos: rng.get_word_pos() }
-}
-
-/// Rebuilds a ChaCha8 generator from its saved state.
-pub(crate) fn rng_from_state(s: &embodia_sim::RngState) -> ChaCha8Rng {
-    use rand::SeedableRng;
-    let mut rng = ChaCha8Rng::from_seed(s.seed);
-    rng.set_stream(s.stream);
-    rng.set_word_pos(s.word_pos);
-    rng
 }

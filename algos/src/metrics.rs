@@ -172,3 +172,14 @@ impl EpisodeStats {
         *self = Self::default();
     }
 }
+
+/// Time spent in one iteration, seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TimeSplit {
+    /// Stepping environments.
+    pub sim: f64,
+    /// Sampling chunks (rollout inference) and bootstrap values.
+    pub inference: f64,
+    /// Advantages and gradient updates.
+    pub update: f64,
+}

@@ -1,4 +1,5 @@
-//! Adam with its state keyed by parameter path, so it can be checkpointed and restored exactly.
+//! Adam with its state keyed by parameter path, so it can be checkpointed and restored exactly,
+//! and the warmup-cosine learning-rate schedule of the behaviour-cloning learners.
 
 use std::collections::HashMap;
 
@@ -197,6 +198,17 @@ impl ModuleMapper for AdamMapper<'_> {
     }
 }
 
+/// Warmup-cosine learning rate at gradient step `step` (openpi `CosineDecaySchedule`): linear
+/// from `peak/warmup` to `peak` over `warmup` steps, then a half cosine down to `end` at
+/// `decay`, constant after.
+pub fn warmup_cosine(step: u64, warmup: u64, decay: u64, peak: f64, end: f64) -> f64 {
+    if step < warmup {
+        return peak * (step + 1) as f64 / warmup as f64;
+    }
+    let progress = ((step - warmup) as f64 / (decay - warmup).max(1) as f64).min(1.0);
+    end + (peak - end) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+}
+
 #[cfg(test)]
 mod tests {
     use burn::module::Param;
@@ -271,5 +283,13 @@ mod tests {
         bad.insert("v.w".into(), (vec![3], vec![0.0; 3]));
         let err = restored.load_state(steps, &bad, &p, &Device::flex()).unwrap_err().to_string();
         assert!(err.contains("`w`"), "{err}");
+    }
+
+    #[test]
+    fn warmup_cosine_endpoints() {
+        let lr = |s| warmup_cosine(s, 10, 110, 1.0, 0.1);
+        assert!((lr(0) - 0.1).abs() < 1e-12 && (lr(9) - 1.0).abs() < 1e-12);
+        assert!((lr(60) - 0.55).abs() < 1e-12, "{}", lr(60));
+        assert!((lr(110) - 0.1).abs() < 1e-12 && (lr(1000) - 0.1).abs() < 1e-12);
     }
 }

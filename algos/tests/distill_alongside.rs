@@ -8,7 +8,7 @@ use embodia_algos::{
 };
 use embodia_policies::FlowPolicyConfig;
 use embodia_sim::VecEnv;
-use embodia_sim::rapier::expert::record_task_expert;
+use embodia_sim::rapier::expert_runs::record_task_expert;
 
 /// A small SFT policy (K = 10, H = 8, C = 4) on 10 scripted reach demonstrations: its checkpoint.
 fn sft_checkpoint() -> Checkpoint {

@@ -1,6 +1,6 @@
 //! The diffusion-policy pipeline on `reach`: DDPM behaviour cloning of scripted demonstrations
 //! (`sft` with `model = diffusion`), then DPPO from that checkpoint. (The pick-cube figures
-//! are in the README, from `embodia train`.)
+//! are in docs/results/flow-rl.md, from `embodia train`.)
 
 use burn::tensor::Device;
 use embodia_algos::{
@@ -8,7 +8,7 @@ use embodia_algos::{
     diffusion_actor_from_checkpoint, evaluate,
 };
 use embodia_policies::{DenoiseSettings, DiffusionPolicy, FlowPolicyConfig, load_params};
-use embodia_sim::rapier::expert::record_task_expert;
+use embodia_sim::rapier::expert_runs::record_task_expert;
 
 /// A small diffusion SFT policy on 10 reach demonstrations after `steps` gradient steps, and
 /// the lowest mini-batch loss of its last 50 steps.
@@ -222,15 +222,15 @@ fn dppo_resumes_exactly() {
     assert_eq!(learner.checkpoint().unwrap(), resumed.checkpoint().unwrap(), "state after resume differs");
 }
 
-/// DPPO improves a weak diffusion policy on reach with a fixed seed: 150 SFT steps on 5
+/// DPPO raises the training return of a weak diffusion policy on reach with a fixed seed: 150 SFT steps on 5
 /// demonstrations, then 30 iterations (96k env steps) with more exploration than the defaults
 /// (η = 1, std floor 0.2), a larger policy learning rate and rewards scaled by 0.1. The mean
 /// return of the training (stochastic) policy, the one PPO optimizes, over the last 5 reports
 /// must exceed that of the first 5. (Deterministic success over 32 episodes does not move in
 /// these 30 iterations, 0.34 → 0.34; it did over 63 iterations from the CLI, 20% → 48%, see
-/// the README.)
+/// docs/results/flow-rl.md.)
 #[test]
-fn dppo_improves_a_weak_reach_policy() {
+fn dppo_raises_the_training_return_of_a_weak_reach_policy() {
     let demos = record_task_expert("reach", None, 10, 5, 7).unwrap();
     let sft_config = SftConfig {
         num_envs: 32,

@@ -7,7 +7,7 @@ use embodia_algos::{
     ActionQueue, Checkpoint, EvalMode, InitialNoise, Learner, PpoFlow, PpoFlowConfig, Sft, SftConfig, evaluate,
 };
 use embodia_policies::FlowPolicyConfig;
-use embodia_sim::rapier::expert::record_task_expert;
+use embodia_sim::rapier::expert_runs::record_task_expert;
 
 fn sft_on_reach(steps: usize) -> (Sft, f64) {
     let demos = record_task_expert("reach", None, 10, 10, 7).unwrap();
@@ -218,7 +218,7 @@ fn kl_guard_limits_a_flow_noise_update_and_adapts_the_learning_rate() {
 /// figure). With absolute targets and unperturbed demonstrations the same run succeeded in 0%.
 #[test]
 fn sft_on_perturbed_pick_cube_demonstrations_partly_succeeds() {
-    use embodia_sim::rapier::expert::record_task_expert_perturbed;
+    use embodia_sim::rapier::expert_runs::record_task_expert_perturbed;
     let mut demos = record_task_expert_perturbed("pick-cube", None, 16, 20, 2_000_030, 0.05).unwrap();
     demos.episodes.retain(|e| e.success);
     assert!(demos.episodes.len() >= 18, "{} of 20 perturbed expert episodes succeeded", demos.episodes.len());
@@ -242,7 +242,7 @@ fn sft_on_perturbed_pick_cube_demonstrations_partly_succeeds() {
 /// without a round of 20 episodes after every 500 steps.
 #[test]
 fn dagger_rounds_raise_a_pick_cube_ee_clone() {
-    use embodia_sim::rapier::expert::record_task_expert_perturbed;
+    use embodia_sim::rapier::expert_runs::record_task_expert_perturbed;
     let demos = record_task_expert_perturbed("pick-cube-ee", None, 10, 10, 41, 0.05).unwrap();
     let demo_steps = demos.num_steps();
     let clone = |dagger_episodes: usize| {

@@ -6,7 +6,7 @@
 use burn::tensor::Device;
 use embodia_algos::{AdvantageEstimator, CriticInput, Learner, PpoFlow, PpoFlowConfig, RewardSource, Sft, SftConfig};
 use embodia_policies::FlowPolicyConfig;
-use embodia_sim::rapier::expert::record_task_expert;
+use embodia_sim::rapier::expert_runs::record_task_expert;
 
 /// Resident set size of this process, bytes (Linux).
 fn resident_bytes() -> Option<u64> {
@@ -14,10 +14,22 @@ fn resident_bytes() -> Option<u64> {
     Some(statm.split_whitespace().nth(1)?.parse::<u64>().ok()? * 4096)
 }
 
+/// Reports a test skipped because `tool` is missing. Under CI (`EMBODIA_CI` set) that is a
+/// failure, unless `.ci/run` listed the tool in `EMBODIA_NOT_RUN` (it then prints NOT RUN).
+fn skipped(tool: &str, message: &str) {
+    let ci = std::env::var_os("EMBODIA_CI").is_some();
+    let declared = std::env::var("EMBODIA_NOT_RUN").is_ok_and(|v| v.split(',').any(|t| t == tool));
+    assert!(!ci || declared, "{message}: CI expects `{tool}` (.ci/run installs it, or lists it in EMBODIA_NOT_RUN)");
+    eprintln!("SKIPPED {message}");
+}
+
 #[test]
 fn flow_ppo_memory_stays_flat_over_iterations() {
     if resident_bytes().is_none() {
-        eprintln!("SKIPPED: no /proc/self/statm to read the resident set size from");
+        skipped(
+            "procfs",
+            "flow_ppo_memory_stays_flat_over_iterations: no /proc/self/statm to read the resident set size from",
+        );
         return;
     }
     let demos = record_task_expert("reach", None, 4, 4, 7).unwrap();

@@ -91,7 +91,7 @@ fn sac_learns_to_hover_the_quadrotor() {
     let mut best = 0.0f64;
     while sac.env_steps() < 120_000 && best < 0.5 {
         sac.iterate(env.as_mut()).unwrap();
-        if sac.env_steps() >= 40_000 && sac.env_steps() % 4_000 == 0 {
+        if sac.env_steps() >= 40_000 && sac.env_steps().is_multiple_of(4_000) {
             best = best.max(success(&sac, eval_env.as_mut()));
         }
     }

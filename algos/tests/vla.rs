@@ -12,9 +12,9 @@ use embodia_policies::vla::{TextConfig, VisionConfig, VlaConfig};
 use embodia_sim::TaskConfig;
 use embodia_sim::VecEnv;
 use embodia_sim::camera::{CameraEnv, RenderConfig};
-use embodia_sim::rapier::expert::record_task_expert_rendered;
+use embodia_sim::rapier::expert_runs::record_task_expert_rendered;
 use embodia_sim::rapier::language::Verb;
-use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+use embodia_sim::rapier::task_config::{ObsKind, ObsTerm};
 
 const SIZE: usize = 32;
 const VARIANT: &str = "push the red cube to the left";
@@ -363,7 +363,7 @@ fn vla_ppo_state_critic_learns_the_task_state_value_while_the_policy_waits() {
 }
 
 #[test]
-fn vla_sft_grounding_head_learns_the_environment_state_it_needs_and_validates_on_held_out_episodes() {
+fn vla_sft_grounding_head_learns_the_environment_state_it_needs_and_keeps_validation_episodes_out_of_training() {
     let mut variant = one_variant("lang-cubes");
     let record = |v: &Variant| {
         record_task_expert_rendered(v.name, Some(&v.task), 4, 4, 3, 0.05, Some(front_camera(&v.task))).unwrap()

@@ -100,7 +100,7 @@ fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
 
 #[test]
 fn recorded_expert_episodes_round_trip_exactly() {
-    let demos = embodia_sim::rapier::expert::record_task_expert("pick-cube", None, 2, 2, 5).unwrap();
+    let demos = embodia_sim::rapier::expert_runs::record_task_expert("pick-cube", None, 2, 2, 5).unwrap();
     assert_eq!(demos.episodes.len(), 2);
     let dir = written("recorded", &demos);
     let ds = read(&dir).unwrap();
@@ -118,10 +118,10 @@ fn recorded_expert_episodes_round_trip_exactly() {
 
 #[test]
 fn environment_states_round_trip_and_nan_in_them_is_named() {
-    use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+    use embodia_sim::rapier::task_config::{ObsKind, ObsTerm};
     let mut task = embodia_sim::task_config("pick-cube").unwrap();
     task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::EeToObject)]);
-    let demos = embodia_sim::rapier::expert::record_task_expert("pick-cube", Some(&task), 2, 2, 5).unwrap();
+    let demos = embodia_sim::rapier::expert_runs::record_task_expert("pick-cube", Some(&task), 2, 2, 5).unwrap();
     assert_eq!(demos.state_dim, 6);
     assert!(demos.episodes.iter().all(|e| e.states.len() == 6 * e.len()));
     // The object's position differs from the hand-relative offset: two distinct terms recorded.

@@ -105,7 +105,7 @@ fn feature_dim(what: &str, dims: &[Option<usize>]) -> Result<usize, String> {
 #[cfg_attr(not(any(feature = "tract", feature = "ort")), allow(dead_code))]
 fn batch_of(obs: &[f32], action: &[f32], obs_dim: usize, output_dim: usize) -> Result<usize, OnnxError> {
     let batch = obs.len() / obs_dim;
-    if obs.len() % obs_dim != 0 || action.len() != batch * output_dim {
+    if !obs.len().is_multiple_of(obs_dim) || action.len() != batch * output_dim {
         return Err(OnnxError::Input(format!(
             "{} observation values and {} action slots do not make whole rows of {obs_dim} and {output_dim}",
             obs.len(),

@@ -1,7 +1,8 @@
 //! The exported C policy as Cortex-M4F firmware under QEMU (issue 7, microcontroller): its
 //! actions on fixed raw observations equal [`PolicySpec::forward`]'s, and its instruction
 //! count and footprint are measured. Needs Debian's `gcc-arm-none-eabi` and `qemu-system-arm`
-//! (`.ci/run` installs them); without them each test says SKIPPED and passes. The RLtools
+//! (`.ci/run` installs them); without them each test says SKIPPED and passes, except under CI
+//! (`EMBODIA_CI`), where a tool `.ci/run` did not declare missing fails the test. The RLtools
 //! comparison also needs `libstdc++-arm-none-eabi-newlib` and RLtools' headers in
 //! `RLTOOLS_INCLUDE` (see `embodia_deploy::mcu::rltools`), else it says SKIPPED.
 //!
@@ -24,11 +25,20 @@ use rand_chacha::ChaCha8Rng;
 const TOLERANCE: f32 = 1e-5;
 const INPUTS: usize = 32;
 
+/// Reports a test skipped because `tool` is missing. Under CI (`EMBODIA_CI` set) that is a
+/// failure, unless `.ci/run` listed the tool in `EMBODIA_NOT_RUN` (it then prints NOT RUN).
+fn skipped(tool: &str, message: &str) {
+    let ci = std::env::var_os("EMBODIA_CI").is_some();
+    let declared = std::env::var("EMBODIA_NOT_RUN").is_ok_and(|v| v.split(',').any(|t| t == tool));
+    assert!(!ci || declared, "{message}: CI expects `{tool}` (.ci/run installs it, or lists it in EMBODIA_NOT_RUN)");
+    eprintln!("SKIPPED {message}");
+}
+
 fn toolchain(test: &str) -> Option<Toolchain> {
     match Toolchain::find() {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("SKIPPED {test}: {e}");
+            skipped("cortex-m", &format!("{test}: {e}"));
             None
         }
     }
@@ -205,7 +215,9 @@ fn rust_no_std_export_runs_on_the_same_firmware() {
     // Best effort: the thumbv7em-none-eabihf standard library comes from rustup.
     match check_on_mcu("rust-quadrotor-sac", &quadrotor_sac(), Implementation::Rust) {
         Ok(_) => {}
-        Err(e @ McuError::ToolMissing { .. }) => eprintln!("SKIPPED rust_no_std_export_runs_on_the_same_firmware: {e}"),
+        Err(e @ McuError::ToolMissing { .. }) => {
+            skipped("thumbv7em", &format!("rust_no_std_export_runs_on_the_same_firmware: {e}"))
+        }
         Err(e) => panic!("{e}"),
     }
 }
@@ -243,7 +255,7 @@ fn rltools_dense_layers_reproduce_the_reference_forward_on_the_same_firmware() {
         match check_on_mcu(&format!("rltools-{name}"), &spec, Implementation::RlTools) {
             Ok(_) => {}
             Err(e @ McuError::ToolMissing { .. }) => {
-                eprintln!("SKIPPED {test}: {e}");
+                skipped("rltools", &format!("{test}: {e}"));
                 return;
             }
             Err(e) => panic!("{name}: {e}"),

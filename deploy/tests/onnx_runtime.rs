@@ -46,13 +46,22 @@ fn policies() -> Vec<PolicySpec> {
     ]
 }
 
+/// Reports a test skipped because `tool` is missing. Under CI (`EMBODIA_CI` set) that is a
+/// failure, unless `.ci/run` listed the tool in `EMBODIA_NOT_RUN` (it then prints NOT RUN).
+fn skipped(tool: &str, message: &str) {
+    let ci = std::env::var_os("EMBODIA_CI").is_some();
+    let declared = std::env::var("EMBODIA_NOT_RUN").is_ok_and(|v| v.split(',').any(|t| t == tool));
+    assert!(!ci || declared, "{message}: CI expects `{tool}` (.ci/run installs it, or lists it in EMBODIA_NOT_RUN)");
+    eprintln!("SKIPPED {message}");
+}
+
 /// The runtimes compiled in and usable here.
 fn runtimes() -> Vec<Runtime> {
     let mut r = vec![Runtime::Tract];
     if cfg!(feature = "ort") {
         match std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
             Some(library) => r.push(Runtime::Ort { library: library.into() }),
-            None => eprintln!("SKIPPED ort: ORT_DYLIB_PATH is not set (bench/.venv-onnx has libonnxruntime)"),
+            None => skipped("onnxruntime", "ort: ORT_DYLIB_PATH is not set (bench/.venv-onnx has libonnxruntime)"),
         }
     }
     r

@@ -1,6 +1,6 @@
 //! Diffusion action-chunk policy (Diffusion Policy / DPPO at small scale): DDPM training with
 //! ε-prediction, DDIM sampling with `K` steps, and the per-denoising-step Gaussians DPPO
-//! fine-tunes (spec `flow_rl.md` §2.2; `irom-lab/dppo` `model/diffusion/diffusion.py`,
+//! fine-tunes ( `irom-lab/dppo` `model/diffusion/diffusion.py`,
 //! `diffusion_vpg.py`).
 //!
 //! Conventions (DDPM): `T` training steps with noise schedule `β_t`, `α_t = 1 − β_t`,

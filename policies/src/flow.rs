@@ -1,5 +1,5 @@
 //! Flow-matching action-chunk policy (a π0-style action expert at small scale) and its
-//! denoising samplers: ODE, SDE, Flow-Noise and CPS (spec `flow_rl.md` §1, §4).
+//! denoising samplers: ODE, SDE, Flow-Noise and CPS.
 //!
 //! Conventions (openpi/RLinf): `t = 1` is pure noise, `t = 0` is data,
 //! `x_t = t·ε + (1 − t)·a`, target velocity `u = ε − a`; sampling integrates from `t = 1` down to
@@ -184,7 +184,7 @@ pub(crate) fn time_scaling(width: usize) -> Vec<f32> {
         .collect()
 }
 
-/// How one denoising transition turns the velocity into a Gaussian (spec §1.2).
+/// How one denoising transition turns the velocity into a Gaussian.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum NoiseMethod {
@@ -232,7 +232,7 @@ pub fn timesteps(steps: usize) -> Vec<f64> {
 }
 
 /// `σ_k = a·√(t_k / (1 − t'_k))` of the SDE schedule, where `t'_k = t_1` when `t_k = 1`
-/// (spec §1.2; avoids the division by zero at the first step).
+/// ( avoids the division by zero at the first step).
 pub fn sde_sigma(k: usize, steps: usize, level: f64) -> f64 {
     let t = timesteps(steps);
     let denominator_t = if k == 0 { t[1.min(steps)] } else { t[k] };
@@ -250,7 +250,7 @@ pub struct Transition {
     pub value: Option<Tensor<2>>,
 }
 
-/// A sampled action chunk with everything PPO stores per environment step (spec §1.3).
+/// A sampled action chunk with everything PPO stores per environment step.
 #[derive(Debug, Clone)]
 pub struct FlowSample {
     /// The final chunk `x_{t=0}`, `[batch, H·D]`, normalized action units.
@@ -371,7 +371,7 @@ impl FlowPolicy {
     }
 
     /// One denoising transition from `x` (`[batch, H·D]`) at step `k` (`t = t_k`), with the
-    /// method's mean and std (spec §1.2) and the value; the std is `None` unless `stochastic`.
+    /// method's mean and std and the value; the std is `None` unless `stochastic`.
     pub fn transition(
         &self,
         obs_features: Tensor<2>,
@@ -384,7 +384,7 @@ impl FlowPolicy {
     }
 
     /// Draws a chunk: `x_{t=1} = noise[0]`, then `x_{k+1} = μ_k + σ_k·noise[k + 1]` with σ = 0 on
-    /// non-stochastic steps (spec §1.3). `obs`: `[batch, obs_dim]`; `noise`: standard normal
+    /// non-stochastic steps. `obs`: `[batch, obs_dim]`; `noise`: standard normal
     /// `[K + 1, batch, H·D]`.
     pub fn sample(&self, obs: Tensor<2>, noise: Tensor<3>, method: NoiseMethod, steps: StochasticSteps) -> FlowSample {
         flow_sample(self, &self.encode(obs), noise, method, steps)
@@ -392,7 +392,7 @@ impl FlowPolicy {
 
     /// Recomputes log-probabilities, entropies and (`with_value`) values from stored `chains`
     /// (`[K + 1, batch, H·D]`) under the current parameters, re-evaluating only the stochastic
-    /// steps (spec §1.5): the same computations as [`FlowPolicy::sample`], so unchanged
+    /// steps: the same computations as [`FlowPolicy::sample`], so unchanged
     /// parameters give the rollout's log-probabilities exactly. Never resamples.
     pub fn evaluate_chain(
         &self,
@@ -470,7 +470,7 @@ pub trait FlowExpert {
 }
 
 /// One denoising transition of `expert` from `x` (`[batch, H·D]`) at step `k` (`t = t_k`), with
-/// the method's mean and std (spec §1.2); the std is `None` unless `stochastic`, the value
+/// the method's mean and std; the std is `None` unless `stochastic`, the value
 /// `None` unless `with_value`.
 ///
 /// Ask for the value only where it is used: with autodiff, burn 0.22 never frees a graph that
@@ -516,7 +516,7 @@ pub fn flow_transition<E: FlowExpert + ?Sized>(
 }
 
 /// Draws a chunk from `expert`: `x_{t=1} = noise[0]`, then `x_{k+1} = μ_k + σ_k·noise[k + 1]`
-/// with σ = 0 on non-stochastic steps (spec §1.3). `noise`: standard normal `[K + 1, batch, H·D]`.
+/// with σ = 0 on non-stochastic steps. `noise`: standard normal `[K + 1, batch, H·D]`.
 pub fn flow_sample<E: FlowExpert + ?Sized>(
     expert: &E,
     context: &E::Context,
@@ -564,7 +564,7 @@ pub fn flow_sample<E: FlowExpert + ?Sized>(
 }
 
 /// Recomputes log-probabilities, entropies and (`with_value`) values of `expert` from stored
-/// `chains` (`[K + 1, batch, H·D]`), re-evaluating only the stochastic steps (spec §1.5): the
+/// `chains` (`[K + 1, batch, H·D]`), re-evaluating only the stochastic steps: the
 /// same computations as [`flow_sample`], so unchanged parameters give the rollout's
 /// log-probabilities exactly. Never resamples. Ask for values only where the loss uses them
 /// (see [`flow_transition`]).

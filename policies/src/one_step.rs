@@ -1,5 +1,5 @@
 //! One-step action-chunk policy: the student that replaces a `K`-step flow sampler by one
-//! network evaluation (spec `flow_rl.md` §3.2, §3.3).
+//! network evaluation.
 //!
 //! The network `F` is an MLP over `[s ‖ x ‖ t ‖ r]`: the standardized observation
 //! `[obs_dim]`, a point `x` of the teacher's chunk space `[H·D]` (pure noise `z` for one-step

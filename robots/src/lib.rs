@@ -11,7 +11,7 @@ pub mod actuator;
 pub mod builtin;
 pub mod hardware;
 pub mod model;
-pub mod quadrotor;
+pub mod quadrotor_params;
 mod summary;
 pub mod urdf;
 
@@ -22,7 +22,7 @@ pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,
 };
-pub use quadrotor::QuadrotorParams;
+pub use quadrotor_params::QuadrotorParams;
 pub use urdf::{UrdfError, UrdfErrorKind, load_urdf, parse_urdf};
 
 /// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.

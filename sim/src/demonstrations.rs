@@ -1,5 +1,5 @@
 //! Demonstrations in memory: whole episodes of observations and actions, as recorded from a
-//! scripted expert ([`crate::rapier::expert::record_expert`]) or read from a dataset on disk.
+//! scripted expert ([`crate::rapier::expert_runs::record_expert`]) or read from a dataset on disk.
 //! Behaviour cloning (SFT) trains on them; dataset writers store them.
 
 /// One episode, step-major: step `t` pairs the observation acted on with the action taken.

@@ -66,12 +66,26 @@ pub enum SimError {
     /// A batch of zero environments was requested.
     #[error("num_envs must be at least 1")]
     ZeroEnvs,
+    /// A batch of more than [`MAX_ENVS`] environments was requested.
+    #[error("num_envs {0} is more than one batch may hold (allowed: 1 ..= {MAX_ENVS})")]
+    TooManyEnvs(usize),
     /// [`VecEnv::restore`] was given a snapshot of another task, size or layout.
     #[error("snapshot does not match this environment: {0}")]
     SnapshotMismatch(String),
     /// A task configuration is inconsistent with itself or its robot (names the `env.` field).
     #[error("invalid task configuration: {0}")]
     InvalidTask(String),
+    /// A task without a scripted expert was asked for expert actions (demonstrations, DAgger).
+    #[error(
+        "task `{name}` has no scripted expert to demonstrate it; tasks with one: {}",
+        .with_expert.join(", ")
+    )]
+    NoExpert {
+        /// The task asked for.
+        name: String,
+        /// The registered tasks that have one.
+        with_expert: Vec<String>,
+    },
     /// A robot description cannot be simulated (massless moving link, loop, bad actuator).
     #[error("invalid robot: {0}")]
     InvalidRobot(String),
@@ -93,7 +107,7 @@ static TASKS: LazyLock<Vec<TaskInfo>> = LazyLock::new(|| {
         let config = (t.config)();
         TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..t.info }
     }));
-    tasks.extend([classic::quadrotor::HOVER_INFO, classic::quadrotor::TRACK_INFO]);
+    tasks.extend([classic::quadrotor_tasks::HOVER_INFO, classic::quadrotor_tasks::TRACK_INFO]);
     tasks
 });
 
@@ -107,6 +121,10 @@ pub fn task_config(name: &str) -> Option<TaskConfig> {
     rapier::rapier_tasks().into_iter().find(|t| t.info.name == name).map(|t| (t.config)())
 }
 
+/// The most environments one batch may hold: beyond it, buffers of the larger tasks would not
+/// fit in memory, and a mistyped count fails at once instead of trying to allocate it.
+pub const MAX_ENVS: usize = 65_536;
+
 /// Makes a batch of `num_envs` environments of the task called `name`, already reset with
 /// seed 0, with the task's default configuration.
 ///
@@ -118,6 +136,9 @@ pub fn make(name: &str, num_envs: usize) -> Result<Box<dyn VecEnv>, SimError> {
 /// Like [`make`], with `config` replacing the default configuration of a rapier task (it is an
 /// error to pass one for a classic task).
 pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Result<Box<dyn VecEnv>, SimError> {
+    if num_envs > MAX_ENVS {
+        return Err(SimError::TooManyEnvs(num_envs));
+    }
     match (name, config) {
         ("pendulum", None) => return Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
         ("mountain-car-continuous", None) => return Ok(Box::new(classic::MountainCarContinuousEnv::new(num_envs)?)),

@@ -5,10 +5,10 @@
 
 use embodia_robots::{ActuatorConfig, builtin};
 use embodia_sim::rapier::ee_action::MAX_LEAD;
-use embodia_sim::rapier::expert::{evaluate_expert, evaluate_task_expert};
+use embodia_sim::rapier::expert_runs::{evaluate_expert, evaluate_task_expert};
 use embodia_sim::rapier::kinematics::top_down;
 use embodia_sim::rapier::language::Split;
-use embodia_sim::rapier::task::{ActionKind, ObsKind, ObsTerm};
+use embodia_sim::rapier::task_config::{ActionKind, ObsKind, ObsTerm};
 use embodia_sim::rapier::{RapierEnv, TaskConfig, rapier_tasks};
 use embodia_sim::{SimError, VecEnv, task_config};
 use rapier3d::prelude::*;
@@ -161,7 +161,7 @@ fn scripted_expert_solves_every_lang_cubes_ee_verb_through_end_effector_steps() 
 
 #[test]
 fn end_effector_steps_grasp_and_lift_the_cube_and_only_a_squeeze_counts_as_grasped() {
-    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    use embodia_sim::rapier::task_config::{RewardKind, RewardTerm};
     let mut c = task_config("pick-cube-ee").unwrap();
     c.rewards = [("grasped".to_string(), RewardTerm::new(RewardKind::ObjectGrasped, 1.0))].into_iter().collect();
     let scale = c.action.scale;

@@ -2,9 +2,9 @@
 //! criteria, scripted experts, and images through the `VecEnv` contract.
 
 use embodia_sim::camera::{CameraEnv, RenderConfig};
-use embodia_sim::rapier::expert::evaluate_task_expert;
+use embodia_sim::rapier::builtin_tasks::LANG_CUBES_HELD_OUT;
+use embodia_sim::rapier::expert_runs::evaluate_task_expert;
 use embodia_sim::rapier::language::{LanguageSpec, Split, variants};
-use embodia_sim::rapier::tasks::LANG_CUBES_HELD_OUT;
 use embodia_sim::{TaskConfig, VecEnv, make_with, task_config};
 
 const TASK: &str = "lang-cubes";

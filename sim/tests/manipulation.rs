@@ -2,10 +2,10 @@
 //! experts that solve reach, pick-cube and push-t.
 
 use embodia_robots::builtin;
-use embodia_sim::rapier::expert::{ExpertEval, evaluate_expert};
+use embodia_sim::rapier::expert_runs::{ExpertEval, evaluate_expert};
 use embodia_sim::rapier::kinematics::Kinematics;
 use embodia_sim::rapier::objects::{COVERAGE_CELL, ObjectShape, coverage, planar};
-use embodia_sim::rapier::task::{ObsKind, ObsTerm, SuccessTerm};
+use embodia_sim::rapier::task_config::{ObsKind, ObsTerm, SuccessTerm};
 use embodia_sim::rapier::{RapierEnv, TaskConfig, rapier_tasks};
 use embodia_sim::{SimError, VecEnv, task_config};
 use rapier3d::prelude::*;
@@ -237,7 +237,7 @@ fn push_t_expert_pushes_the_t_onto_its_goal_sometimes() {
 
 #[test]
 fn recorded_expert_episodes_replay_to_the_same_rewards_and_outcomes() {
-    use embodia_sim::rapier::expert::record_expert;
+    use embodia_sim::rapier::expert_runs::record_expert;
     let (envs, episodes) = (4, 6);
     let demos = record_expert(&mut env("reach", task_config("reach").unwrap(), envs).unwrap(), episodes, 3).unwrap();
     assert_eq!(demos.task, "reach");
@@ -269,8 +269,8 @@ fn recorded_expert_episodes_replay_to_the_same_rewards_and_outcomes() {
 
 #[test]
 fn success_reward_pays_while_the_success_criterion_holds_and_needs_one() {
-    use embodia_sim::rapier::expert::record_expert;
-    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    use embodia_sim::rapier::expert_runs::record_expert;
+    use embodia_sim::rapier::task_config::{RewardKind, RewardTerm};
     let mut config = task_config("pick-cube").unwrap();
     config.rewards = [("success".to_string(), RewardTerm::new(RewardKind::Success, 2.0))].into_iter().collect();
     let demos = record_expert(&mut env("pick-cube", config, 2).unwrap(), 2, 1).unwrap();
@@ -290,8 +290,8 @@ fn success_reward_pays_while_the_success_criterion_holds_and_needs_one() {
 
 #[test]
 fn object_grasped_reward_fires_while_the_expert_holds_the_cube() {
-    use embodia_sim::rapier::expert::record_expert;
-    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    use embodia_sim::rapier::expert_runs::record_expert;
+    use embodia_sim::rapier::task_config::{RewardKind, RewardTerm};
     let mut config = task_config("pick-cube").unwrap();
     config.rewards = [("grasped".to_string(), RewardTerm::new(RewardKind::ObjectGrasped, 1.0))].into_iter().collect();
     let demos = record_expert(&mut env("pick-cube", config, 2).unwrap(), 2, 1).unwrap();
@@ -320,8 +320,8 @@ fn object_grasped_reward_fires_while_the_expert_holds_the_cube() {
 /// ManiSkill's place reward pays from the grasp on, the lift-gated one only once the cube is up.
 #[test]
 fn grasp_gated_goal_reward_pays_from_the_grasp_and_equals_the_lift_gated_one_in_the_air() {
-    use embodia_sim::rapier::expert::record_expert;
-    use embodia_sim::rapier::task::{RewardKind, RewardTerm};
+    use embodia_sim::rapier::expert_runs::record_expert;
+    use embodia_sim::rapier::task_config::{RewardKind, RewardTerm};
     let rewards_of = |kind: RewardKind| {
         let mut config = task_config("pick-cube-ee").unwrap();
         config.rewards =
@@ -358,7 +358,7 @@ fn grasp_gated_goal_reward_pays_from_the_grasp_and_equals_the_lift_gated_one_in_
 
 #[test]
 fn perturbed_recording_labels_the_clean_expert_action_and_runs_the_perturbed_one() {
-    use embodia_sim::rapier::expert::{record_expert, record_expert_perturbed};
+    use embodia_sim::rapier::expert_runs::{record_expert, record_expert_perturbed};
     let (envs, episodes, noise) = (4, 4, 0.1);
     let config = task_config("reach").unwrap();
     let clean = record_expert(&mut env("reach", config.clone(), envs).unwrap(), episodes, 3).unwrap();
@@ -467,8 +467,8 @@ fn expert_labels_reproduce_the_expert_through_auto_resets() {
 /// the language family's on a stacking variant (carry, lower onto the other cube, let go).
 #[test]
 fn an_expert_taking_over_a_held_cube_finishes_the_task() {
-    use embodia_sim::rapier::expert::ExpertLabeler;
     use embodia_sim::rapier::language::Split;
+    use embodia_sim::rapier::scripted_expert::ExpertLabeler;
     let mut stack = task_config("lang-cubes-ee").unwrap();
     let language = stack.command.language.as_mut().unwrap();
     language.held_out = vec!["stack the red cube on the blue cube".into()];
@@ -483,21 +483,21 @@ fn an_expert_taking_over_a_held_cube_finishes_the_task() {
             scene.object_pose(scene.focus()).translation.z
         };
         let rest = height(&e);
-        let mut first = ExpertLabeler::new(&e).unwrap();
+        let mut first = ExpertLabeler::new(e.spec(), e.num_envs()).unwrap();
         let mut steps = 0;
         while height(&e) < rest + 0.035 {
-            first.label(&e, &mut labels).unwrap();
+            first.label(e.spec(), e.scenes(), &mut labels).unwrap();
             e.step(&labels).unwrap();
             steps += 1;
             assert!(steps < 100, "{name}: the expert did not lift the cube 3.5 cm within 100 steps");
         }
-        let mut second = ExpertLabeler::new(&e).unwrap();
-        second.label(&e, &mut labels).unwrap();
+        let mut second = ExpertLabeler::new(e.spec(), e.num_envs()).unwrap();
+        second.label(e.spec(), e.scenes(), &mut labels).unwrap();
         assert_eq!(labels[ad - 1], -1.0, "{name}: a fresh expert over a held cube keeps the gripper closed");
         while !e.buffers().done(0) {
             e.step(&labels).unwrap();
             if !e.buffers().done(0) {
-                second.label(&e, &mut labels).unwrap();
+                second.label(e.spec(), e.scenes(), &mut labels).unwrap();
             }
         }
         assert!(e.buffers().success[0] > 0.0, "{name}: the expert that took over at step {steps} did not finish");

@@ -204,10 +204,10 @@ pub(crate) struct BenchLangArgs {
     #[arg(long, default_value = "lang-cubes")]
     pub(crate) task: String,
     /// Expert episodes per variant (0: skip the expert figures).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::episodes)]
     pub(crate) episodes: usize,
     /// Batch size of the throughput figures.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = super::envs)]
     pub(crate) envs: usize,
     /// Camera image side, pixels.
     #[arg(long, default_value_t = 64)]
@@ -227,7 +227,7 @@ pub(crate) struct BenchRenderArgs {
     #[arg(long, default_value = "pick-cube")]
     pub(crate) task: String,
     /// Batch size.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = super::envs)]
     pub(crate) envs: usize,
     /// Image sides, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,128")]
@@ -276,7 +276,7 @@ pub(crate) struct BenchSimArgs {
     #[command(flatten)]
     pub(crate) settings: Settings,
     /// Batch sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "64")]
+    #[arg(long, value_delimiter = ',', default_value = "64", value_parser = super::envs)]
     pub(crate) envs: Vec<usize>,
     /// rayon thread counts, comma-separated (default: all cores).
     #[arg(long, value_delimiter = ',')]
@@ -355,7 +355,7 @@ pub(crate) fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "one argument per `bench flow` flag group")]
 pub(crate) fn bench_flow(
     tasks: &[String],
     spec: embodia::bench::FlowBenchSpec,
@@ -387,6 +387,14 @@ pub(crate) fn bench_flow(
         spec.eval_episodes
     );
     let root = spec.out.clone().unwrap_or_default();
+    // One benchmark writes into its output directory at a time.
+    let _lock = match &spec.out {
+        Some(out) => {
+            std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+            Some(embodia::run_lock::RunLock::acquire(out)?)
+        }
+        None => None,
+    };
     for task in tasks {
         let mut results = Vec::new();
         for seed in spec.seed..spec.seed + seeds {
@@ -586,7 +594,7 @@ pub(crate) fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> 
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "one argument per `bench lang` flag")]
 pub(crate) fn bench_lang(
     task: &str,
     episodes: usize,
@@ -642,6 +650,7 @@ pub(crate) fn bench_lang(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments, reason = "one argument per `bench render` flag")]
 pub(crate) fn bench_render(
     task: &str,
     envs: usize,

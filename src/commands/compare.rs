@@ -13,7 +13,7 @@ pub(crate) struct CompareArgs {
     #[arg(long, num_args = 1, required = true)]
     pub(crate) run: Vec<PathBuf>,
     /// Episodes per run.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = super::episodes)]
     pub(crate) episodes: usize,
     /// Seed of the shared episodes [default: the first run's].
     #[arg(long)]

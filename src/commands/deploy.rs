@@ -28,7 +28,7 @@ pub(crate) struct DeployArgs {
     #[arg(long)]
     pub(crate) sim: bool,
     /// Episodes (a new target each; servo robots home to the default pose before each).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = super::episodes)]
     pub(crate) episodes: usize,
     /// Seed of the targets.
     #[arg(long, default_value_t = 0)]
@@ -184,19 +184,6 @@ impl std::fmt::Display for EarlyStop {
 
 impl std::error::Error for EarlyStop {}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_early_stop_exits_3_for_a_fault_and_4_for_a_stop_request() {
-        let code = |why: &str| EarlyStop { why: why.into() }.exit_code();
-        assert_eq!(code("torque off: write failed"), 3);
-        assert_eq!(code("while homing: torque off: servo fault"), 3);
-        assert_eq!(code("torque off: stop requested"), 4);
-    }
-}
-
 pub(crate) fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: Option<f64>) -> anyhow::Result<()> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let model = embodia::robots::builtin(robot)?;
@@ -258,4 +245,17 @@ pub(crate) fn servo_emulator(robot: &str) -> anyhow::Result<()> {
     }
     emulator.stop()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_early_stop_exits_3_for_a_fault_and_4_for_a_stop_request() {
+        let code = |why: &str| EarlyStop { why: why.into() }.exit_code();
+        assert_eq!(code("torque off: write failed"), 3);
+        assert_eq!(code("while homing: torque off: servo fault"), 3);
+        assert_eq!(code("torque off: stop requested"), 4);
+    }
 }

@@ -22,7 +22,7 @@ pub(crate) struct EvalArgs {
     #[arg(long, default_value_t = 0, requires = "expert")]
     pub(crate) seed: u64,
     /// Episodes to run.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::episodes)]
     pub(crate) episodes: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -39,7 +39,7 @@ pub(crate) struct EvalArgs {
     /// Also record this many deterministic episodes into RUN/episodes.rrd (link transforms
     /// with visual geometry, targets, observations, actions, rewards; needs the `rerun`
     /// feature).
-    #[arg(long, value_name = "N", conflicts_with = "expert")]
+    #[arg(long, value_name = "N", conflicts_with = "expert", value_parser = super::episodes)]
     pub(crate) record_episodes: Option<usize>,
     /// Also draw frames of the first episode (of the policy or the expert) into this PNG,
     /// with embodia's own renderer (rapier tasks).
@@ -177,7 +177,7 @@ pub(crate) fn eval_expert(
 ) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let config = with_split(task, None, split)?;
-    let e = embodia::sim::rapier::expert::evaluate_task_expert(task, config.as_ref(), 16, episodes, seed)?;
+    let e = embodia::sim::rapier::expert_runs::evaluate_task_expert(task, config.as_ref(), 16, episodes, seed)?;
     if json {
         let value = serde_json::json!({
             "task": task, "expert": "scripted", "episodes": e.episodes, "success_rate": e.success_rate,

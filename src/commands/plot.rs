@@ -13,7 +13,7 @@ pub(crate) struct RenderCameraArgs {
     #[arg(long)]
     pub(crate) out: PathBuf,
     /// Environments (rows).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::envs)]
     pub(crate) envs: usize,
     /// Image side, pixels (64 to 224 is the useful range).
     #[arg(long, default_value_t = 128)]

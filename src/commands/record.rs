@@ -22,7 +22,7 @@ pub(crate) struct RecordArgs {
     #[arg(long)]
     pub(crate) stochastic: bool,
     /// Episodes to write.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = super::episodes)]
     pub(crate) episodes: usize,
     /// Dataset directory (written whole or not at all).
     #[arg(long)]
@@ -31,7 +31,7 @@ pub(crate) struct RecordArgs {
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
     /// Environments stepped in parallel.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = super::envs)]
     pub(crate) envs: usize,
     /// Keep only successful episodes (recording more until --episodes of them are kept).
     #[arg(long)]

@@ -55,8 +55,8 @@ pub(crate) fn list() -> anyhow::Result<()> {
         println!("  {:<26} {} ({solved})", t.name, t.description);
     }
     println!("algorithms:");
-    for (name, description) in ALGORITHMS {
-        println!("  {name:<26} {description}");
+    for a in &ALGORITHMS {
+        println!("  {:<26} {}", a.name, a.summary);
     }
     println!("robots:");
     for r in embodia::robots::catalog() {
@@ -96,11 +96,7 @@ pub(crate) fn train(
         config.task,
         config.seed,
         config.total_steps,
-        if embodia::config::GRADIENT_STEP_ALGORITHMS.contains(&config.algorithm.as_str()) {
-            "gradient steps"
-        } else {
-            "env steps"
-        },
+        embodia::config::algorithm(&config.algorithm)?.budget.unit(),
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);

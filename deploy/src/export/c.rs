@@ -135,7 +135,7 @@ pub(crate) fn normalize_observation(spec: &PolicySpec) -> String {
 
 /// The buffer, `a` or `b`, holding the last layer's output (layers alternate between them).
 pub(crate) fn network_output(spec: &PolicySpec) -> &'static str {
-    if spec.layers.len() % 2 == 0 { "a" } else { "b" }
+    if spec.layers.len().is_multiple_of(2) { "a" } else { "b" }
 }
 
 /// The loop (C99 and C++) mapping the network output in buffer `out` to the raw `action`.

@@ -138,7 +138,7 @@ pub fn forward(obs: &[f32; OBS_DIM], action: &mut [f32; CHUNK * ACTION_DIM]) {{
         let (x, y) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
         s.push_str(&format!("    dense(&W{i}, &B{i}, &{x}[..{}], &mut {y}, {});\n", l.input, i < last));
     }
-    let out = if spec.layers.len() % 2 == 0 { "a" } else { "b" };
+    let out = if spec.layers.len().is_multiple_of(2) { "a" } else { "b" };
     s.push_str("    for j in 0..CHUNK * ACTION_DIM {\n");
     match spec.head {
         ActionHead::Clip => {

@@ -13,7 +13,7 @@
 //!   cross-attends to the prefix and outputs the velocity of the action chunk. It implements
 //!   [`FlowExpert`](crate::FlowExpert), so sampling (ODE, SDE, Flow-Noise, CPS), stored chains
 //!   and log-probabilities are exactly those of [`crate::FlowPolicy`];
-//! - a value head (spec `flow_rl.md` §1.4) on pooled features, detached by default: the prefix
+//! - a value head on pooled features, detached by default: the prefix
 //!   averaged over its valid tokens (π0.5's `value_after_vlm`, default) or the expert's output
 //!   averaged over action tokens (π0), and a per-token Flow-Noise head on the expert's output.
 //!
@@ -28,7 +28,7 @@
 //! attention is fully bidirectional including the proprioception token (π0 puts the state in
 //! the suffix); the tokenizer is byte-level, not SentencePiece; actions are not padded to 32.
 
-mod expert;
+mod action_expert;
 mod model;
 mod tokenizer;
 mod vision;
@@ -36,7 +36,7 @@ mod vision;
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
-pub use expert::{ActionExpert, PrefixCache};
+pub use action_expert::{ActionExpert, PrefixCache};
 pub use model::{VlaBatch, VlaContext, VlaFeatures, VlaModel};
 pub use tokenizer::{
     BOS_TOKEN, BYTE_TOKENS, ByteTokenizer, EOS_TOKEN, PAD_TOKEN, TOKENIZER_NAME, TokenBatch, TokenizerError, VOCAB_SIZE,
@@ -46,7 +46,7 @@ pub use vision::{VisionConfig, VisionEncoder, VisionStem, spatial_softmax};
 use crate::flow::InvalidConfig;
 use crate::tensor_file::TensorFileError;
 
-/// What the value head reads (spec §1.4).
+/// What the value head reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ValueInput {
@@ -412,7 +412,7 @@ pub struct VlaInput {
 impl VlaInput {
     /// Builds an input from images, instructions (tokenized with `tokenizer`) and proprio.
     /// `images`: `[batch, views, height, width, 3]` u8; `proprio`: `[batch, proprio_dim]`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the input's parts, each with its own shape")]
     pub fn new(
         tokenizer: &ByteTokenizer,
         batch: usize,

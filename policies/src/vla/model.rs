@@ -10,7 +10,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::silu;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor, TensorData};
 
-use super::expert::{ActionExpert, PrefixCache};
+use super::action_expert::{ActionExpert, PrefixCache};
 use super::tokenizer::{ByteTokenizer, TOKENIZER_NAME, VOCAB_SIZE};
 use super::vision::{VisionEncoder, encoder_blocks};
 use super::{ValueInput, VlaConfig, VlaError, VlaInput};
@@ -370,7 +370,7 @@ impl VlaModel {
         (v - (noise - actions)).reshape([b, h * d]).square().mean_dim(1).reshape([b])
     }
 
-    /// Draws action chunks with `method` (spec §1.3); `noise`: standard normal
+    /// Draws action chunks with `method`; `noise`: standard normal
     /// `[K + 1, B, H·D]`. Actions in the result are flattened `[B, H·D]` (reshape to `[B, H, D]`
     /// with [`VlaModel::unflatten`]); chains `[K + 1, B, H·D]`; log-probs `[B, C·D]`; value `[B, 1]`.
     pub fn sample(
@@ -384,7 +384,7 @@ impl VlaModel {
     }
 
     /// Recomputes log-probs, entropies and (`with_value`) values from stored `chains`
-    /// (`[K + 1, B, H·D]`) without resampling (spec §1.5); unchanged parameters reproduce the
+    /// (`[K + 1, B, H·D]`) without resampling; unchanged parameters reproduce the
     /// rollout exactly. Ask for values only where the loss uses them (see `flow_transition`).
     pub fn evaluate_chain(
         &self,

@@ -39,6 +39,7 @@ impl Target<'_> {
     /// `max_scale`), in `color` (RGB in `[0, 1]`) with opacity `alpha`: opaque meshes write depth,
     /// translucent ones blend over what is nearer than them and leave depth alone. `scratch`
     /// holds the transformed vertices.
+    #[allow(clippy::too_many_arguments, reason = "what one draw call reads; a struct would only rename it")]
     pub fn draw(
         &mut self,
         mesh: &Mesh,

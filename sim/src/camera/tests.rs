@@ -229,7 +229,8 @@ fn a_mounted_camera_moves_with_its_body() {
 fn invalid_configurations_name_the_field() {
     let bodies = vec![body("a", Geometry::Sphere { radius: 0.1 }, [1.0; 4])];
     let look = Mount::LookAt { eye: [1.0, 0.0, 0.0], target: [0.0; 3] };
-    let cases: [(Box<dyn Fn(&mut RenderConfig)>, &str); 5] = [
+    type Edit = Box<dyn Fn(&mut RenderConfig)>;
+    let cases: [(Edit, &str); 5] = [
         (Box::new(|c| c.cameras[0].width = 0), "cameras[0].width/height"),
         (Box::new(|c| c.cameras[0].lens = Lens::Fov { vertical_deg: 180.0 }), "cameras[0].lens.vertical_deg"),
         (Box::new(|c| c.cameras[0].far = 0.01), "cameras[0].near/far"),

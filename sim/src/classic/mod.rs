@@ -8,11 +8,11 @@
 
 pub mod mountain_car;
 pub mod pendulum;
-pub mod quadrotor;
+pub mod quadrotor_tasks;
 
 pub use mountain_car::MountainCarContinuous;
 pub use pendulum::Pendulum;
-pub use quadrotor::Quadrotor;
+pub use quadrotor_tasks::Quadrotor;
 
 use crate::{ActionSpec, EnvSnapshot, ObsSpec, RngState, SimError, StepBuffers, TaskInfo, VecEnv};
 use rand_chacha::ChaCha8Rng;

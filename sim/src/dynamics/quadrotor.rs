@@ -239,9 +239,9 @@ mod tests {
     fn at_rest(rpm: f32) -> QuadState<f32> {
         let zero = Vec3::new(0.0, 0.0, 0.0);
         QuadState {
-            position: zero.clone(),
+            position: zero,
             orientation: Quat { w: 1.0, x: 0.0, y: 0.0, z: 0.0 },
-            velocity: zero.clone(),
+            velocity: zero,
             angular_velocity: zero,
             rpm: [rpm; 4],
         }
@@ -325,7 +325,7 @@ mod tests {
         let column = |f: &dyn Fn(&QuadState<f32>) -> f32, states: &[QuadState<f32>]| {
             Tensor::<1>::from_floats(states.iter().map(f).collect::<Vec<_>>().as_slice(), &device)
         };
-        let flat: Vec<[f32; STATE_DIM]> = states.iter().map(|s| s.clone().to_array()).collect();
+        let flat: Vec<[f32; STATE_DIM]> = states.iter().map(|s| s.to_array()).collect();
         let mut batch = QuadState::from_array(std::array::from_fn(|k| {
             Tensor::<1>::from_floats(flat.iter().map(|a| a[k]).collect::<Vec<_>>().as_slice(), &device)
         }));
@@ -349,7 +349,7 @@ mod tests {
         }
         let columns = batch.to_array().map(|t| t.into_data().try_to_vec::<f32>().unwrap());
         for (i, s) in states.iter().enumerate() {
-            for (k, v) in s.clone().to_array().iter().enumerate() {
+            for (k, v) in s.to_array().iter().enumerate() {
                 let t = columns[k][i];
                 assert!((t - v).abs() <= 1e-4 * v.abs().max(1.0), "env {i} component {k}: tensor {t} vs f32 {v}");
             }

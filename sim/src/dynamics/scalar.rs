@@ -101,11 +101,13 @@ impl<S: Scalar> Vec3<S> {
     }
 
     /// `self + other`.
+    #[allow(clippy::should_implement_trait, reason = "arithmetic on `Scalar` values is spelled as methods throughout")]
     pub fn add(self, other: Self) -> Self {
         Self::new(self.x + other.x, self.y + other.y, self.z + other.z)
     }
 
     /// `self − other`.
+    #[allow(clippy::should_implement_trait, reason = "arithmetic on `Scalar` values is spelled as methods throughout")]
     pub fn sub(self, other: Self) -> Self {
         Self::new(self.x - other.x, self.y - other.y, self.z - other.z)
     }
@@ -154,7 +156,7 @@ mod tests {
     fn cross_product_follows_the_right_hand_rule() {
         let x = Vec3::new(1.0f32, 0.0, 0.0);
         let y = Vec3::new(0.0f32, 1.0, 0.0);
-        assert_eq!(x.clone().cross(y.clone()), Vec3::new(0.0, 0.0, 1.0));
+        assert_eq!(x.cross(y), Vec3::new(0.0, 0.0, 1.0));
         assert_eq!(y.cross(x), Vec3::new(0.0, 0.0, -1.0));
     }
 

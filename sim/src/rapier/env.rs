@@ -7,10 +7,10 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rayon::prelude::*;
 
-use super::expert::ExpertLabeler;
 use super::scene::Scene;
+use super::scripted_expert::ExpertLabeler;
 use super::spec::SceneSpec;
-use super::task::TaskConfig;
+use super::task_config::TaskConfig;
 use crate::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, SimError, StepBuffers, TaskInfo, VecEnv};
 use embodia_robots::RobotModel;
 
@@ -109,7 +109,7 @@ impl RapierEnv {
     /// Adds a reward term, `weight × system()`, to every environment, after the configured
     /// ones: a task's own term, written as a bevy system over the resources of
     /// [`super::terms`] (e.g. `|joints: Res<Joints>| joints.qd[0].abs()`), without a new
-    /// [`RewardKind`](super::task::RewardKind). Takes effect from the next step.
+    /// [`RewardKind`](super::task_config::RewardKind). Takes effect from the next step.
     pub fn add_reward_term<M>(&mut self, weight: f32, system: impl IntoSystem<(), f32, M> + Clone) {
         for scene in &mut self.scenes {
             scene.add_reward_term(weight, system.clone());
@@ -145,13 +145,11 @@ impl VecEnv for RapierEnv {
     }
 
     fn expert_actions(&mut self, actions: &mut [f32]) -> Result<(), SimError> {
-        let mut expert = match self.expert.take() {
+        let expert = match &mut self.expert {
             Some(expert) => expert,
-            None => ExpertLabeler::new(self)?,
+            None => self.expert.insert(ExpertLabeler::new(&self.spec, self.scenes.len())?),
         };
-        let labelled = expert.label(self, actions);
-        self.expert = Some(expert);
-        labelled
+        expert.label(&self.spec, &self.scenes, actions)
     }
 
     fn num_envs(&self) -> usize {

@@ -195,7 +195,7 @@ impl Ik {
     /// Moves `q` (`[num_actuated]`, the start) towards joint positions that put the link at
     /// `target`, for at most `iterations` iterations, changing only the joints in `active` and
     /// keeping each within `[lower[j], upper[j]]`. Returns the remaining position error, m.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the IK problem's parts; a struct would only rename them")]
     pub fn solve(
         &mut self,
         base: Pose,
@@ -227,6 +227,7 @@ impl Ik {
             }
             // A = J Jᵀ + λ² I (rows × rows), solve A y = e, Δq = Jᵀ y.
             let mut a = [[0.0f32; 6]; 6];
+            #[allow(clippy::needless_range_loop, reason = "row and column indices of a matrix")]
             for r in 0..rows {
                 for c in 0..rows {
                     a[r][c] = active.iter().map(|&j| self.jacobian[j][r] * self.jacobian[j][c]).sum();

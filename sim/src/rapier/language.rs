@@ -1,12 +1,12 @@
 //! Language-conditioned task families: one scene, many instructions.
 //!
-//! A task whose [`CommandConfig::language`](super::task::CommandConfig::language) is set draws,
+//! A task whose [`CommandConfig::language`](super::task_config::CommandConfig::language) is set draws,
 //! for every episode of every environment, one *variant* of a family: a verb applied to one of
 //! the coloured objects of the scene (and, for stacking, onto another), with its instruction
 //! string ("pick up the red cube", "push the green cube to the left", "stack the blue cube on
 //! the yellow cube"), its success criterion and its target. The object the instruction names
 //! becomes *the* object of every object term (observations, rewards), so the terms of
-//! single-object tasks work unchanged; [`ObsKind::Instruction`](super::task::ObsKind) puts the
+//! single-object tasks work unchanged; [`ObsKind::Instruction`](super::task_config::ObsKind) puts the
 //! variant's one-hot into the vector observation for policies that do not read language, and
 //! [`VecEnv::instruction`](crate::VecEnv::instruction) gives the string.
 //!

@@ -1,6 +1,6 @@
 //! Objects on a table: the things manipulation tasks move.
 //!
-//! A task lists its objects in [`SceneConfig::objects`](super::task::SceneConfig::objects):
+//! A task lists its objects in [`SceneConfig::objects`](super::task_config::SceneConfig::objects):
 //! boxes or a compound T block, each a dynamic rapier rigid body (never sleeping) with its
 //! mass, friction and colour, placed at reset resting on the table at a uniformly drawn planar
 //! pose. The first object is *the* object that object terms (observations, rewards, success)
@@ -11,8 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::task::Range;
-use super::terms::uniform;
+use super::sampling::{Range, uniform};
 
 /// Spacing of the grid of points that [`Objects::coverage`] samples the goal footprint with, m.
 pub const COVERAGE_CELL: f32 = 0.005;

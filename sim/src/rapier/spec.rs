@@ -5,7 +5,9 @@ use embodia_robots::RobotModel;
 
 use super::language::LanguageSpec;
 use super::objects::ObjectsSpec;
-use super::task::{ActionKind, ObsKind, ObsTerm, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm};
+use super::task_config::{
+    ActionKind, ObsKind, ObsTerm, RewardKind, RewardTerm, SuccessTerm, TaskConfig, TerminationTerm,
+};
 use crate::{ActionState, SimError};
 
 /// What every environment of a batch shares: the task and everything derived from it once.

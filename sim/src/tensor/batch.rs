@@ -1,7 +1,7 @@
 //! Tasks in batched form: state as `[num_envs]` columns, stepped by the generic dynamics.
 
 use crate::classic::Quadrotor;
-use crate::classic::quadrotor::{DT, POSITION_LIMIT, SUCCESS_FROM_STEP};
+use crate::classic::quadrotor_tasks::{DT, POSITION_LIMIT, SUCCESS_FROM_STEP};
 use crate::dynamics::cartpole::{self, CartPoleParams, CartPoleState};
 use crate::dynamics::flight::{self, ACTION_DIM, OBS_DIM, Target};
 use crate::dynamics::quadrotor::{self, QuadBody, QuadConstants, QuadState, Quat, STATE_DIM};
@@ -181,12 +181,12 @@ const QUAD_COLUMNS: usize = STATE_DIM + 3 + 4 + 1;
 impl BatchQuadrotor {
     fn target(&self, time: &Col) -> Target<Col> {
         match self.0.mission {
-            crate::classic::quadrotor::Mission::Hover => {
+            crate::classic::quadrotor_tasks::Mission::Hover => {
                 let zero = time.zeros_like();
                 let v = Vec3::new(zero.clone(), zero.clone(), zero);
                 Target { position: v.clone(), velocity: v }
             }
-            crate::classic::quadrotor::Mission::Track(f) => f.at(time.clone()),
+            crate::classic::quadrotor_tasks::Mission::Track(f) => f.at(time.clone()),
         }
     }
 }

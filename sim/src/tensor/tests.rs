@@ -1,6 +1,6 @@
 use super::*;
 use crate::VecEnv;
-use crate::classic::quadrotor::{InitialState, ObservationNoise, Randomization};
+use crate::classic::quadrotor_tasks::{InitialState, ObservationNoise, Randomization};
 use crate::classic::{Quadrotor, QuadrotorEnv};
 use crate::dynamics::flight::OBS_DIM as OBS;
 use burn::tensor::Tensor;
@@ -70,13 +70,13 @@ fn falling_quadrotors_terminate_and_reset() {
     let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let mut env = make_tensor("quadrotor-hover", 64, &device()).unwrap();
     let off = vec![-1.0; 64 * 4];
-    let mut ended = vec![false; 64];
+    let mut ended = [false; 64];
     for _ in 0..80 {
         env.step(&off).unwrap();
         let b = env.buffers();
-        for i in 0..64 {
+        for (i, ended) in ended.iter_mut().enumerate() {
             if b.terminated[i] > 0.0 {
-                ended[i] = true;
+                *ended = true;
                 assert_eq!(b.success[i], 0.0);
                 assert!(b.episode_length[i] > 0);
                 // The new episode starts inside the initial box (±0.2 m, plus noise).

@@ -5,7 +5,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::BoxedSystem;
 use rapier3d::prelude::*;
 
-use super::super::task::ActionKind;
+use super::super::task_config::ActionKind;
 use super::{Actuation, EnvRng, Joints, Physics, Task, TaskState, boxed_system, ee_position, gaussian};
 
 /// A system taking one environment's action, `[num_actions]`.

@@ -5,7 +5,7 @@
 //! joints ([`Joints`]), the action and what it commands ([`Actuation`]), the task's commands
 //! and episode state ([`TaskState`]), the environment's generator ([`EnvRng`]) and the task
 //! every environment shares ([`Task`]). A task's typed config
-//! ([`TaskConfig`](super::task::TaskConfig)) lists its terms; each becomes a system built once
+//! ([`TaskConfig`](super::task_config::TaskConfig)) lists its terms; each becomes a system built once
 //! per environment with the term's parameters captured:
 //!
 //! - [`observations`]: one system per observation term, writing its slice of a group's vector;
@@ -31,15 +31,14 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::{BoxedSystem, SystemInput, SystemParam};
 use embodia_robots::ControlMode;
 use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::RngCore;
 use rapier3d::prelude::*;
 
 use super::articulation::Articulation;
 use super::ee_action::EeDelta;
 use super::language::Verb;
 use super::objects::{Objects, coverage, planar};
+pub(crate) use super::sampling::{gaussian, uniform};
 use super::spec::SceneSpec;
-use super::task::Range;
 
 /// The task every environment of a batch shares.
 #[derive(Resource)]
@@ -326,17 +325,4 @@ pub fn boxed_system<I: SystemInput + 'static, O: 'static, M>(
     let mut system: BoxedSystem<I, O> = Box::new(IntoSystem::into_system(system));
     system.initialize(world);
     system
-}
-
-/// Uniform draw in `[r[0], r[1]]`.
-pub(crate) fn uniform(rng: &mut ChaCha8Rng, r: Range) -> f32 {
-    let u = (rng.next_u32() >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
-    r[0] + (r[1] - r[0]) * u
-}
-
-/// Standard normal draw (Box–Muller).
-pub(crate) fn gaussian(rng: &mut ChaCha8Rng) -> f32 {
-    let u1 = uniform(rng, [f32::EPSILON, 1.0]);
-    let u2 = uniform(rng, [0.0, 1.0]);
-    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
 }

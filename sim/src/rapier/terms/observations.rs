@@ -7,7 +7,7 @@ use rapier3d::prelude::*;
 
 use super::super::objects::yaw_of;
 use super::super::spec::SceneSpec;
-use super::super::task::{ObsKind, ObsTerm};
+use super::super::task_config::{ObsKind, ObsTerm};
 use super::{Actuation, EnvRng, Joints, SceneRead, Task, TaskState, boxed_system, run_term, uniform};
 
 /// A system writing one observation term into its slice (`[term_dim]`).

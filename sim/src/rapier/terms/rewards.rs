@@ -4,7 +4,7 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::BoxedSystem;
 
-use super::super::task::{RewardKind, RewardTerm};
+use super::super::task_config::{RewardKind, RewardTerm};
 use super::{Actuation, Joints, SceneRead, StepFlags, Task, TaskState, boxed_system};
 
 /// A system returning one reward term's unweighted value.

@@ -5,7 +5,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::BoxedSystem;
 
 use super::super::language::Verb;
-use super::super::task::{SuccessTerm, TerminationTerm};
+use super::super::task_config::{SuccessTerm, TerminationTerm};
 use super::{Joints, SceneRead, SceneState, StepFlags, boxed_system};
 
 /// A system returning whether a condition holds.

@@ -1,5 +1,5 @@
 //! Distillation of a `K`-step flow policy (the teacher: an `sft` or `ppo-flow-*` run) into a
-//! one-step student ([`OneStepPolicy`]), spec `flow_rl.md` §3.2–§3.3.
+//! one-step student ([`OneStepPolicy`]).
 //!
 //! Observations come from the task itself, DAgger style: every iteration collects
 //! `chunk_steps` chunk steps from every environment (by default one whole episode,
@@ -50,10 +50,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
-use crate::sft::warmup_cosine;
-use crate::{Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, check_range, evaluate};
+use crate::check_finite;
+use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor};
+use crate::optim::warmup_cosine;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::transfer::{to_host, to_tensor};
+use crate::{
+    Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, check_num_envs, check_range, evaluate,
+};
 
 /// Which one-step objective (`--method`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -124,7 +128,7 @@ pub struct DistillConfig {
     /// MeanFlow: step of the central difference of `du/dt`. Default 1e-3.
     pub meanflow_fd_step: f64,
     /// The same_noise student is a copy of the teacher's denoiser, initialised from the
-    /// teacher's weights (RL-100's student, spec §3.2; one step is an Euler step from noise);
+    /// teacher's weights (RL-100's student; one step is an Euler step from noise);
     /// false trains an MLP of `student.hidden` instead (smaller, e.g. for a microcontroller, but
     /// on push-t 17-70 points below its teacher where the copy matches it). The backup loss and
     /// MeanFlow always train the MLP: their student takes a time the denoiser does not. Default
@@ -171,7 +175,7 @@ impl DistillConfig {
     /// Checks every value's range; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
         let fraction = |x: f64| (0.0..=1.0).contains(&x);
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         check_range(
             "student_rollout_fraction",
             self.student_rollout_fraction,
@@ -318,7 +322,7 @@ impl Distill {
             fixed_noise: actor.deterministic_noise(),
             actor,
             optim: Adam::new(0.9, 0.999, 1e-8),
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0xD157_111),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x0D15_7111),
             steps: 0,
             iterations: 0,
             eval_seed: seed.wrapping_add(0xE7A1),

@@ -26,7 +26,7 @@ use burn::tensor::{Distribution, Int, Tensor};
 use embodia_sim::tensor::TensorVecEnv;
 
 use super::{MiniBatch, Ppo, UpdateStats};
-use crate::learner::to_host;
+use crate::transfer::to_host;
 use crate::{AlgoError, MetricRow};
 use embodia_policies::LOG_SQRT_2PI;
 

@@ -1,6 +1,6 @@
 //! Behaviour cloning of a diffusion action-chunk policy (DDPM, ε-prediction) on
 //! demonstrations: `embodia train --algo sft --set algo.model=diffusion`, the starting point
-//! of `dppo` (spec `flow_rl.md` §2.2; Diffusion Policy / DPPO pre-training).
+//! of `dppo` (Diffusion Policy / DPPO pre-training).
 //!
 //! Everything but the model and its loss is the flow [`Sft`](crate::Sft)'s: the same samples
 //! `(s_t, a_{t..t+H})` (relative actions, DART-perturbed demonstrations, standardization), the
@@ -24,11 +24,15 @@ use embodia_sim::demonstrations::Demonstrations;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::check_finite;
+use crate::flow::chunk_samples::fitted_actor;
+use crate::flow::recording::dagger_chunk_samples;
+use crate::flow::sft::{ChunkModel, SftConfig};
+use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor};
 use crate::normalizer::Standardizer;
-use crate::rollouts::dagger_chunk_samples;
-use crate::sft::{ChunkModel, SftConfig, fitted_actor, warmup_cosine};
+use crate::optim::warmup_cosine;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::transfer::{to_host, to_tensor};
 use crate::{Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, evaluate};
 
 /// Checkpoint key of the [`DiffusionConfig`] of a diffusion policy.
@@ -42,6 +46,7 @@ pub const DIFFUSION_KEY: &str = "diffusion";
 /// The SFT policy acts with [`DenoiseSettings::deterministic`] and no `base`. DPPO acts as it
 /// rolls out and as its reference evaluates: the first `K − K′` steps run the frozen SFT network
 /// `base`, the last `K′` the fine-tuned `model`, which RL never trained on the earlier steps.
+#[allow(clippy::too_many_arguments, reason = "the actor, both networks, the sampler and the batch")]
 pub fn act_diffusion(
     actor: &ChunkActor,
     model: &DiffusionPolicy,
@@ -147,10 +152,10 @@ impl DiffusionSft {
             ema: model.valid(),
             model,
             optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0xD1FF_5F7),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x0D1F_F5F7),
             steps: 0,
             eval_seed: seed.wrapping_add(0x5EED),
-            dagger_seed: seed.wrapping_add(0xDA66_E5),
+            dagger_seed: seed.wrapping_add(0x00DA_66E5),
             sample_obs,
             sample_chunks,
             batch_obs: Vec::new(),

@@ -9,8 +9,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::learner::{fill_normal, to_host, to_tensor};
 use crate::normalizer::Standardizer;
+use crate::rng::fill_normal;
+use crate::transfer::{to_host, to_tensor};
 use crate::{AlgoError, Checkpoint};
 
 /// The policy layout and the normalization a flow policy acts with; saved in checkpoints so

@@ -10,8 +10,8 @@ use embodia_sim::demonstrations::{Demonstrations, Episode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::chunk_actor::ChunkActor;
-use crate::sft::chunk_samples;
+use crate::flow::ChunkActor;
+use crate::flow::chunk_samples::chunk_samples;
 use crate::{ActionQueue, AlgoError, Learner};
 
 /// What a rollout keeps of each step besides the observation and the label.

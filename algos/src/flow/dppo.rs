@@ -1,5 +1,5 @@
-//! DPPO: PPO over the denoising steps of a diffusion policy (spec `flow_rl.md` §2.2;
-//! `irom-lab/dppo` `model/diffusion/diffusion_ppo.py`, `diffusion_vpg.py`,
+//! DPPO: PPO over the denoising steps of a diffusion policy
+//! (`irom-lab/dppo` `model/diffusion/diffusion_ppo.py`, `diffusion_vpg.py`,
 //! `agent/finetune/train_ppo_diffusion_agent.py`), started from a diffusion `sft` run.
 //!
 //! Two-layer MDP. The outer layer is the chunk-level environment MDP of `ppo-flow`: one
@@ -55,15 +55,20 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::diffusion_sft::{DIFFUSION_KEY, act_diffusion, diffusion_actor_from_checkpoint};
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
-use crate::ppo_flow::{
-    AdvantageEstimator, GrpoSettings, RewardSource, TimeSplit, chunk_column, chunk_rewards, grpo_episodes, step_rewards,
-};
-use crate::state_replay::FailedStateReplay;
+use crate::check_finite;
+use crate::flow::chunk_rewards::{chunk_column, chunk_rewards, step_rewards};
+use crate::flow::diffusion_sft::{DIFFUSION_KEY, act_diffusion, diffusion_actor_from_checkpoint};
+use crate::flow::grpo::{GrpoSettings, grpo_episodes};
+use crate::flow::ppo_flow_config::{AdvantageEstimator, RewardSource};
+use crate::flow::ppo_loss::gather_chains;
+use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor};
+use crate::metrics::TimeSplit;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::storage::FailedStateReplay;
+use crate::transfer::{to_host, to_tensor};
 use crate::{
-    Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_range, compute_gae,
+    Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_num_envs, check_range,
+    compute_gae,
 };
 
 /// DPPO hyperparameters. Defaults follow DPPO's robomimic state configs where they carry over
@@ -196,7 +201,7 @@ impl DppoConfig {
     /// Checks every value's range; errors name the field. `ft_steps ≤ K` is checked against
     /// the SFT policy in [`Dppo::new`].
     pub fn validate(&self) -> Result<(), AlgoError> {
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         check_range("chunk_steps", self.chunk_steps, self.chunk_steps > 0, "≥ 1")?;
         check_range("update_epochs", self.update_epochs, self.update_epochs > 0, "≥ 1")?;
         let batch = self.num_envs * self.chunk_steps;
@@ -326,7 +331,7 @@ struct ChunkScratch {
     trunc_values: Vec<f32>,
 }
 
-/// Averages of one iteration's updates.
+/// Losses of a mini-batch, or their means over an iteration's mini-batches.
 #[derive(Debug, Clone, Copy, Default)]
 struct UpdateStats {
     policy_loss: f64,
@@ -586,9 +591,8 @@ impl Dppo {
     }
 
     /// Losses of one mini-batch of environment steps (`indices` into `[steps·n]`), each with its
-    /// `K′` denoising steps, with backward pass and optimizer steps. Returns
-    /// (policy loss, value loss, approximate KL).
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<[f64; 3], AlgoError> {
+    /// `K′` denoising steps, with backward pass and optimizer steps.
+    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<UpdateStats, AlgoError> {
         let p = &self.actor.policy;
         let (od, hd, k) = (p.obs_dim, p.chunk_width(), self.base.sampling_steps());
         let ft = self.config.ft_steps;
@@ -597,18 +601,11 @@ impl Dppo {
         let r = &self.rollout;
         let m = indices.len();
         let mut obs = Vec::with_capacity(m * od);
-        let mut chains = vec![0.0f32; (k + 1) * m * hd];
         let (mut old_lp, mut adv, mut ret) = (Vec::with_capacity(m * ft), Vec::with_capacity(m * ft), Vec::new());
         let mut clip_lo = Vec::with_capacity(m * ft);
         let mut clip_hi = Vec::with_capacity(m * ft);
-        for (row, &idx) in indices.iter().enumerate() {
-            let (step, env) = (idx / n, idx % n);
+        for &idx in indices {
             obs.extend_from_slice(&r.obs[idx * od..(idx + 1) * od]);
-            for s in 0..=k {
-                let src = ((step * (k + 1) + s) * n + env) * hd;
-                let dst = (s * m + row) * hd;
-                chains[dst..dst + hd].copy_from_slice(&r.chains[src..src + hd]);
-            }
             old_lp.extend_from_slice(&r.log_probs[idx * ft..(idx + 1) * ft]);
             for i in 0..ft {
                 adv.push(r.advantages[idx] * denoising_discount(i, ft, cfg.denoising_gamma) as f32);
@@ -619,6 +616,7 @@ impl Dppo {
             ret.push(r.returns.get(idx).copied().unwrap_or(0.0));
         }
         let obs = to_tensor(&obs, m, od, &d);
+        let chains = gather_chains(&r.chains, indices, n, k, hd);
         let chains = Tensor::<3>::from_data(TensorData::new(chains, [k + 1, m, hd]), &d);
         let new_lp = self.model.evaluate_chain(obs.clone(), chains, &cfg.denoise_settings());
         let log_ratio = new_lp - to_tensor(&old_lp, m, ft, &d);
@@ -640,8 +638,8 @@ impl Dppo {
             (false, false) => policy_loss.clone(),
         };
         let host = to_host(Tensor::cat(vec![policy_loss.inner(), value_loss.inner(), approx_kl.inner()], 0))?;
-        let stats = [host[0] as f64, host[1] as f64, host[2] as f64];
-        check_finite("DPPO loss", stats[0] + stats[1], self.env_steps)?;
+        let stats = UpdateStats { policy_loss: host[0] as f64, value_loss: host[1] as f64, kl: host[2] as f64 };
+        check_finite("DPPO loss", stats.policy_loss + stats.value_loss, self.env_steps)?;
         let mut grads = loss.backward();
         let value_grads = GradientsParams::from_module(&mut grads, &self.critic);
         let clip = Some(self.config.max_grad_norm);
@@ -666,22 +664,26 @@ impl Dppo {
             return Ok(UpdateStats::default());
         }
         let size = order.len().div_ceil(self.config.mini_batches);
-        let mut sums = [0.0f64; 3];
+        let mut sums = UpdateStats::default();
         let mut count = 0.0;
         'epochs: for _ in 0..self.config.update_epochs {
             order.shuffle(&mut self.rng);
             for batch in order.chunks(size) {
                 let stats = self.update_minibatch(batch, n)?;
-                for (s, x) in sums.iter_mut().zip(stats) {
-                    *s += x;
-                }
+                sums.policy_loss += stats.policy_loss;
+                sums.value_loss += stats.value_loss;
+                sums.kl += stats.kl;
                 count += 1.0;
-                if stats[2] > self.config.target_kl {
+                if stats.kl > self.config.target_kl {
                     break 'epochs;
                 }
             }
         }
-        Ok(UpdateStats { policy_loss: sums[0] / count, value_loss: sums[1] / count, kl: sums[2] / count })
+        Ok(UpdateStats {
+            policy_loss: sums.policy_loss / count,
+            value_loss: sums.value_loss / count,
+            kl: sums.kl / count,
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! One-step distillation alongside flow-policy RL (spec `flow_rl.md` §3.2, RL-100's
+//! One-step distillation alongside flow-policy RL (RL-100's
 //! distillation head trained "alongside RL"; `embodia train --distill-during-rl`).
 //!
 //! [`DistillAlongside`] wraps an RL learner whose checkpoints hold a flow policy

@@ -23,9 +23,12 @@ use serde::{Deserialize, Serialize};
 
 mod on_device;
 
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::check_finite;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::transfer::{to_host, to_tensor};
 use crate::{
-    Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RunningNormalizer, check_range, compute_gae,
+    Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RunningNormalizer, check_num_envs, check_range,
+    compute_gae,
 };
 
 /// How the learning rate evolves.
@@ -110,7 +113,7 @@ impl Default for PpoConfig {
 impl PpoConfig {
     /// Checks every value's range; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         check_range("steps_per_env", self.steps_per_env, self.steps_per_env > 0, "≥ 1")?;
         check_range("epochs", self.epochs, self.epochs > 0, "≥ 1")?;
         let batch = self.num_envs * self.steps_per_env;

@@ -1,5 +1,5 @@
 //! Supervised fine-tuning (behaviour cloning) of a flow-matching action-chunk policy on
-//! demonstrations, π0 style (spec `flow_rl.md` §4).
+//! demonstrations, π0 style.
 //!
 //! Setup: every step `t` of every episode gives one sample `(s_t, a_{t..t+H})`, the chunk
 //! padded past the episode's end with its last action (LeRobot pads likewise); joint-position
@@ -51,11 +51,15 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::check_finite;
+use crate::flow::chunk_samples::fitted_actor;
+use crate::flow::recording::dagger_chunk_samples;
+use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
 use crate::normalizer::Standardizer;
-use crate::rollouts::dagger_chunk_samples;
-use crate::{Adam, AlgoError, Checkpoint, EvalMode, Learner, MetricRow, check_range, evaluate};
+use crate::optim::warmup_cosine;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::transfer::{to_host, to_tensor};
+use crate::{Adam, AlgoError, Checkpoint, EvalMode, Learner, MetricRow, check_num_envs, check_range, evaluate};
 
 /// SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), ε = 1e-8,
 /// weight decay 1e-10, grad clip 1.0, EMA 0.99); see the module docs for the schedule.
@@ -100,7 +104,7 @@ pub struct SftConfig {
     /// demonstrations' goals; relative ones only need the correction. Default true.
     pub relative_actions: bool,
     /// Perturbation of the scripted expert's executed actions while recording demonstrations
-    /// (DART; `embodia_sim::rapier::expert::record_expert_perturbed`), a fraction of the
+    /// (DART; `embodia_sim::rapier::expert_runs::record_expert_perturbed`), a fraction of the
     /// action clip; 0 records the expert unperturbed. Default 0.05.
     pub demo_noise: f32,
     /// The policy (observation and action widths are taken from the task); with
@@ -177,7 +181,7 @@ impl SftConfig {
     /// Checks every value's range except the policy's observation and action widths, which
     /// come from the task.
     pub fn validate_fields(&self) -> Result<(), AlgoError> {
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         check_range("demos", self.demos, self.demos > 0, "≥ 1")?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
@@ -209,17 +213,6 @@ impl SftConfig {
             allowed: e.allowed,
         })
     }
-}
-
-/// Warmup-cosine learning rate at gradient step `step` (openpi `CosineDecaySchedule`): linear
-/// from `peak/warmup` to `peak` over `warmup` steps, then a half cosine down to `end` at
-/// `decay`, constant after.
-pub fn warmup_cosine(step: u64, warmup: u64, decay: u64, peak: f64, end: f64) -> f64 {
-    if step < warmup {
-        return peak * (step + 1) as f64 / warmup as f64;
-    }
-    let progress = ((step - warmup) as f64 / (decay - warmup).max(1) as f64).min(1.0);
-    end + (peak - end) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
 }
 
 /// Behaviour cloning of a flow policy from demonstrations.
@@ -273,7 +266,7 @@ impl Sft {
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5F7_5F7),
             steps: 0,
             eval_seed: seed.wrapping_add(0x5EED),
-            dagger_seed: seed.wrapping_add(0xDA66_E5),
+            dagger_seed: seed.wrapping_add(0x00DA_66E5),
             sample_obs,
             sample_chunks,
             actor,
@@ -341,80 +334,6 @@ impl Sft {
         self.sample_chunks.extend(chunks);
         Ok(())
     }
-}
-
-/// The actor of `policy` for `env` with standardizations (std at least `min_std`) fitted to
-/// the training samples of `demos`, actions relative to the state where `relative_actions`
-/// and the task allows, and those samples standardized: `(actor, [samples, obs_dim],
-/// [samples, H·D])`. `policy` must carry the task's widths.
-pub(crate) fn fitted_actor(
-    policy: &FlowPolicyConfig,
-    relative_actions: bool,
-    min_std: f32,
-    env: &dyn VecEnv,
-    demos: &Demonstrations,
-) -> Result<(ChunkActor, Vec<f32>, Vec<f32>), AlgoError> {
-    let (od, ad) = (policy.obs_dim, policy.action_dim);
-    check_demonstrations(demos, od, ad)?;
-    let bounds = &env.action_spec().bounds;
-    let relative = if relative_actions { env.action_states() } else { Vec::new() };
-    let mut actor = ChunkActor {
-        obs_norm: Standardizer::fit(&[], od, min_std),
-        action_norm: Standardizer::fit(&[], ad, min_std),
-        policy: policy.clone(),
-        action_low: bounds.low.clone(),
-        action_high: bounds.high.clone(),
-        relative,
-        initial_noise: InitialNoise::default(),
-    };
-    let (mut sample_obs, mut sample_chunks) = chunk_samples(demos, &actor);
-    actor.obs_norm = Standardizer::fit(&sample_obs, od, min_std);
-    actor.action_norm = Standardizer::fit(&sample_chunks, ad, min_std);
-    actor.obs_norm.normalize(&mut sample_obs);
-    actor.action_norm.normalize(&mut sample_chunks);
-    Ok((actor, sample_obs, sample_chunks))
-}
-
-/// Fails unless `demos` has the task's widths and at least one step.
-pub(crate) fn check_demonstrations(demos: &Demonstrations, od: usize, ad: usize) -> Result<(), AlgoError> {
-    if demos.obs_dim != od || demos.action_dim != ad {
-        return Err(AlgoError::Config {
-            field: "demonstrations".into(),
-            value: format!("obs_dim {}, action_dim {}", demos.obs_dim, demos.action_dim),
-            allowed: format!("the task's widths: obs_dim {od}, action_dim {ad}"),
-        });
-    }
-    if demos.num_steps() == 0 {
-        return Err(AlgoError::Config {
-            field: "demonstrations".into(),
-            value: format!("{} episodes with no steps", demos.episodes.len()),
-            allowed: "at least one step".into(),
-        });
-    }
-    Ok(())
-}
-
-/// Raw `(s_t, a_{t..t+H})` samples of every step of every episode, chunks padded with the
-/// episode's last action and made relative to `s_t` where the actor says so:
-/// `([samples, obs_dim], [samples, H·D])`.
-pub(crate) fn chunk_samples(demos: &Demonstrations, actor: &ChunkActor) -> (Vec<f32>, Vec<f32>) {
-    let (h, ad, od) = (actor.policy.horizon, actor.policy.action_dim, actor.policy.obs_dim);
-    let mut obs = Vec::new();
-    let mut chunks = Vec::new();
-    for ep in demos.episodes.iter().filter(|e| !e.is_empty()) {
-        obs.extend_from_slice(&ep.observations);
-        let len = ep.len();
-        for t in 0..len {
-            let state = &ep.observations[t * od..(t + 1) * od];
-            for j in 0..h {
-                let s = (t + j).min(len - 1);
-                let at = chunks.len();
-                chunks.extend_from_slice(&ep.actions[s * ad..(s + 1) * ad]);
-                actor.add_state(state, &mut chunks[at..], -1.0);
-            }
-        }
-    }
-    (obs, chunks)
 }
 
 impl Learner for Sft {
@@ -505,18 +424,10 @@ impl Learner for Sft {
 mod tests {
     use super::*;
 
-    #[test]
-    fn warmup_cosine_endpoints() {
-        let lr = |s| warmup_cosine(s, 10, 110, 1.0, 0.1);
-        assert!((lr(0) - 0.1).abs() < 1e-12 && (lr(9) - 1.0).abs() < 1e-12);
-        assert!((lr(60) - 0.55).abs() < 1e-12, "{}", lr(60));
-        assert!((lr(110) - 0.1).abs() < 1e-12 && (lr(1000) - 0.1).abs() < 1e-12);
-    }
-
     /// DAgger rounds start at `dagger_start_step` and add whole episodes of the clone.
     #[test]
     fn dagger_rounds_start_at_their_step() {
-        let demos = embodia_sim::rapier::expert::record_task_expert("reach", None, 2, 2, 7).unwrap();
+        let demos = embodia_sim::rapier::expert_runs::record_task_expert("reach", None, 2, 2, 7).unwrap();
         let config = SftConfig {
             num_envs: 2,
             updates_per_iteration: 1,

@@ -43,15 +43,18 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::learner::{fill_normal, rng_from_state, rng_state, to_host};
+use crate::classic::sac::SoftActorCritic;
+use crate::flow::grpo::{GrpoSettings, grpo_episodes};
+use crate::metrics::TimeSplit;
 use crate::normalizer::RunningNormalizer;
-use crate::ppo_flow::{GrpoSettings, TimeSplit, grpo_episodes};
-use crate::sac::SoftActorCritic;
-use crate::state_replay::FailedStateReplay;
-use crate::vla_actor::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
-use crate::vla_ppo::{scatter_rows, select_rows};
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::storage::FailedStateReplay;
+use crate::transfer::to_host;
+use crate::vla::ppo::{scatter_rows, select_rows};
+use crate::vla::{VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
-    AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RewardSource, SacConfig, TargetEntropy, check_range,
+    AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RewardSource, SacConfig, TargetEntropy, check_num_envs,
+    check_range,
 };
 
 /// DSRL hyperparameters. Batch, Polyak τ and target entropy are DSRL's for its simulated
@@ -144,7 +147,7 @@ impl Default for VlaDsrlConfig {
 impl VlaDsrlConfig {
     /// Checks every value's range; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         let b = self.noise_bound;
         check_range("noise_bound", b, b > 0.0 && b.is_finite(), "> 0")?;
         check_range("reward_scale", self.reward_scale, self.reward_scale > 0.0, "> 0")?;
@@ -405,11 +408,11 @@ impl Learner for VlaDsrl {
         let start = Instant::now();
         let (mut critic_loss, mut actor_loss, mut entropy, mut actor_updates) = (0.0, 0.0, 0.0, 0usize);
         for _ in 0..self.config.updates_per_iteration {
-            let (c, actor) = self.sac.update(&mut self.rng, self.env_steps)?;
-            critic_loss += c;
-            if let Some((a, e)) = actor {
-                actor_loss += a;
-                entropy += e;
+            let update = self.sac.update(&mut self.rng, self.env_steps)?;
+            critic_loss += update.critic_loss;
+            if let Some(actor) = update.actor {
+                actor_loss += actor.loss;
+                entropy += actor.entropy;
                 actor_updates += 1;
             }
         }

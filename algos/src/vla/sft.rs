@@ -1,5 +1,5 @@
 //! Supervised fine-tuning (behaviour cloning) of the VLA on demonstrations with camera images
-//! and language instructions, π0 style (spec `flow_rl.md` §4): the first half of πRL's recipe.
+//! and language instructions, π0 style: the first half of πRL's recipe.
 //!
 //! Samples are as [`Sft`](crate::Sft)'s: every step `t` of every episode gives
 //! `(views_t, instruction, s_t, a_{t..t+H})`, the chunk padded past the episode's end with its
@@ -43,12 +43,16 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host};
-use crate::rollouts::{RolloutLabels, RolloutRecording, learner_rollouts};
-use crate::sft::{check_demonstrations, chunk_samples, fitted_actor, warmup_cosine};
-use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
+use crate::check_finite;
+use crate::flow::chunk_samples::{check_demonstrations, chunk_samples, fitted_actor};
+use crate::flow::recording::{RolloutLabels, RolloutRecording, learner_rollouts};
+use crate::optim::warmup_cosine;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::transfer::to_host;
+use crate::vla::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
-    Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, Standardizer, check_range, evaluate,
+    Adam, AlgoError, Checkpoint, EvalMode, InitialNoise, Learner, MetricRow, Standardizer, check_num_envs, check_range,
+    evaluate,
 };
 
 /// VLA SFT hyperparameters. Optimizer defaults are openpi's (AdamW β = (0.9, 0.95), weight
@@ -210,7 +214,7 @@ impl Default for VlaSftConfig {
 impl VlaSftConfig {
     /// Checks every value's range except the model's task widths; errors name the field.
     pub fn validate_fields(&self) -> Result<(), AlgoError> {
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         check_range("demos", self.demos, self.demos > 0, "≥ 1")?;
         let views = self.cameras.len();
         let max = self.model.vision.max_views;
@@ -492,7 +496,7 @@ impl VlaSft {
             demo_episodes: demos.episodes.len() - config.validation_episodes,
             train_samples: 0,
             validation: (picked, noise, t),
-            dagger_seed: seed.wrapping_add(0xDA66_E5),
+            dagger_seed: seed.wrapping_add(0x00DA_66E5),
             ema: model.valid(),
             model,
             optim: Adam::new(config.beta1, config.beta2, 1e-8).with_weight_decay(config.weight_decay),
@@ -631,6 +635,7 @@ impl VlaSft {
     /// times `t` (`[n]`), and with a grounding head its grounding loss; each `[1]`. With
     /// `teacher_noise` (`[n, grounding_dim]`), the action expert reads the true state plus that
     /// noise instead of the head's prediction (`grounding_teacher_forcing`).
+    #[allow(clippy::too_many_arguments, reason = "the batch's parts, each with its own shape")]
     fn losses(
         &self,
         model: &VlaModel,
@@ -951,7 +956,7 @@ mod tests {
     fn lang_cubes_ee(task: TaskConfig) -> (CameraEnv, Demonstrations) {
         let mut render = RenderConfig::for_task(&task, 32, 32);
         render.cameras.retain(|c| c.name == "front");
-        let demos = embodia_sim::rapier::expert::record_task_expert_rendered(
+        let demos = embodia_sim::rapier::expert_runs::record_task_expert_rendered(
             "lang-cubes-ee",
             Some(&task),
             3,
@@ -1026,7 +1031,7 @@ mod tests {
         let (od, ad, sd) = (demos.obs_dim, demos.action_dim, demos.state_dim);
         let clip = env.action_spec().bounds.high[0];
         for ep in added {
-            assert!(ep.len() > 0 && ep.instruction.is_some());
+            assert!(!ep.is_empty() && ep.instruction.is_some());
             assert_eq!(
                 (ep.observations.len(), ep.actions.len(), ep.states.len()),
                 (ep.len() * od, ep.len() * ad, ep.len() * sd)
@@ -1042,9 +1047,12 @@ mod tests {
 
     /// [`lang_cubes_ee`] with `critic` as the environment state, and a tiny model with a
     /// grounding head that predicts it.
-    fn with_grounding(critic: Vec<embodia_sim::rapier::task::ObsKind>) -> (CameraEnv, Demonstrations, VlaSftConfig) {
+    fn with_grounding(
+        critic: Vec<embodia_sim::rapier::task_config::ObsKind>,
+    ) -> (CameraEnv, Demonstrations, VlaSftConfig) {
         let mut task = embodia_sim::task_config("lang-cubes-ee").unwrap();
-        task.observations.critic = Some(critic.into_iter().map(embodia_sim::rapier::task::ObsTerm::of).collect());
+        task.observations.critic =
+            Some(critic.into_iter().map(embodia_sim::rapier::task_config::ObsTerm::of).collect());
         let (env, demos) = lang_cubes_ee(task);
         let config = VlaSftConfig {
             model: tiny_model(),
@@ -1065,7 +1073,7 @@ mod tests {
 
     #[test]
     fn a_learner_for_evaluation_acts_as_the_trained_one_without_demonstrations() {
-        use embodia_sim::rapier::task::ObsKind;
+        use embodia_sim::rapier::task_config::ObsKind;
         let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos]);
         let mut sft = VlaSft::new(config.clone(), &env, demos, None, Device::flex().autodiff(), 1).unwrap();
         for _ in 0..3 {
@@ -1089,7 +1097,7 @@ mod tests {
     /// trains; a checkpoint of another algorithm or grounding width is refused.
     #[test]
     fn fine_tuning_starts_from_the_init_runs_weights_and_statistics() {
-        use embodia_sim::rapier::task::ObsKind;
+        use embodia_sim::rapier::task_config::ObsKind;
         let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos]);
         let device = || Device::flex().autodiff();
         let mut sft = VlaSft::new(config.clone(), &env, demos.clone(), None, device(), 1).unwrap();
@@ -1121,7 +1129,7 @@ mod tests {
     /// head only: the flow loss of a mixed batch is that of its demonstration samples alone.
     #[test]
     fn grounding_dagger_episodes_train_the_head_alone() {
-        use embodia_sim::rapier::task::ObsKind;
+        use embodia_sim::rapier::task_config::ObsKind;
         let (mut env, demos, config) = with_grounding(vec![ObsKind::ObjectPos, ObsKind::TargetPos]);
         let config = VlaSftConfig {
             validation_episodes: 1,
@@ -1181,7 +1189,7 @@ mod tests {
     /// read the environments' true state instead of the prediction.
     #[test]
     fn teacher_forcing_feeds_the_expert_the_true_state() {
-        use embodia_sim::rapier::task::{ObsKind, ObsTerm};
+        use embodia_sim::rapier::task_config::{ObsKind, ObsTerm};
         let mut task = embodia_sim::task_config("lang-cubes-ee").unwrap();
         task.observations.critic = Some(vec![ObsTerm::of(ObsKind::ObjectPos), ObsTerm::of(ObsKind::TargetPos)]);
         let (env, demos) = lang_cubes_ee(task);

@@ -10,7 +10,8 @@ use embodia_sim::VecEnv;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::learner::{fill_normal, to_host};
+use crate::rng::fill_normal;
+use crate::transfer::to_host;
 use crate::{AlgoError, Checkpoint, ChunkActor, Standardizer};
 
 /// Metadata key of the [`VlaActor`] in checkpoints.

@@ -30,7 +30,7 @@
 //!    the mini-batches as the PPO rows are), reported as `aux_loss`.
 //!
 //! The hyperparameters are [`PpoFlowConfig`]'s. With GAE, `critic` picks the value function:
-//! - `expert_features`: the VLA's own value head (πRL's, spec §1.4: on the prefix pooled over
+//! - `expert_features`: the VLA's own value head (πRL's, on the prefix pooled over
 //!   its valid tokens, π0.5's `value_after_vlm`, or on the expert's features, per the model's
 //!   `value_input`), which reads the state from the images and the instruction;
 //! - `observation`: a separate MLP (`critic_hidden`, ELU) on the environment's state, the
@@ -56,14 +56,18 @@ use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
-use crate::normalizer::RunningNormalizer;
-use crate::ppo_flow::{
-    GroupBatch, TimeSplit, epoch_minibatches, gather_chains, grpo_episodes, kl_guarded_minibatches, ppo_group_loss,
+use crate::check_finite;
+use crate::flow::grpo::grpo_episodes;
+use crate::flow::ppo_loss::{
+    GroupBatch, PpoStats, epoch_minibatches, gather_chains, kl_guarded_minibatches, ppo_group_loss,
     stochastic_step_groups,
 };
-use crate::state_replay::FailedStateReplay;
-use crate::vla_actor::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
+use crate::metrics::TimeSplit;
+use crate::normalizer::RunningNormalizer;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::storage::FailedStateReplay;
+use crate::transfer::{to_host, to_tensor};
+use crate::vla::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
     Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, EvalMode, FlowRlMethod, InitialNoise,
     Learner, MetricRow, PpoFlowConfig, RewardSource, check_range,
@@ -400,7 +404,7 @@ impl VlaPpo {
         &mut self,
         (indices, imitated): &(Vec<usize>, Vec<usize>),
         n: usize,
-    ) -> Result<([f64; 5], bool), AlgoError> {
+    ) -> Result<(PpoStats, bool), AlgoError> {
         let m = &self.actor.model;
         let (hd, cd, k) = (m.horizon * m.action_dim, m.chunk * m.action_dim, m.denoise_steps);
         let layout = (m.chunk, m.action_dim, k);
@@ -410,7 +414,7 @@ impl VlaPpo {
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, self.config.joint_log_prob());
         let mut total = self.self_imitation_loss(imitated, n)?;
-        let mut stats = [0.0f64; 5];
+        let mut stats = PpoStats::default();
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
             let r = &self.rollout;
             let rows = members.len();
@@ -450,17 +454,15 @@ impl VlaPpo {
                 ret: &ret,
             };
             let (loss, group_stats) = ppo_group_loss(&self.config, group, layout, b, &d)?;
-            for (s, g) in stats.iter_mut().zip(group_stats) {
-                *s += g;
-            }
+            stats.add(&group_stats);
             total = Some(match total {
                 Some(t) => t + loss,
                 None => loss,
             });
         }
         let Some(loss) = total else { return Ok((stats, true)) };
-        check_finite("VLA PPO loss", stats[0], self.env_steps)?;
-        if self.config.kl_stops_update(stats[3]) {
+        check_finite("VLA PPO loss", stats.policy_loss, self.env_steps)?;
+        if self.config.kl_stops_update(stats.approx_kl) {
             return Ok((stats, false));
         }
         let mut grads = loss.backward();
@@ -494,7 +496,7 @@ impl VlaPpo {
         Ok((stats, true))
     }
 
-    fn update(&mut self, n: usize) -> Result<[f64; 5], AlgoError> {
+    fn update(&mut self, n: usize) -> Result<PpoStats, AlgoError> {
         let c = &self.config;
         self.self_imitation_loss = (0.0, 0);
         let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
@@ -507,7 +509,7 @@ impl VlaPpo {
             .map(|i| (batches.get(i).cloned().unwrap_or_default(), imitated.get(i).cloned().unwrap_or_default()))
             .collect();
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
-        self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means[3]);
+        self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means.approx_kl);
         Ok(means)
     }
 }
@@ -535,16 +537,14 @@ impl Learner for VlaPpo {
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
         self.collect(env)?;
         let start = Instant::now();
-        let [policy_loss, value_loss, entropy, kl, clip_fraction] = self.update(env.num_envs())?;
+        let stats = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
         self.episodes.drain_into(&mut row, env.info().has_success);
-        row.policy_loss = Some(policy_loss);
-        row.value_loss = (self.config.advantage == AdvantageEstimator::Gae).then_some(value_loss);
-        row.entropy = Some(entropy);
-        row.kl = Some(kl);
-        row.clip_fraction = Some(clip_fraction);
+        stats.write_to(&mut row);
+        // GRPO has no critic: no value loss to report.
+        row.value_loss = (self.config.advantage == AdvantageEstimator::Gae).then_some(stats.value_loss);
         row.mixed_groups = self.mixed_groups;
         let (sil_sum, sil_count) = self.self_imitation_loss;
         row.aux_loss = (sil_count > 0).then(|| sil_sum / sil_count as f64);

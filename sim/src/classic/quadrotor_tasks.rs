@@ -370,9 +370,9 @@ mod tests {
         for _ in 0..100 {
             env.step(&actions).unwrap();
             let b = env.buffers();
-            for i in 0..4 {
+            for (i, ended) in ended.iter_mut().enumerate() {
                 if b.terminated[i] > 0.0 {
-                    ended[i] = true;
+                    *ended = true;
                     assert_eq!(b.success[i], 0.0);
                 }
             }

@@ -18,10 +18,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::learner::{check_finite, fill_normal, rng_from_state, rng_state, to_host, to_tensor};
+use crate::check_finite;
+use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::transfer::{to_host, to_tensor};
 use crate::{
     Adam, AlgoError, Checkpoint, EpisodeStats, ExplorationNoise, Learner, MetricRow, PinkNoise, ReplayBuffer,
-    TransitionBatch, check_range,
+    TransitionBatch, check_num_envs, check_range,
 };
 
 /// SAC hyperparameters. Defaults are the common ones for continuous control (CleanRL and
@@ -150,7 +152,7 @@ impl<'de> Deserialize<'de> for TargetEntropy {
 impl SacConfig {
     /// Checks every value's range; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
-        check_range("num_envs", self.num_envs, self.num_envs > 0, "≥ 1")?;
+        check_num_envs(self.num_envs)?;
         check_range("buffer_size", self.buffer_size, self.buffer_size > 0, "≥ 1")?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range("gamma", self.gamma, (0.0..=1.0).contains(&self.gamma), "0 ≤ gamma ≤ 1")?;
@@ -193,6 +195,24 @@ pub(crate) struct SoftActorCritic {
     // Reused host scratch buffers.
     batch: TransitionBatch,
     noise: Vec<f32>,
+}
+
+/// What one [`SoftActorCritic::update`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SacUpdate {
+    /// Both critics' squared Bellman errors, summed.
+    pub critic_loss: f64,
+    /// The actor's step, on every `actor_update_interval`-th update.
+    pub actor: Option<ActorUpdate>,
+}
+
+/// The actor's and temperature's step of a SAC update.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ActorUpdate {
+    /// `E[α log π(a|s) − min Q(s, a)]`.
+    pub loss: f64,
+    /// The policy's entropy estimate `−E[log π]`, nats.
+    pub entropy: f64,
 }
 
 impl SoftActorCritic {
@@ -263,13 +283,8 @@ impl SoftActorCritic {
     }
 
     /// One gradient step on the critics and, every `actor_update_interval`-th call, on the
-    /// actor and α, on a batch drawn with `rng`. Returns the critic loss and, if the actor was
-    /// updated, (actor loss, entropy).
-    pub(crate) fn update(
-        &mut self,
-        rng: &mut ChaCha8Rng,
-        env_steps: u64,
-    ) -> Result<(f64, Option<(f64, f64)>), AlgoError> {
+    /// actor and α, on a batch drawn with `rng`.
+    pub(crate) fn update(&mut self, rng: &mut ChaCha8Rng, env_steps: u64) -> Result<SacUpdate, AlgoError> {
         let (b, od, ad) = (self.config.batch_size, self.obs_dim, self.action_dim);
         let plain = self.device.clone().inner();
         self.replay.sample(rng, b, &mut self.batch);
@@ -297,8 +312,8 @@ impl SoftActorCritic {
         self.critic = self.critic_optim.step(self.config.learning_rate, self.critic.clone(), &grads, None).0;
         self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, self.config.tau);
         self.critic_updates += 1;
-        if self.critic_updates % self.config.actor_update_interval != 0 {
-            return Ok((critic_loss_value, None));
+        if !self.critic_updates.is_multiple_of(self.config.actor_update_interval) {
+            return Ok(SacUpdate { critic_loss: critic_loss_value, actor: None });
         }
 
         // Actor: minimize E[α log π(a|s) − min Q(s, a)], a = tanh(μ + σ ε) reparameterized.
@@ -315,7 +330,8 @@ impl SoftActorCritic {
             let grad = -(log_prob_mean + self.target_entropy);
             self.log_alpha = adam_scalar(&mut self.alpha_optim, self.log_alpha, grad, self.config.alpha_learning_rate);
         }
-        Ok((critic_loss_value, Some((actor_loss_value, -log_prob_mean))))
+        let actor = ActorUpdate { loss: actor_loss_value, entropy: -log_prob_mean };
+        Ok(SacUpdate { critic_loss: critic_loss_value, actor: Some(actor) })
     }
 
     /// Writes networks, optimizers, temperature and replay buffer into `ckpt`.
@@ -495,12 +511,12 @@ impl Learner for Sac {
 
             if self.env_steps >= self.config.learning_starts {
                 for _ in 0..self.config.updates_per_step {
-                    let (c, actor) = self.sac.update(&mut self.rng, self.env_steps)?;
-                    critic_loss += c;
+                    let update = self.sac.update(&mut self.rng, self.env_steps)?;
+                    critic_loss += update.critic_loss;
                     updates += 1;
-                    if let Some((a, e)) = actor {
-                        actor_loss += a;
-                        entropy += e;
+                    if let Some(actor) = update.actor {
+                        actor_loss += actor.loss;
+                        entropy += actor.entropy;
                         actor_updates += 1;
                     }
                 }

@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::articulation::JointModel;
 pub use super::objects::{ObjectConfig, ObjectShape, TableConfig};
 
-/// A closed interval `[low, high]`.
-pub type Range = [f32; 2];
+pub use super::sampling::Range;
 
 /// A complete task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -577,17 +576,17 @@ impl TaskConfig {
             return Err("`env.events` friction and gain scales must be >= 0".into());
         }
         for (name, r) in &self.rewards {
-            if !r.weight.is_finite() || !(r.std.is_finite() && r.std > 0.0) || !r.min_height.is_finite() {
+            if !(r.weight.is_finite() && r.std.is_finite() && r.std > 0.0 && r.min_height.is_finite()) {
                 return Err(format!("`env.rewards.{name}`: weight and min_height must be finite and std > 0"));
             }
         }
         for (i, o) in s.objects.iter().enumerate() {
             o.validate(&format!("env.scene.objects[{i}]"))?;
         }
-        if let Some(t) = &s.table {
-            if !(t.size.iter().all(|v| v.is_finite() && *v > 0.0) && t.height.is_finite() && t.friction >= 0.0) {
-                return Err("`env.scene.table`: size must be positive, height finite and friction >= 0".into());
-            }
+        if let Some(t) = &s.table
+            && !(t.size.iter().all(|v| v.is_finite() && *v > 0.0) && t.height.is_finite() && t.friction >= 0.0)
+        {
+            return Err("`env.scene.table`: size must be positive, height finite and friction >= 0".into());
         }
         if self.action.kind.is_end_effector() {
             let kind = "`env.action.kind = \"end_effector_delta\"` or `\"end_effector_position\"`";
