@@ -55,7 +55,7 @@ for algo in ppo-flow-sde ppo-flow-noise; do
     --set eval_episodes=1 --run-dir "$algo"
 done
 run ppo-flow-sde-grpo train --task reach --algo ppo-flow-sde --init sft --steps 200 --set algo.num_envs=4 \
-  --set algo.chunk_steps=50 --set algo.advantage=grpo --set algo.group_size=2 --set eval_episodes=1 --run-dir ppo-flow-sde-grpo
+  --set algo.chunk_steps=50 --set algo.group_size=2 --set algo.advantage=grpo --set eval_episodes=1 --run-dir ppo-flow-sde-grpo
 run ppo-flow-sde-alongside train --task reach --algo ppo-flow-sde --init sft --steps 200 --set algo.num_envs=4 \
   --set algo.chunk_steps=50 --set eval_episodes=1 --distill-during-rl --run-dir ppo-flow-sde-alongside
 run dppo train --task reach --algo dppo --init dsft --steps 200 --set algo.num_envs=4 --set algo.chunk_steps=25 \
