@@ -701,15 +701,10 @@ impl TrainConfig {
         if !(1..=MAX_EPISODES).contains(&self.eval_episodes) {
             return bad("eval_episodes", &self.eval_episodes, &format!("1 ..= {MAX_EPISODES}"));
         }
-        if let AlgoConfig::Sac(c) = &self.algo {
-            if c.learning_starts >= self.total_steps {
-                let allowed =
-                    format!("< total_steps ({}): the run would end before its first update", self.total_steps);
-                return bad("algo.learning_starts", &c.learning_starts, &allowed);
-            }
-            if c.batch_size > c.buffer_size {
-                return bad("algo.batch_size", &c.batch_size, &format!("≤ algo.buffer_size ({})", c.buffer_size));
-            }
+        if let AlgoConfig::Sac(c) = &self.algo
+            && c.batch_size > c.buffer_size
+        {
+            return bad("algo.batch_size", &c.batch_size, &format!("≤ algo.buffer_size ({})", c.buffer_size));
         }
         if self.checkpoint_every == 0 {
             return bad("checkpoint_every", &self.checkpoint_every, "≥ 1");
@@ -741,6 +736,21 @@ impl TrainConfig {
             }
             other => ConfigError::Invalid(other.to_string()),
         })
+    }
+
+    /// Settings that are valid but probably not what was meant, in words, for the command to
+    /// print before it starts.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let AlgoConfig::Sac(c) = &self.algo
+            && c.learning_starts >= self.total_steps
+        {
+            out.push(format!(
+                "algo.learning_starts ({}) ≥ total_steps ({}): the run acts at random and never updates",
+                c.learning_starts, self.total_steps
+            ));
+        }
+        out
     }
 
     /// The configuration as TOML text.

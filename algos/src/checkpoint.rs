@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use embodia_policies::NamedParams;
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 
-use crate::AlgoError;
+use crate::{Adam, AlgoError};
 
 /// Tensor file name inside a checkpoint directory.
 pub const TENSORS_FILE: &str = "tensors.safetensors";
@@ -64,6 +64,37 @@ impl Checkpoint {
     pub fn get<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T, AlgoError> {
         let v = self.meta.get(key).ok_or_else(|| AlgoError::Checkpoint(format!("{STATE_FILE} lacks `{key}`")))?;
         serde_json::from_value(v.clone()).map_err(|e| AlgoError::Checkpoint(format!("{STATE_FILE}: `{key}`: {e}")))
+    }
+
+    /// Stores optimizer `optim` as `name`: its moments as `optim.<name>.*` tensors and its step
+    /// count as `optim_<name>_steps`.
+    pub fn put_optim(&mut self, name: &str, optim: &Adam) -> Result<(), AlgoError> {
+        let (steps, state) = optim.state();
+        self.insert_params(&format!("optim.{name}"), state);
+        self.put(&format!("optim_{name}_steps"), &steps)
+    }
+
+    /// Restores optimizer `optim` of `module`'s parameters from what [`Self::put_optim`] stored
+    /// as `name`, on `device`.
+    pub fn restore_optim<M: burn::module::Module>(
+        &self,
+        name: &str,
+        optim: &mut Adam,
+        module: &M,
+        device: &burn::tensor::Device,
+    ) -> Result<(), AlgoError> {
+        let steps = self.get(&format!("optim_{name}_steps"))?;
+        optim.load_state(steps, &self.params(&format!("optim.{name}")), module, device)
+    }
+
+    /// Fails unless the checkpoint was written by algorithm `algo` (its `algo` entry).
+    pub fn expect_algo(&self, algo: &str) -> Result<(), AlgoError> {
+        let found: String = self.get("algo")?;
+        if found == algo {
+            Ok(())
+        } else {
+            Err(AlgoError::Checkpoint(format!("checkpoint is from `{found}`, not `{algo}`")))
+        }
     }
 
     /// Writes the checkpoint to `dir`, replacing any previous one atomically.

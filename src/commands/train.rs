@@ -90,6 +90,11 @@ pub(crate) fn train(
         }
     };
     let config = run.config.clone();
+    if !quiet {
+        for warning in config.warnings() {
+            eprintln!("warning: {warning}");
+        }
+    }
     eprintln!(
         "training {} on {} (seed {}, {} {}) in {}",
         config.algorithm,

@@ -560,9 +560,7 @@ impl Learner for Ppo {
     fn checkpoint(&self) -> Result<Checkpoint, AlgoError> {
         let mut ckpt = Checkpoint::default();
         ckpt.insert_params("model", named_params(&self.model));
-        let (steps, state) = self.optim.state();
-        ckpt.insert_params("optim.model", state);
-        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put_optim("model", &self.optim)?;
         ckpt.put("algo", &"ppo")?;
         ckpt.put("env_steps", &self.env_steps)?;
         ckpt.put("learning_rate", &self.learning_rate)?;
@@ -573,13 +571,10 @@ impl Learner for Ppo {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != "ppo" {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `ppo`")));
-        }
+        ckpt.expect_algo("ppo")?;
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         let plain = self.device.clone().inner();
-        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        ckpt.restore_optim("model", &mut self.optim, &self.model, &plain)?;
         self.env_steps = ckpt.get("env_steps")?;
         self.learning_rate = ckpt.get("learning_rate")?;
         let normalizer: RunningNormalizer = ckpt.get("normalizer")?;

@@ -339,11 +339,8 @@ impl SoftActorCritic {
         ckpt.insert_params("actor", named_params(&self.actor));
         ckpt.insert_params("critic", named_params(&self.critic));
         ckpt.insert_params("critic_target", named_params(&self.critic_target));
-        for (name, optim) in [("actor", &self.actor_optim), ("critic", &self.critic_optim)] {
-            let (steps, state) = optim.state();
-            ckpt.insert_params(&format!("optim.{name}"), state);
-            ckpt.put(&format!("optim_{name}_steps"), &steps)?;
-        }
+        ckpt.put_optim("actor", &self.actor_optim)?;
+        ckpt.put_optim("critic", &self.critic_optim)?;
         self.replay.save(ckpt)?;
         ckpt.put("critic_updates", &self.critic_updates)?;
         ckpt.put("log_alpha", &self.log_alpha)?;
@@ -356,18 +353,8 @@ impl SoftActorCritic {
         self.critic = load_params(self.critic.clone(), &ckpt.params("critic"))?;
         self.critic_target = load_params(self.critic_target.clone(), &ckpt.params("critic_target"))?;
         let plain = self.device.clone().inner();
-        self.actor_optim.load_state(
-            ckpt.get("optim_actor_steps")?,
-            &ckpt.params("optim.actor"),
-            &self.actor,
-            &plain,
-        )?;
-        self.critic_optim.load_state(
-            ckpt.get("optim_critic_steps")?,
-            &ckpt.params("optim.critic"),
-            &self.critic,
-            &plain,
-        )?;
+        ckpt.restore_optim("actor", &mut self.actor_optim, &self.actor, &plain)?;
+        ckpt.restore_optim("critic", &mut self.critic_optim, &self.critic, &plain)?;
         self.replay.load(ckpt)?;
         self.critic_updates = ckpt.get("critic_updates")?;
         self.log_alpha = ckpt.get("log_alpha")?;
@@ -558,10 +545,7 @@ impl Learner for Sac {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != "sac" {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `sac`")));
-        }
+        ckpt.expect_algo("sac")?;
         self.sac.load(ckpt)?;
         self.env_steps = ckpt.get("env_steps")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);

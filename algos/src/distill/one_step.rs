@@ -703,9 +703,7 @@ impl Learner for Distill {
         ckpt.insert_params(STUDENT_PREFIX, named_params(&self.student));
         ckpt.insert_params("target", named_params(&self.target));
         ckpt.insert_params("teacher", self.teacher_params.clone());
-        let (steps, state) = self.optim.state();
-        ckpt.insert_params("optim.student", state);
-        ckpt.put("optim_student_steps", &steps)?;
+        ckpt.put_optim("student", &self.optim)?;
         let od = self.actor.policy.obs_dim;
         ckpt.tensors.insert("buffer.obs".into(), (vec![self.buffer_len(), od], self.buffer.clone()));
         ckpt.put("buffer_next", &self.buffer_next)?;
@@ -720,10 +718,7 @@ impl Learner for Distill {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != "distill" {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `distill`")));
-        }
+        ckpt.expect_algo("distill")?;
         let student_config: OneStepPolicyConfig = ckpt.get(STUDENT_KEY)?;
         if student_config != self.student_config {
             return Err(AlgoError::Checkpoint("the checkpoint's student layout differs from the config's".into()));
@@ -738,12 +733,7 @@ impl Learner for Distill {
         self.student = load_params(self.student.clone(), &ckpt.params(STUDENT_PREFIX))?;
         self.acting = self.student.valid();
         self.target = load_params(self.target.clone(), &ckpt.params("target"))?;
-        self.optim.load_state(
-            ckpt.get("optim_student_steps")?,
-            &ckpt.params("optim.student"),
-            &self.student,
-            &plain,
-        )?;
+        ckpt.restore_optim("student", &mut self.optim, &self.student, &plain)?;
         let (_, buffer) = ckpt
             .tensors
             .get("buffer.obs")

@@ -273,9 +273,7 @@ impl Learner for DiffusionSft {
         let mut ckpt = Checkpoint::default();
         ckpt.insert_params("model", named_params(&self.model));
         ckpt.insert_params("ema", named_params(&self.ema));
-        let (steps, state) = self.optim.state();
-        ckpt.insert_params("optim.model", state);
-        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put_optim("model", &self.optim)?;
         ckpt.put("algo", &"sft")?;
         ckpt.put("model", &ChunkModel::Diffusion)?;
         ckpt.put(DIFFUSION_KEY, &self.config.diffusion)?;
@@ -286,10 +284,7 @@ impl Learner for DiffusionSft {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != "sft" {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `sft`")));
-        }
+        ckpt.expect_algo("sft")?;
         let (od, ad) = (self.actor.policy.obs_dim, self.actor.policy.action_dim);
         let (actor, diffusion) = diffusion_actor_from_checkpoint(ckpt, od, ad)?;
         if actor.policy != self.actor.policy
@@ -304,7 +299,7 @@ impl Learner for DiffusionSft {
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         self.ema = load_params(self.ema.clone(), &ckpt.params("ema"))?;
         let plain = self.device.clone().inner();
-        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        ckpt.restore_optim("model", &mut self.optim, &self.model, &plain)?;
         // Training samples are standardized with the checkpoint's statistics.
         if actor != self.actor {
             let scale = |x: &mut Vec<f32>, from: &Standardizer, to: &Standardizer| {

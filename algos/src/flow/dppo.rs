@@ -42,6 +42,8 @@
 //! rates, γ, epochs and batch sizes are scaled to a small MLP and short episodes (see
 //! [`DppoConfig`]); η defaults to 0 (see [`DppoConfig::eta`]); no BC regularizer, no learned η.
 
+use std::time::Instant;
+
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -56,8 +58,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::check_finite;
-use crate::flow::chunk_rewards::{chunk_column, chunk_rewards, step_rewards};
 use crate::flow::diffusion_sft::{DIFFUSION_KEY, act_diffusion, diffusion_actor_from_checkpoint};
+use crate::flow::gae_collection::{ChunkSampler, collect_chunk_steps};
 use crate::flow::grpo::{GrpoSettings, grpo_episodes};
 use crate::flow::ppo_flow_config::{AdvantageEstimator, RewardSource};
 use crate::flow::ppo_loss::gather_chains;
@@ -68,7 +70,6 @@ use crate::storage::FailedStateReplay;
 use crate::transfer::{to_host, to_tensor};
 use crate::{
     Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_num_envs, check_range,
-    compute_gae,
 };
 
 /// DPPO hyperparameters. Defaults follow DPPO's robomimic state configs where they carry over
@@ -311,8 +312,6 @@ struct Rollout {
     log_probs: Vec<f32>,
     /// `[steps, n]`.
     values: Vec<f32>,
-    rewards: Vec<f32>,
-    dones: Vec<f32>,
     /// `[steps, n]`; GAE only.
     returns: Vec<f32>,
     /// `[steps, n]`.
@@ -320,15 +319,6 @@ struct Rollout {
     /// Rows (`step·n + env`) that enter the update: all with GAE; with GRPO those sampled
     /// while the environment's episode ran, in groups not filtered out.
     used: Vec<usize>,
-}
-
-/// Per-chunk-step scratch of the primitive steps, `[C, n]`.
-#[derive(Debug, Default)]
-struct ChunkScratch {
-    rewards: Vec<f32>,
-    terminated: Vec<f32>,
-    truncated: Vec<f32>,
-    trunc_values: Vec<f32>,
 }
 
 /// Losses of a mini-batch, or their means over an iteration's mini-batches.
@@ -358,7 +348,6 @@ pub struct Dppo {
     iterations: u64,
     episodes: EpisodeStats,
     rollout: Rollout,
-    scratch: ChunkScratch,
     last_split: TimeSplit,
     /// GRPO: share of the last collection's groups with differing returns.
     mixed_groups: Option<f64>,
@@ -406,7 +395,6 @@ impl Dppo {
             iterations: 0,
             episodes: EpisodeStats::default(),
             rollout: Rollout::default(),
-            scratch: ChunkScratch::default(),
             last_split: TimeSplit::default(),
             mixed_groups: None,
             actor,
@@ -443,7 +431,7 @@ impl Dppo {
 
     fn clear_rollout(&mut self) {
         let r = &mut self.rollout;
-        let buffers = [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones];
+        let buffers = [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values];
         for buf in buffers.into_iter().chain([&mut r.advantages, &mut r.returns]) {
             buf.clear();
         }
@@ -483,87 +471,22 @@ impl Dppo {
 
     /// Collects `chunk_steps` chunk steps from every environment and computes GAE advantages.
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
-        use std::time::Instant;
-        let mut split = TimeSplit::default();
         let n = env.num_envs();
-        let p = self.actor.policy.clone();
-        let (od, ad, c) = (p.obs_dim, p.action_dim, p.chunk);
+        let p = &self.actor.policy;
+        let layout = (p.obs_dim, p.action_dim, p.chunk);
+        let settings = self.config.gae_settings();
+        self.clear_rollout();
         let model = self.model.valid();
         let critic = self.critic.valid();
-        let gamma = self.config.gamma as f32;
-        self.clear_rollout();
-        let mut env_actions = vec![0.0f32; n * c * ad];
-        let mut step_actions = vec![0.0f32; n * ad];
-        let (mut rewards, mut dones) = (vec![0.0f32; n], vec![0.0f32; n]);
-        for _ in 0..self.config.chunk_steps {
-            let start = Instant::now();
-            let obs = env.buffers().obs.clone();
-            self.sample_chunk(&model, Some(&critic), &obs, &mut env_actions)?;
-            split.inference += start.elapsed().as_secs_f64();
-
-            let s = &mut self.scratch;
-            for buf in [&mut s.rewards, &mut s.terminated, &mut s.truncated, &mut s.trunc_values] {
-                buf.clear();
-            }
-            for j in 0..c {
-                chunk_column(&env_actions, j, c, ad, &mut step_actions);
-                let start = Instant::now();
-                env.step(&step_actions)?;
-                split.sim += start.elapsed().as_secs_f64();
-                self.env_steps += n as u64;
-                let b = env.buffers();
-                self.episodes.push_ended(b);
-                let s = &mut self.scratch;
-                let scale = self.config.reward_scale as f32;
-                s.rewards.extend(step_rewards(b, self.config.reward).map(|r| r * scale));
-                s.terminated.extend_from_slice(&b.terminated);
-                s.truncated.extend_from_slice(&b.truncated);
-                let base = s.trunc_values.len();
-                s.trunc_values.resize(base + n, 0.0);
-                // Truncated, not terminated: bootstrap from V(final_obs).
-                if (0..n).any(|i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0) {
-                    let cut: Vec<usize> = (0..n).filter(|&i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0).collect();
-                    let final_obs: Vec<f32> =
-                        cut.iter().flat_map(|&i| b.final_obs[i * od..(i + 1) * od].iter().copied()).collect();
-                    let v = self.values(&critic, &final_obs)?;
-                    for (&i, v) in cut.iter().zip(v) {
-                        self.scratch.trunc_values[base + i] = v;
-                    }
-                }
-            }
-            let s = &self.scratch;
-            chunk_rewards(&s.rewards, &s.terminated, &s.truncated, &s.trunc_values, gamma, &mut rewards, &mut dones);
-            self.rollout.rewards.extend_from_slice(&rewards);
-            self.rollout.dones.extend_from_slice(&dones);
-        }
-        let start = Instant::now();
-        let last_values = self.values(&critic, &env.buffers().obs)?;
-        split.inference += start.elapsed().as_secs_f64();
+        let mut sampler = DiffusionSampler { learner: self, model: &model, critic: &critic };
+        let steps = collect_chunk_steps(env, &settings, layout, &mut sampler)?;
+        self.env_steps += steps.env_steps;
         let start = Instant::now();
         let r = &mut self.rollout;
-        let len = r.rewards.len();
-        r.advantages.resize(len, 0.0);
-        r.returns.resize(len, 0.0);
-        compute_gae(
-            &r.rewards,
-            &r.values,
-            &r.dones,
-            &last_values,
-            n,
-            gamma,
-            self.config.lambda as f32,
-            &mut r.advantages,
-            &mut r.returns,
-        );
-        let mean = r.advantages.iter().map(|&a| a as f64).sum::<f64>() / len as f64;
-        let var = r.advantages.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / len as f64;
-        let std = var.sqrt();
-        for a in &mut r.advantages {
-            *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
-        }
-        r.used.extend(0..len);
-        split.update += start.elapsed().as_secs_f64();
-        self.last_split = split;
+        (r.advantages, r.returns) = steps.advantages(&r.values, n, &settings);
+        r.used.extend(0..r.values.len());
+        self.last_split = steps.split;
+        self.last_split.update += start.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -687,6 +610,27 @@ impl Dppo {
     }
 }
 
+/// A [`Dppo`] with the inference copies of its networks, as a GAE collection samples it.
+struct DiffusionSampler<'a> {
+    learner: &'a mut Dppo,
+    model: &'a DiffusionPolicy,
+    critic: &'a ValueCritic,
+}
+
+impl ChunkSampler for DiffusionSampler<'_> {
+    fn sample_chunk(&mut self, obs: &[f32], env_actions: &mut [f32]) -> Result<(), AlgoError> {
+        self.learner.sample_chunk(self.model, Some(self.critic), obs, env_actions)
+    }
+
+    fn values(&mut self, obs: &[f32]) -> Result<Vec<f32>, AlgoError> {
+        self.learner.values(self.critic, obs)
+    }
+
+    fn episodes(&mut self) -> &mut EpisodeStats {
+        &mut self.learner.episodes
+    }
+}
+
 impl Learner for Dppo {
     fn default_eval_mode(&self) -> EvalMode {
         EvalMode::Sampled
@@ -709,7 +653,7 @@ impl Learner for Dppo {
             true => self.collect_grpo(env)?,
             false => self.collect(env)?,
         }
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         let stats = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
@@ -745,11 +689,8 @@ impl Learner for Dppo {
         ckpt.insert_params("model", named_params(&self.model));
         ckpt.insert_params("base", named_params(&self.base));
         ckpt.insert_params("critic", named_params(&self.critic));
-        for (name, optim) in [("policy", &self.policy_optim), ("value", &self.value_optim)] {
-            let (steps, state) = optim.state();
-            ckpt.insert_params(&format!("optim.{name}"), state);
-            ckpt.put(&format!("optim_{name}_steps"), &steps)?;
-        }
+        ckpt.put_optim("policy", &self.policy_optim)?;
+        ckpt.put_optim("value", &self.value_optim)?;
         ckpt.put("algo", &self.name())?;
         ckpt.put("model", &crate::ChunkModel::Diffusion)?;
         ckpt.put(CHUNK_ACTOR_KEY, &self.actor)?;
@@ -761,10 +702,7 @@ impl Learner for Dppo {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != self.name() {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `{}`", self.name())));
-        }
+        ckpt.expect_algo(self.name())?;
         let (od, ad) = (self.actor.policy.obs_dim, self.actor.policy.action_dim);
         let (actor, _) = diffusion_actor_from_checkpoint(ckpt, od, ad)?;
         self.actor = actor;
@@ -772,10 +710,8 @@ impl Learner for Dppo {
         self.base = load_params(self.base.clone(), &ckpt.params("base"))?;
         self.critic = load_params(self.critic.clone(), &ckpt.params("critic"))?;
         let plain = self.device.clone().inner();
-        let steps = ckpt.get("optim_policy_steps")?;
-        self.policy_optim.load_state(steps, &ckpt.params("optim.policy"), &self.model, &plain)?;
-        let steps = ckpt.get("optim_value_steps")?;
-        self.value_optim.load_state(steps, &ckpt.params("optim.value"), &self.critic, &plain)?;
+        ckpt.restore_optim("policy", &mut self.policy_optim, &self.model, &plain)?;
+        ckpt.restore_optim("value", &mut self.value_optim, &self.critic, &plain)?;
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);

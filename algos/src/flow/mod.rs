@@ -5,8 +5,8 @@
 //!    ([`recording`] drives the learner and labels what it reached); [`chunk_samples`] turns
 //!    demonstrations into `(s_t, a_{t..t+H})` pairs and fits the [`ChunkActor`] around the model.
 //! 2. [`PpoFlow`] (πRL's Flow-SDE and Flow-Noise) and [`Dppo`] improve a clone with RL. Each
-//!    decision executes a whole chunk ([`chunk_rewards`]); advantages come from GAE or from
-//!    [`grpo`]'s groups that share an initial state; the update is [`ppo_loss`]'s clipped
+//!    decision executes a whole chunk ([`chunk_rewards`]); advantages come from GAE over
+//!    [`gae_collection`]'s chunk steps or from [`grpo`]'s groups that share an initial state; the update is [`ppo_loss`]'s clipped
 //!    surrogate over the stored denoising chains.
 //!
 //! The VLA's learners ([`crate::vla`]) and the one-step students ([`crate::distill`]) build on
@@ -17,6 +17,7 @@ pub mod chunk_rewards;
 pub mod chunk_samples;
 pub mod diffusion_sft;
 pub mod dppo;
+pub mod gae_collection;
 pub mod grpo;
 pub mod ppo_flow;
 pub mod ppo_flow_config;

@@ -30,6 +30,8 @@
 //! gradient clipping is per parameter group (policy, value) rather than global; no
 //! micro-batch gradient accumulation (mini-batches fit in memory).
 
+use std::time::Instant;
+
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -42,7 +44,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::check_finite;
-use crate::flow::chunk_rewards::{chunk_column, chunk_rewards, step_rewards};
+use crate::flow::gae_collection::{ChunkSampler, collect_chunk_steps};
 use crate::flow::grpo::grpo_episodes;
 use crate::flow::ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig, RewardSource};
 use crate::flow::ppo_loss::{
@@ -50,14 +52,11 @@ use crate::flow::ppo_loss::{
     stochastic_step_groups,
 };
 use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::gae::standardize;
 use crate::metrics::TimeSplit;
 use crate::rng::{fill_normal, rng_from_state, rng_state};
 use crate::storage::FailedStateReplay;
 use crate::transfer::{to_host, to_tensor};
-use crate::{
-    Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_range, compute_gae,
-};
+use crate::{Adam, AlgoError, Checkpoint, EpisodeStats, EvalMode, InitialNoise, Learner, MetricRow, check_range};
 
 /// Rollout storage, time-major over chunk steps.
 #[derive(Debug, Default)]
@@ -70,24 +69,15 @@ struct Rollout {
     stochastic_step: Vec<usize>,
     /// `[steps, n, C·D]`.
     log_probs: Vec<f32>,
-    /// `[steps, n]`.
+    /// `V(s)` of each row, `[steps, n]`.
     values: Vec<f32>,
-    rewards: Vec<f32>,
-    dones: Vec<f32>,
+    /// `[steps, n]`.
     advantages: Vec<f32>,
+    /// `[steps, n]`; GAE only.
     returns: Vec<f32>,
     /// Samples the update uses, indices into `[steps·n]` (GRPO leaves out chunk steps after an
     /// episode's end and filtered groups).
     used: Vec<usize>,
-}
-
-/// Per-chunk-step scratch of the primitive steps, `[C, n]`.
-#[derive(Debug, Default)]
-struct ChunkScratch {
-    rewards: Vec<f32>,
-    terminated: Vec<f32>,
-    truncated: Vec<f32>,
-    trunc_values: Vec<f32>,
 }
 
 /// PPO for a flow policy started from an SFT checkpoint.
@@ -107,7 +97,6 @@ pub struct PpoFlow {
     policy_lr: f64,
     episodes: EpisodeStats,
     rollout: Rollout,
-    scratch: ChunkScratch,
     /// Initial states GRPO groups failed from ([`PpoFlowConfig::replay_failed_states`]).
     failed_states: FailedStateReplay,
     last_split: TimeSplit,
@@ -158,7 +147,6 @@ impl PpoFlow {
             policy_lr: config.policy_lr,
             episodes: EpisodeStats::default(),
             rollout: Rollout::default(),
-            scratch: ChunkScratch::default(),
             failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
             mixed_groups: None,
@@ -198,7 +186,7 @@ impl PpoFlow {
     /// Clears the rollout for a new iteration.
     fn clear_rollout(&mut self) {
         let r = &mut self.rollout;
-        for buf in [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values, &mut r.rewards, &mut r.dones] {
+        for buf in [&mut r.obs, &mut r.chains, &mut r.log_probs, &mut r.values] {
             buf.clear();
         }
         r.stochastic_step.clear();
@@ -244,87 +232,22 @@ impl PpoFlow {
 
     /// Collects `chunk_steps` chunk steps from every environment and computes GAE advantages.
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
-        use std::time::Instant;
         let n = env.num_envs();
-        let p = self.actor.policy.clone();
-        let (od, ad, c) = (p.obs_dim, p.action_dim, p.chunk);
+        let p = &self.actor.policy;
+        let layout = (p.obs_dim, p.action_dim, p.chunk);
+        let settings = self.config.gae_settings();
+        self.clear_rollout();
         let model = self.model.valid();
         let critic = self.critic.as_ref().map(|c| c.valid());
-        let gamma = self.config.gamma as f32;
-        self.clear_rollout();
-        let mut split = TimeSplit::default();
-        let mut env_actions = vec![0.0f32; n * c * ad];
-        let mut step_actions = vec![0.0f32; n * ad];
-        let (mut rewards, mut dones) = (vec![0.0f32; n], vec![0.0f32; n]);
-        for _ in 0..self.config.chunk_steps {
-            let start = Instant::now();
-            let obs = env.buffers().obs.clone();
-            self.sample_chunk(&model, critic.as_ref(), &obs, &mut env_actions)?;
-            split.inference += start.elapsed().as_secs_f64();
-
-            let s = &mut self.scratch;
-            for buf in [&mut s.rewards, &mut s.terminated, &mut s.truncated, &mut s.trunc_values] {
-                buf.clear();
-            }
-            for j in 0..c {
-                chunk_column(&env_actions, j, c, ad, &mut step_actions);
-                let start = Instant::now();
-                env.step(&step_actions)?;
-                split.sim += start.elapsed().as_secs_f64();
-                self.env_steps += n as u64;
-                let b = env.buffers();
-                self.episodes.push_ended(b);
-                let s = &mut self.scratch;
-                let scale = self.config.reward_scale as f32;
-                s.rewards.extend(step_rewards(b, self.config.reward).map(|r| r * scale));
-                s.terminated.extend_from_slice(&b.terminated);
-                s.truncated.extend_from_slice(&b.truncated);
-                let base = s.trunc_values.len();
-                s.trunc_values.resize(base + n, 0.0);
-                // Truncated, not terminated: bootstrap from V(final_obs) (empty, so allocation-free,
-                // on the steps where no episode was cut).
-                let cut: Vec<usize> = (0..n).filter(|&i| b.truncated[i] > 0.0 && b.terminated[i] == 0.0).collect();
-                if !cut.is_empty() {
-                    let start = Instant::now();
-                    let final_obs: Vec<f32> =
-                        cut.iter().flat_map(|&i| b.final_obs[i * od..(i + 1) * od].iter().copied()).collect();
-                    let v = self.values(&model, &final_obs)?;
-                    for (&i, v) in cut.iter().zip(v) {
-                        self.scratch.trunc_values[base + i] = v;
-                    }
-                    split.inference += start.elapsed().as_secs_f64();
-                }
-            }
-            let s = &self.scratch;
-            chunk_rewards(&s.rewards, &s.terminated, &s.truncated, &s.trunc_values, gamma, &mut rewards, &mut dones);
-            self.rollout.rewards.extend_from_slice(&rewards);
-            self.rollout.dones.extend_from_slice(&dones);
-        }
-        let start = Instant::now();
-        let obs = env.buffers().obs.clone();
-        let last_values = self.values(&model, &obs)?;
-        split.inference += start.elapsed().as_secs_f64();
-
+        let mut sampler = FlowSampler { learner: self, model: &model, critic: critic.as_ref() };
+        let steps = collect_chunk_steps(env, &settings, layout, &mut sampler)?;
+        self.env_steps += steps.env_steps;
         let start = Instant::now();
         let r = &mut self.rollout;
-        let len = r.rewards.len();
-        r.advantages.resize(len, 0.0);
-        r.returns.resize(len, 0.0);
-        compute_gae(
-            &r.rewards,
-            &r.values,
-            &r.dones,
-            &last_values,
-            n,
-            gamma,
-            self.config.lambda as f32,
-            &mut r.advantages,
-            &mut r.returns,
-        );
-        standardize(&mut r.advantages);
-        r.used.extend(0..len);
-        split.update += start.elapsed().as_secs_f64();
-        self.last_split = split;
+        (r.advantages, r.returns) = steps.advantages(&r.values, n, &settings);
+        r.used.extend(0..r.values.len());
+        self.last_split = steps.split;
+        self.last_split.update += start.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -461,6 +384,27 @@ impl PpoFlow {
     }
 }
 
+/// A [`PpoFlow`] with the inference copies of its networks, as a GAE collection samples it.
+struct FlowSampler<'a> {
+    learner: &'a mut PpoFlow,
+    model: &'a FlowPolicy,
+    critic: Option<&'a ValueCritic>,
+}
+
+impl ChunkSampler for FlowSampler<'_> {
+    fn sample_chunk(&mut self, obs: &[f32], env_actions: &mut [f32]) -> Result<(), AlgoError> {
+        self.learner.sample_chunk(self.model, self.critic, obs, env_actions)
+    }
+
+    fn values(&mut self, obs: &[f32]) -> Result<Vec<f32>, AlgoError> {
+        self.learner.values(self.model, obs)
+    }
+
+    fn episodes(&mut self) -> &mut EpisodeStats {
+        &mut self.learner.episodes
+    }
+}
+
 impl Learner for PpoFlow {
     fn default_eval_mode(&self) -> EvalMode {
         EvalMode::Sampled
@@ -486,7 +430,7 @@ impl Learner for PpoFlow {
             AdvantageEstimator::Gae => self.collect(env)?,
             AdvantageEstimator::Grpo => self.collect_grpo(env)?,
         }
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         let stats = self.update(env.num_envs())?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
@@ -512,11 +456,8 @@ impl Learner for PpoFlow {
         if let Some(critic) = &self.critic {
             ckpt.insert_params("critic", named_params(critic));
         }
-        for (name, optim) in [("policy", &self.policy_optim), ("value", &self.value_optim)] {
-            let (steps, state) = optim.state();
-            ckpt.insert_params(&format!("optim.{name}"), state);
-            ckpt.put(&format!("optim_{name}_steps"), &steps)?;
-        }
+        ckpt.put_optim("policy", &self.policy_optim)?;
+        ckpt.put_optim("value", &self.value_optim)?;
         ckpt.put("algo", &self.name())?;
         ckpt.put(CHUNK_ACTOR_KEY, &self.actor)?;
         ckpt.put("env_steps", &self.env_steps)?;
@@ -527,23 +468,18 @@ impl Learner for PpoFlow {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != self.name() {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `{}`", self.name())));
-        }
+        ckpt.expect_algo(self.name())?;
         self.actor = ChunkActor::from_checkpoint(ckpt, self.actor.policy.obs_dim, self.actor.policy.action_dim)?;
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         let plain = self.device.clone().inner();
-        let steps = ckpt.get("optim_policy_steps")?;
-        self.policy_optim.load_state(steps, &ckpt.params("optim.policy"), &self.model, &plain)?;
-        let (steps, state) = (ckpt.get("optim_value_steps")?, ckpt.params("optim.value"));
+        ckpt.restore_optim("policy", &mut self.policy_optim, &self.model, &plain)?;
         match self.critic.take() {
             Some(critic) => {
                 let critic = load_params(critic, &ckpt.params("critic"))?;
-                self.value_optim.load_state(steps, &state, &critic, &plain)?;
+                ckpt.restore_optim("value", &mut self.value_optim, &critic, &plain)?;
                 self.critic = Some(critic);
             }
-            None => self.value_optim.load_state(steps, &state, &self.model, &plain)?,
+            None => ckpt.restore_optim("value", &mut self.value_optim, &self.model, &plain)?,
         }
         self.env_steps = ckpt.get("env_steps")?;
         self.iterations = ckpt.get("iterations")?;

@@ -379,9 +379,7 @@ impl Learner for Sft {
         let mut ckpt = Checkpoint::default();
         ckpt.insert_params("model", named_params(&self.model));
         ckpt.insert_params("ema", named_params(&self.ema));
-        let (steps, state) = self.optim.state();
-        ckpt.insert_params("optim.model", state);
-        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put_optim("model", &self.optim)?;
         ckpt.put("algo", &"sft")?;
         ckpt.put(CHUNK_ACTOR_KEY, &self.actor)?;
         ckpt.put("steps", &self.steps)?;
@@ -390,10 +388,7 @@ impl Learner for Sft {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != "sft" {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `sft`")));
-        }
+        ckpt.expect_algo("sft")?;
         let actor = ChunkActor::from_checkpoint(ckpt, self.actor.policy.obs_dim, self.actor.policy.action_dim)?;
         if actor.policy != self.actor.policy || actor.relative != self.actor.relative {
             return Err(AlgoError::Checkpoint(
@@ -403,7 +398,7 @@ impl Learner for Sft {
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         self.ema = load_params(self.ema.clone(), &ckpt.params("ema"))?;
         let plain = self.device.clone().inner();
-        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        ckpt.restore_optim("model", &mut self.optim, &self.model, &plain)?;
         // Training samples are standardized with the checkpoint's statistics.
         if actor != self.actor {
             let scale = |x: &mut Vec<f32>, from: &Standardizer, to: &Standardizer| {

@@ -476,10 +476,7 @@ impl Learner for VlaDsrl {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != self.name() {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `{}`", self.name())));
-        }
+        ckpt.expect_algo(self.name())?;
         self.actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         self.sac.load(ckpt)?;

@@ -584,12 +584,8 @@ impl Learner for VlaPpo {
             ckpt.insert_params("critic", named_params(&critic.net));
             ckpt.put("critic_normalizer", &critic.norm)?;
         }
-        let (steps, state) = self.optim.state();
-        ckpt.insert_params("optim.model", state);
-        ckpt.put("optim_model_steps", &steps)?;
-        let (steps, state) = self.value_optim.state();
-        ckpt.insert_params("optim.value", state);
-        ckpt.put("optim_value_steps", &steps)?;
+        ckpt.put_optim("model", &self.optim)?;
+        ckpt.put_optim("value", &self.value_optim)?;
         ckpt.put("algo", &self.name())?;
         ckpt.put(VLA_ACTOR_KEY, &self.actor)?;
         ckpt.put("env_steps", &self.env_steps)?;
@@ -600,24 +596,20 @@ impl Learner for VlaPpo {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != self.name() {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `{}`", self.name())));
-        }
+        ckpt.expect_algo(self.name())?;
         self.actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         let plain = self.device.clone().inner();
-        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        ckpt.restore_optim("model", &mut self.optim, &self.model, &plain)?;
         // Runs written before GAE (GRPO only) have no value optimizer state.
-        if let Ok(steps) = ckpt.get("optim_value_steps") {
-            let state = ckpt.params("optim.value");
+        if ckpt.meta.contains_key("optim_value_steps") {
             match self.critic.as_mut() {
                 Some(critic) => {
                     critic.net = load_params(critic.net.clone(), &ckpt.params("critic"))?;
                     critic.norm = ckpt.get("critic_normalizer")?;
-                    self.value_optim.load_state(steps, &state, &critic.net, &plain)?;
+                    ckpt.restore_optim("value", &mut self.value_optim, &critic.net, &plain)?;
                 }
-                None => self.value_optim.load_state(steps, &state, &self.model, &plain)?,
+                None => ckpt.restore_optim("value", &mut self.value_optim, &self.model, &plain)?,
             }
         }
         self.env_steps = ckpt.get("env_steps")?;

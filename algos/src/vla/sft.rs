@@ -838,9 +838,7 @@ impl Learner for VlaSft {
         let mut ckpt = Checkpoint::default();
         ckpt.insert_params("model", named_params(&self.model));
         ckpt.insert_params("ema", named_params(&self.ema));
-        let (steps, state) = self.optim.state();
-        ckpt.insert_params("optim.model", state);
-        ckpt.put("optim_model_steps", &steps)?;
+        ckpt.put_optim("model", &self.optim)?;
         ckpt.put("algo", &"vla-sft")?;
         ckpt.put(VLA_ACTOR_KEY, &self.actor)?;
         ckpt.put("steps", &self.steps)?;
@@ -849,10 +847,7 @@ impl Learner for VlaSft {
     }
 
     fn restore(&mut self, ckpt: &Checkpoint) -> Result<(), AlgoError> {
-        let algo: String = ckpt.get("algo")?;
-        if algo != "vla-sft" {
-            return Err(AlgoError::Checkpoint(format!("checkpoint is from `{algo}`, not `vla-sft`")));
-        }
+        ckpt.expect_algo("vla-sft")?;
         let mut actor = VlaActor::from_checkpoint(ckpt, self.actor.model.proprio_dim, self.actor.model.action_dim)?;
         // The grounding head predicts in its checkpoint's state units (checkpoints written
         // before the actor kept them have none: this run's). Those of runs whose DAgger rounds
@@ -874,7 +869,7 @@ impl Learner for VlaSft {
         self.model = load_params(self.model.clone(), &ckpt.params("model"))?;
         self.ema = load_params(self.ema.clone(), &ckpt.params("ema"))?;
         let plain = self.device.clone().inner();
-        self.optim.load_state(ckpt.get("optim_model_steps")?, &ckpt.params("optim.model"), &self.model, &plain)?;
+        ckpt.restore_optim("model", &mut self.optim, &self.model, &plain)?;
         self.steps = ckpt.get("steps")?;
         self.rng = rng_from_state(&ckpt.get("rng")?);
         Ok(())
