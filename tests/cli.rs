@@ -147,6 +147,12 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
         for entry in fs::read_dir(dir).expect("readable dir") {
             let path = entry.expect("dir entry").path();
             let rel = path.strip_prefix(root).expect("under root").to_path_buf();
+            // The lock file names the last process that opened the run to write it; its content
+            // is bookkeeping, not the run's.
+            if rel.file_name().is_some_and(|n| n == embodia::run_lock::LOCK_FILE) {
+                out.insert(rel, None);
+                continue;
+            }
             if path.is_dir() {
                 out.insert(rel, None);
                 walk(root, &path, out);
@@ -524,6 +530,32 @@ fn corrupt_checkpoint_is_reported_and_left_alone() {
         assert_unchanged(&before, &d.join(run), "train --resume of a corrupt checkpoint");
     }
 
+    // A resume checks every file it appends to before its first step: an empty or garbled
+    // metrics.csv is refused by line, and the checkpoint does not move.
+    for (name, metrics, at) in [
+        ("runs/empty", "", "metrics.csv: line 1"),
+        ("runs/garbled", "env_steps,wall_seconds\n1000,x,y\n", "metrics.csv:2"),
+    ] {
+        let run = d.join(name);
+        copy_dir(&good, &run);
+        fs::write(run.join("metrics.csv"), metrics).unwrap();
+        let before = snapshot(&run);
+        let e = fail(d, &["train", "--resume", name, "--steps", "100000", "--quiet"]);
+        assert_mentions(&e, &[name, at]);
+        assert_unchanged(&before, &run, "train --resume with a broken metrics.csv");
+    }
+    // A checkpoint tensor changed after it was saved is refused by name.
+    let edited = d.join("runs/edited");
+    copy_dir(&good, &edited);
+    let sums: Value =
+        serde_json::from_str(&fs::read_to_string(edited.join("checkpoint/checksums.json")).unwrap()).unwrap();
+    let tensor = sums.as_object().unwrap().keys().find(|k| *k != "state.json").unwrap().clone();
+    let mut sums = sums;
+    sums[&tensor] = Value::String("0000000000000000".into());
+    fs::write(edited.join("checkpoint/checksums.json"), sums.to_string()).unwrap();
+    let e = fail_at_once(d, &["eval", "--run", "runs/edited"]);
+    assert_mentions(&e, &["runs/edited/checkpoint/tensors.safetensors", &format!("`{tensor}`"), "checksum"]);
+
     // The copies were faithful: the intact run still evaluates.
     ok(d, &["eval", "--run", "runs/good", "--episodes", "1"]);
 }
@@ -633,6 +665,10 @@ fn kill_resume_matches_uninterrupted(args: &[&str], kill_after: u64, total: u64)
         assert!(Instant::now() < deadline, "no checkpoint at {kill_after} steps within 120 s");
         std::thread::sleep(Duration::from_millis(2));
     }
+    // While it trains, a second writer is refused, naming the process that holds the run (and
+    // once that process is killed, its lock is gone: the resume below proceeds).
+    let e = fail(d, &["train", "--resume", "runs/a", "--quiet"]);
+    assert_mentions(&e, &["runs/a", &format!("is being written by process {}", child.id())]);
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "training finished before the kill; give it a larger budget");
@@ -667,7 +703,7 @@ fn kill_resume_matches_uninterrupted(args: &[&str], kill_after: u64, total: u64)
 }
 
 #[test]
-fn sac_killed_and_resumed_matches_uninterrupted() {
+fn sac_killed_and_resumed_matches_uninterrupted_and_refuses_a_second_writer_meanwhile() {
     kill_resume_matches_uninterrupted(
         &["--task", "pendulum", "--algo", "sac", "--seed", "3", "--steps", "6000"],
         2000,
@@ -676,7 +712,7 @@ fn sac_killed_and_resumed_matches_uninterrupted() {
 }
 
 #[test]
-fn ppo_killed_and_resumed_matches_uninterrupted() {
+fn ppo_killed_and_resumed_matches_uninterrupted_and_refuses_a_second_writer_meanwhile() {
     // 8 × 128 = 1,024 env steps per iteration; 30 iterations, so the kill after the first
     // checkpoint lands well before the end even on a loaded machine.
     kill_resume_matches_uninterrupted(
@@ -796,8 +832,9 @@ fn eval_json_reports_one_object() {
         assert_eq!(out.code, Some(2), "a usage error: {}", out.stderr);
         assert_mentions(&out.stderr, &[option, "--expert"]);
     }
-    let e = fail_at_once(d, &["eval", "--run", "runs/pend", "--episodes", "0"]);
-    assert_mentions(&e, &["--episodes", "allowed: ≥ 1"]);
+    let out = embodia(d, &["eval", "--run", "runs/pend", "--episodes", "0"]);
+    assert_eq!(out.code, Some(2), "a count out of range is a command-line error: {}", out.stderr);
+    assert_mentions(&out.stderr, &["--episodes", "1 ..= 1000000"]);
 }
 
 /// `compare` evaluates both runs on the episodes of one seed (the first run's unless
