@@ -70,6 +70,9 @@ pub enum RunError {
     /// Metrics could not be read or curves drawn.
     #[error(transparent)]
     Plot(#[from] crate::plot::PlotError),
+    /// Another process writes the run directory.
+    #[error(transparent)]
+    Lock(#[from] crate::run_lock::LockError),
     /// The compute device asked for is unknown or not compiled in.
     #[error("--device: {0}")]
     Device(String),

@@ -7,7 +7,29 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::run::RunError;
+/// Why a run directory could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another process writes the run.
+    #[error(
+        "{dir}: is being written by {holder} (another `embodia train`, `distill` or `bench`); wait for it to \
+         finish or choose another run directory"
+    )]
+    Busy {
+        /// The run directory.
+        dir: String,
+        /// `process <pid>`, or `another process` when it has not written its id yet.
+        holder: String,
+    },
+    /// The lock file could not be opened or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The lock file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
 
 /// The lock file's name inside a run directory (it holds the writer's process id).
 pub const LOCK_FILE: &str = ".lock";
@@ -22,9 +44,9 @@ pub struct RunLock {
 impl RunLock {
     /// Locks `dir` (which must exist) for this process, or fails naming the process that holds
     /// it.
-    pub fn acquire(dir: &Path) -> Result<Self, RunError> {
+    pub fn acquire(dir: &Path) -> Result<Self, LockError> {
         let path = dir.join(LOCK_FILE);
-        let io = |e: std::io::Error| RunError::Io { path: path.display().to_string(), message: e.to_string() };
+        let io = |source: std::io::Error| LockError::Io { path: path.display().to_string(), source };
         let mut file =
             OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {
@@ -42,13 +64,7 @@ impl RunLock {
                     "" => "another process".to_string(),
                     pid => format!("process {pid}"),
                 };
-                Err(RunError::Io {
-                    path: dir.display().to_string(),
-                    message: format!(
-                        "is being written by {holder} (another `embodia train`, `distill` or `bench`); \
-                         wait for it to finish or choose another run directory"
-                    ),
-                })
+                Err(LockError::Busy { dir: dir.display().to_string(), holder })
             }
             Err(TryLockError::Error(e)) => Err(io(e)),
         }
