@@ -485,6 +485,27 @@ mod tests {
     }
 
     #[test]
+    fn the_koch_map_follows_lerobot_ids_and_models_on_a_dynamixel_bus() {
+        let map = HardwareMap::builtin("koch", &crate::builtin("koch").unwrap()).unwrap();
+        assert_eq!(map.ids(), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(map.models(), ["xl430-w250", "xl430-w250", "xl330-m288", "xl330-m288", "xl330-m288", "xl330-m288"]);
+        assert_eq!(map.bus(), ServoBus::Dynamixel);
+        assert_eq!(so101().bus(), ServoBus::Feetech);
+        // A LeRobot Koch calibration (Dynamixel ranges, large homing offsets) fits the map.
+        let text = r#"{
+            "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -2048, "range_min": 1020, "range_max": 3080},
+            "shoulder_lift": {"id": 2, "drive_mode": 1, "homing_offset": 1024, "range_min": 900, "range_max": 3100},
+            "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": -1024, "range_min": 950, "range_max": 3000},
+            "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": 0, "range_min": 1000, "range_max": 3100},
+            "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 2048, "range_min": 100, "range_max": 4000},
+            "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 0, "range_min": 2000, "range_max": 3200}
+        }"#;
+        let cal = Calibration::import_lerobot(&write_temp("koch_follower.json", text)).unwrap();
+        let calibrated = map.calibrated(&cal, "koch_follower.json").unwrap();
+        assert_eq!(calibrated.joints[1].direction, -1.0);
+    }
+
+    #[test]
     fn a_lerobot_import_names_the_motor_and_field_at_fault() {
         let err = |text: &str| Calibration::import_lerobot(&write_temp("bad.json", text)).unwrap_err().to_string();
         let missing = LEROBOT_SO101.replace(r#""range_min": 888, "range_max": 3096"#, r#""range_min": 888"#);

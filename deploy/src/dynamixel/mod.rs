@@ -32,7 +32,9 @@ use crate::control_table::Register;
 use crate::protocol::{EncodeError, StatusFlags};
 use crate::servo_protocol::{Protocol, RawState, Reply, Request, ServoTable, le_value};
 use control_table::{self as ct, Model};
-use protocol::{ALERT, BROADCAST_ID, Decoded, Decoder, Instruction, STATUS, encode};
+use protocol::{ALERT, BROADCAST_ID, Decoded, Decoder, Instruction, encode};
+#[cfg(test)]
+use protocol::STATUS;
 
 /// The Dynamixel protocol-2.0 decoder state.
 #[derive(Debug, Clone, Default)]
@@ -120,24 +122,22 @@ impl Protocol for Dynamixel {
     }
 
     fn next_reply(&mut self) -> Reply<'_> {
-        loop {
-            match self.decoder.next_packet() {
-                // An instruction packet (our own request echoed on a half-duplex line): skip it.
-                Decoded::Packet(p) if p.instruction != STATUS => continue,
-                Decoded::Packet(p) => {
-                    let Some((&error, data)) = p.params.split_first() else {
-                        return Reply::BadChecksum { id: p.id };
-                    };
-                    let code = error & !ALERT;
-                    if code != 0 {
-                        return Reply::Refused { id: p.id, code };
-                    }
-                    let flags = StatusFlags(if error & ALERT != 0 { StatusFlags::ALERT } else { 0 });
-                    return Reply::Status { id: p.id, flags, data };
+        // Instruction packets (our own request echoed on a half-duplex line) are skipped.
+        match self.decoder.next_status() {
+            Decoded::Packet(p) => {
+                // A status without its error byte is malformed: as good as a bad checksum.
+                let Some((&error, data)) = p.params.split_first() else {
+                    return Reply::BadChecksum { id: p.id };
+                };
+                let code = error & !ALERT;
+                if code != 0 {
+                    return Reply::Refused { id: p.id, code };
                 }
-                Decoded::BadChecksum { id } => return Reply::BadChecksum { id },
-                Decoded::Incomplete => return Reply::Incomplete,
+                let flags = StatusFlags(if error & ALERT != 0 { StatusFlags::ALERT } else { 0 });
+                Reply::Status { id: p.id, flags, data }
             }
+            Decoded::BadChecksum { id } => Reply::BadChecksum { id },
+            Decoded::Incomplete => Reply::Incomplete,
         }
     }
 

@@ -13,6 +13,8 @@
 //! [`encode`] writes a packet into a caller buffer (no allocation); [`Decoder`] finds, checks
 //! and unstuffs packets in a byte stream, skipping noise before a header.
 
+pub use crate::protocol::EncodeError;
+
 /// Packet header: three bytes and a reserved zero.
 pub const HEADER: [u8; 4] = [0xFF, 0xFF, 0xFD, 0x00];
 /// The broadcast id.
@@ -85,24 +87,12 @@ pub fn crc16(bytes: &[u8]) -> u16 {
     crc
 }
 
-/// Errors of [`encode`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EncodeError {
-    /// The output buffer is smaller than the packet.
-    #[error("output buffer of {have} bytes is too small for a protocol 2.0 packet of at least {need} bytes")]
-    BufferTooSmall {
-        /// Bytes the packet needs (at least).
-        need: usize,
-        /// Bytes the buffer has.
-        have: usize,
-    },
-}
-
 /// Writes one packet into `out`: `id`, instruction `instr` (or [`STATUS`]), then the bytes of
 /// `parts` in order as parameters, stuffed. Returns the packet's length.
 pub fn encode(id: u8, instr: u8, parts: &[&[u8]], out: &mut [u8]) -> Result<usize, EncodeError> {
     let unstuffed: usize = parts.iter().map(|p| p.len()).sum();
-    let too_small = |need| EncodeError::BufferTooSmall { need, have: out.len() };
+    let have = out.len();
+    let too_small = |need| EncodeError::BufferTooSmall { need, have };
     if out.len() < 10 + unstuffed {
         return Err(too_small(10 + unstuffed));
     }
@@ -203,6 +193,16 @@ impl Decoder {
 
     /// The next packet in the buffered bytes, or why there is none.
     pub fn next_packet(&mut self) -> Decoded<'_> {
+        self.next_frame(false)
+    }
+
+    /// The next status packet, skipping instruction packets (a request echoed on a
+    /// half-duplex line, or another host's).
+    pub fn next_status(&mut self) -> Decoded<'_> {
+        self.next_frame(true)
+    }
+
+    fn next_frame(&mut self, status_only: bool) -> Decoded<'_> {
         loop {
             let data = &self.buf[self.start..];
             let Some(h) = data.windows(4).position(|w| w == HEADER) else {
@@ -235,6 +235,9 @@ impl Decoder {
             let begin = self.start;
             self.start += total;
             let frame = &self.buf[begin..begin + total];
+            if status_only && frame[7] != STATUS {
+                continue;
+            }
             self.params.clear();
             // Unstuff: drop the FD after FF FF FD (the instruction byte counts for the pattern).
             for i in 8..total - 2 {
