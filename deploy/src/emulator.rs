@@ -512,6 +512,14 @@ impl ServoChain {
         self.servos.iter_mut().find(|s| s.id() == id)
     }
 
+    /// Writes `data` into servo `id`'s register memory at `addr` as a setup tool would
+    /// (read-only registers excepted); returns whether the servo exists.
+    pub fn write_register(&mut self, id: u8, addr: u8, data: &[u8]) -> bool {
+        let Some(i) = self.index_of(id) else { return false };
+        self.write_at(i, addr, data);
+        true
+    }
+
     /// Puts the servo's shaft at `ticks` as a hand would (only moves it while torque is off,
     /// like a real servo that holds its goal). Returns whether it moved.
     pub fn move_by_hand(&mut self, id: u8, ticks: f64) -> bool {
