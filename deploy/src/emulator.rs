@@ -464,6 +464,21 @@ impl ServoChain {
         Self::of(servos.iter().map(|&(id, model)| Servo::dynamixel(model, id)).collect())
     }
 
+    /// The servos of a robot's hardware map, factory-default, in joint order; `None` when a
+    /// model is one the emulator does not know.
+    pub fn for_map(map: &embodia_robots::HardwareMap) -> Option<Self> {
+        match map.bus() {
+            embodia_robots::ServoBus::Feetech => {
+                map.joints.iter().all(|j| j.model == "sts3215").then(|| Self::new(&map.ids()))
+            }
+            embodia_robots::ServoBus::Dynamixel => {
+                let servos: Option<Vec<(u8, Model)>> =
+                    map.joints.iter().map(|j| Model::from_name(j.model).map(|m| (j.id, m))).collect();
+                servos.map(|s| Self::dynamixel(&s))
+            }
+        }
+    }
+
     fn of(servos: Vec<Servo>) -> Self {
         Self { servos, log: Vec::new(), goal_writes: None }
     }

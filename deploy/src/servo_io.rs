@@ -1,8 +1,9 @@
 //! A robot of servos on one bus (Feetech or Dynamixel), as the control loop's [`RobotIo`].
 
-use embodia_robots::HardwareMap;
+use embodia_robots::{Calibration, HardwareMap, ServoBus};
 
-use crate::driver::{Bus, BusError};
+use crate::driver::{Bus, BusConfig, BusError};
+use crate::dynamixel::Dynamixel;
 use crate::feetech::Feetech;
 use crate::protocol::StatusFlags;
 use crate::servo_protocol::Protocol;
@@ -110,6 +111,36 @@ impl<P: Port, Pr: Protocol> ServoRobot<P, Pr> {
         Ok(())
     }
 
+    /// Each servo's homing offset register, ticks, in joint order.
+    pub fn homing_offsets(&mut self) -> Result<Vec<i32>, IoError> {
+        let reg = Pr::TABLE.homing_offset;
+        let mut out = Vec::with_capacity(self.ids.len());
+        for &id in &self.ids {
+            let raw = self.bus.read_value(id, reg)?;
+            out.push(Pr::decode_homing_offset(&raw.to_le_bytes()[..usize::from(reg.size)]));
+        }
+        Ok(out)
+    }
+
+    /// Refuses to drive servos whose homing offsets differ from those `cal` was recorded with:
+    /// the calibrated ranges are present positions, which include the offset (LeRobot writes
+    /// its offsets into the servos; a servo reset or swapped since would move every target).
+    pub fn check_homing_offsets(&mut self, cal: &Calibration) -> Result<(), IoError> {
+        let offsets = self.homing_offsets()?;
+        for (joint, have) in self.map.joints.iter().zip(offsets) {
+            if let Some(c) = cal.joints.get(&joint.joint)
+                && c.homing_offset != have
+            {
+                return Err(IoError(format!(
+                    "servo {} ({}): homing offset {have} differs from the calibration's {}: write the \
+                     calibration's offset into the servo (as LeRobot does) or calibrate again",
+                    joint.id, joint.joint, c.homing_offset
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn send_goal_ticks(&mut self, goals: &[f64]) -> Result<(), IoError> {
         let t = Pr::TABLE;
         let size = usize::from(t.goal_position.size);
@@ -174,5 +205,36 @@ impl<P: Port, Pr: Protocol> RobotIo for ServoRobot<P, Pr> {
         }
         let value = vec![u8::from(on); n];
         Ok(self.bus.sync_write(Pr::TABLE.torque_enable.addr, 1, &self.ids, &value)?)
+    }
+}
+
+/// The robot `map` describes on `port`, speaking its servos' protocol, configured (models
+/// checked, torque off, position control, `gains` on Feetech servos) and, given the
+/// calibration it will be driven with, with its homing offsets checked against it.
+pub fn connect<P: Port + 'static>(
+    port: P,
+    config: BusConfig,
+    map: &HardwareMap,
+    gains: ServoGains,
+    calibration: Option<&Calibration>,
+) -> Result<Box<dyn RobotIo>, IoError> {
+    fn finish<P: Port + 'static, Pr: Protocol + 'static>(
+        mut robot: ServoRobot<P, Pr>,
+        gains: ServoGains,
+        calibration: Option<&Calibration>,
+    ) -> Result<Box<dyn RobotIo>, IoError> {
+        robot.configure(gains)?;
+        if let Some(cal) = calibration {
+            robot.check_homing_offsets(cal)?;
+        }
+        Ok(Box::new(robot))
+    }
+    match map.bus() {
+        ServoBus::Feetech => finish(ServoRobot::new(Bus::new(port, config), map.clone()), gains, calibration),
+        ServoBus::Dynamixel => finish(
+            ServoRobot::new(Bus::with_protocol(port, config, Dynamixel::new()), map.clone()),
+            gains,
+            calibration,
+        ),
     }
 }

@@ -295,3 +295,37 @@ fn calibration_records_dynamixel_ranges_and_homing_offsets() {
     assert_eq!(cal.joints["shoulder_lift"].homing_offset, -1024);
     map.calibrated(&cal, "test").unwrap();
 }
+
+#[test]
+fn connect_picks_the_protocol_from_the_map_and_checks_homing_offsets() {
+    let map = koch_map();
+    let chain = ServoChain::for_map(&map).expect("koch servos are emulated");
+    assert!(chain.is_dynamixel());
+    let responder = Arc::new(Mutex::new(Responder::new(chain, Instant::now())));
+    responder.lock().unwrap().chain.write_register(5, dxl::HOMING_OFFSET.addr, &300i32.to_le_bytes());
+    let mut cal = embodia_robots::Calibration::default();
+    for j in &map.joints {
+        let c = embodia_robots::JointCalibration {
+            id: j.id,
+            drive_mode: 0,
+            homing_offset: if j.id == 5 { 300 } else { 0 },
+            range_min: 1000,
+            range_max: 3000,
+        };
+        cal.joints.insert(j.joint.clone(), c);
+    }
+    let connect = |cal: &embodia_robots::Calibration| {
+        let port = EmulatedPort::new(responder.clone());
+        embodia_deploy::servo_io::connect(port, FAST, &map, ServoGains::default(), Some(cal))
+    };
+    let mut robot = connect(&cal).expect("offsets as calibrated");
+    let mut s = JointState::new(6);
+    robot.read_state(&mut s).unwrap();
+    cal.joints.get_mut("wrist_roll").unwrap().homing_offset = -700;
+    let e = connect(&cal).err().expect("an offset that differs").to_string();
+    assert_eq!(
+        e,
+        "servo 5 (wrist_roll): homing offset 300 differs from the calibration's -700: write the calibration's \
+         offset into the servo (as LeRobot does) or calibrate again"
+    );
+}
