@@ -246,6 +246,53 @@ fn bench_deploy_injects_every_fault_kind_and_detects_each() {
     assert!(json["commands_checked"].as_u64().unwrap() > 24);
 }
 
+/// The Koch end to end: a `reach-koch` run deploys on its emulated Dynamixel servos, with and
+/// without a calibration on a port, and a servo whose homing offset differs from the
+/// calibration's is refused before the arm moves.
+#[test]
+fn a_koch_run_deploys_over_dynamixel_and_a_changed_homing_offset_is_refused() {
+    let dir = temp_dir("koch");
+    let (code, _, err) = embodia(
+        &dir,
+        &["train", "--task", "reach-koch", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/k", "--quiet"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = embodia(
+        &dir,
+        &["deploy", "--run", "runs/k", "--robot", "koch", "--dry-run", "--episodes", "1", "--hz", "100", "--json"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
+    assert!(report["stopped_early"].is_null(), "{out}");
+    // On a port, with a calibration (ranges around the emulated servos' centre, offsets 0).
+    let map = embodia::robots::HardwareMap::builtin("koch", &embodia::robots::builtin("koch").unwrap()).unwrap();
+    let mut cal = embodia::robots::Calibration::default();
+    for j in &map.joints {
+        let c = embodia::robots::JointCalibration { id: j.id, drive_mode: 0, homing_offset: 0, range_min: 900, range_max: 3196 };
+        cal.joints.insert(j.joint.clone(), c);
+    }
+    cal.save(&dir.join("calibration-koch.json")).unwrap();
+    let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::for_map(&map).unwrap()).unwrap();
+    let args = [
+        "deploy", "--run", "runs/k", "--robot", "koch", "--port", emulator.path(), "--calibration",
+        "calibration-koch.json", "--episodes", "1", "--hz", "100", "--json",
+    ];
+    let (code, out, err) = embodia(&dir, &args);
+    assert_eq!(code, Some(0), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
+    emulator.responder().lock().unwrap().chain.write_register(
+        4,
+        embodia::deploy::dynamixel::control_table::HOMING_OFFSET.addr,
+        &512i32.to_le_bytes(),
+    );
+    let (code, out, err) = embodia(&dir, &args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("servo 4 (wrist_flex): homing offset 512 differs from the calibration's 0"), "{err}");
+    assert!(out.trim().is_empty(), "refused before any episode ran: {out}");
+}
+
 #[test]
 fn bench_deploy_on_the_koch_injects_every_fault_kind_and_detects_each() {
     let dir = temp_dir("bench-koch");
