@@ -269,7 +269,7 @@ fn a_koch_run_deploys_over_dynamixel_and_a_changed_homing_offset_is_refused() {
     let map = embodia::robots::HardwareMap::builtin("koch", &embodia::robots::builtin("koch").unwrap()).unwrap();
     let mut cal = embodia::robots::Calibration::default();
     for j in &map.joints {
-        let c = embodia::robots::JointCalibration { id: j.id, drive_mode: 0, homing_offset: 0, range_min: 900, range_max: 3196 };
+        let c = embodia::robots::JointCalibration { id: j.id, drive_mode: 0, homing_offset: 0, range_min: 900, range_max: 3100 };
         cal.joints.insert(j.joint.clone(), c);
     }
     cal.save(&dir.join("calibration-koch.json")).unwrap();
