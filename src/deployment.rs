@@ -724,8 +724,7 @@ fn emulated_robot(
     let emulator = embodia_deploy::PtyEmulator::start(chain)?;
     let port = embodia_deploy::SerialBusPort::open(emulator.path(), 1_000_000)?;
     let config = embodia_deploy::BusConfig { timeout: bus_timeout(hz), retries: 0 };
-    let robot =
-        embodia_deploy::servo_io::connect(port, config, map, embodia_deploy::ServoGains::default(), None)?;
+    let robot = embodia_deploy::servo_io::connect(port, config, map, embodia_deploy::ServoGains::default(), None)?;
     Ok((emulator, robot))
 }
 
@@ -959,8 +958,7 @@ pub fn describe_bench(r: &BenchReport) -> String {
         "koch" => "Koch v1.1 (XL430/XL330, Dynamixel protocol 2.0)",
         other => other,
     };
-    let mut out =
-        format!("bench deploy: {servos} emulator on a pseudo-terminal, {} Hz, policy: {}\n", r.hz, r.policy);
+    let mut out = format!("bench deploy: {servos} emulator on a pseudo-terminal, {} Hz, policy: {}\n", r.hz, r.policy);
     out += &describe_timing(&r.timing);
     if let Some((n, s)) = r.reach_success {
         out += &format!("reach on the emulated arm: success {:.0}% of {n} episodes\n", 100.0 * s);

@@ -461,9 +461,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             bench: BenchCommand::ExportLatency(BenchExportLatencyArgs { layers, calls, out, ort_lib, json }),
         } => bench_export_latency(&layers, calls, out, ort_lib.or_else(ort_dylib_path), json),
-        Command::Bench { bench: BenchCommand::Deploy(BenchDeployArgs { robot, run, hz, seconds, faults, seed, json }) } => {
-            bench_deploy(&robot, run.as_deref(), hz, seconds, faults, seed, json)
-        }
+        Command::Bench {
+            bench: BenchCommand::Deploy(BenchDeployArgs { robot, run, hz, seconds, faults, seed, json }),
+        } => bench_deploy(&robot, run.as_deref(), hz, seconds, faults, seed, json),
         Command::Bench { bench: BenchCommand::Mcu(BenchMcuArgs { run, rust, rltools, keep, json }) } => {
             bench_mcu(&run, rust, rltools, keep, json)
         }

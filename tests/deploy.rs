@@ -109,8 +109,11 @@ fn servo_emulator_serves_the_koch_dynamixel_servos() {
     let path = first.trim();
     assert!(path.starts_with("/dev/pts/"), "first line: {first:?}");
     let port = embodia::deploy::SerialBusPort::open(path, 1_000_000).unwrap();
-    let mut bus =
-        embodia::deploy::Bus::with_protocol(port, embodia::deploy::BusConfig::default(), embodia::deploy::Dynamixel::new());
+    let mut bus = embodia::deploy::Bus::with_protocol(
+        port,
+        embodia::deploy::BusConfig::default(),
+        embodia::deploy::Dynamixel::new(),
+    );
     let models: Vec<u32> = (1..=6)
         .map(|id| bus.read_value(id, embodia::deploy::dynamixel::control_table::MODEL_NUMBER).unwrap())
         .collect();
@@ -142,9 +145,13 @@ fn calibrate_imports_a_lerobot_file_and_names_the_field_at_fault() {
     let cal = embodia::robots::Calibration::load(&dir.join("calibration-koch.json")).unwrap();
     assert_eq!(cal.joints["shoulder_lift"].drive_mode, 1);
     assert_eq!(cal.joints["wrist_roll"].homing_offset, 2048);
-    std::fs::write(dir.join("bad.json"), lerobot.replace(r#""range_min": 950, "range_max": 3000"#, r#""range_min": 950"#))
-        .unwrap();
-    let (code, _, err) = embodia(&dir, &["calibrate", "--robot", "koch", "--import", "bad.json", "--out", "bad-out.json"]);
+    std::fs::write(
+        dir.join("bad.json"),
+        lerobot.replace(r#""range_min": 950, "range_max": 3000"#, r#""range_min": 950"#),
+    )
+    .unwrap();
+    let (code, _, err) =
+        embodia(&dir, &["calibrate", "--robot", "koch", "--import", "bad.json", "--out", "bad-out.json"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("bad.json: elbow_flex.range_max: missing"), "{err}");
     assert!(!dir.join("bad-out.json").exists());
@@ -269,14 +276,32 @@ fn a_koch_run_deploys_over_dynamixel_and_a_changed_homing_offset_is_refused() {
     let map = embodia::robots::HardwareMap::builtin("koch", &embodia::robots::builtin("koch").unwrap()).unwrap();
     let mut cal = embodia::robots::Calibration::default();
     for j in &map.joints {
-        let c = embodia::robots::JointCalibration { id: j.id, drive_mode: 0, homing_offset: 0, range_min: 900, range_max: 3100 };
+        let c = embodia::robots::JointCalibration {
+            id: j.id,
+            drive_mode: 0,
+            homing_offset: 0,
+            range_min: 900,
+            range_max: 3100,
+        };
         cal.joints.insert(j.joint.clone(), c);
     }
     cal.save(&dir.join("calibration-koch.json")).unwrap();
     let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::for_map(&map).unwrap()).unwrap();
     let args = [
-        "deploy", "--run", "runs/k", "--robot", "koch", "--port", emulator.path(), "--calibration",
-        "calibration-koch.json", "--episodes", "1", "--hz", "100", "--json",
+        "deploy",
+        "--run",
+        "runs/k",
+        "--robot",
+        "koch",
+        "--port",
+        emulator.path(),
+        "--calibration",
+        "calibration-koch.json",
+        "--episodes",
+        "1",
+        "--hz",
+        "100",
+        "--json",
     ];
     let (code, out, err) = embodia(&dir, &args);
     assert_eq!(code, Some(0), "{err}");

@@ -416,11 +416,8 @@ impl Servo {
             Kind::Dynamixel(model) => {
                 self.set_signed(r.present_speed, (self.speed / dxl::VELOCITY_UNIT).round() as i32, 31);
                 // The XL330 reports current (mA) where the XL430 reports load (0.1 %).
-                let at_126 = if model.reports_current() {
-                    load * i32::from(model.factory().current_limit) / 1000
-                } else {
-                    load
-                };
+                let at_126 =
+                    if model.reports_current() { load * i32::from(model.factory().current_limit) / 1000 } else { load };
                 self.set_signed(r.present_load, at_126, 15);
             }
         }
@@ -786,7 +783,8 @@ pub struct Responder {
 impl Responder {
     /// A responder for `chain`, its clock starting at `now`.
     pub fn new(chain: ServoChain, now: Instant) -> Self {
-        let wire = if chain.is_dynamixel() { Wire::Dynamixel(dp::Decoder::new()) } else { Wire::Feetech(Decoder::new()) };
+        let wire =
+            if chain.is_dynamixel() { Wire::Dynamixel(dp::Decoder::new()) } else { Wire::Feetech(Decoder::new()) };
         Self { chain, wire, replies: Vec::new(), outbox: VecDeque::new(), last: now, corrupted: 0 }
     }
 
@@ -871,8 +869,8 @@ impl Responder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::MAX_PACKET;
     use crate::protocol::Instruction as I;
+    use crate::protocol::MAX_PACKET;
 
     fn request(r: &mut Responder, id: u8, instr: I, params: &[u8], now: Instant) -> Vec<Packet<'static>> {
         let mut buf = [0u8; MAX_PACKET];

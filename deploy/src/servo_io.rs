@@ -231,10 +231,8 @@ pub fn connect<P: Port + 'static>(
     }
     match map.bus() {
         ServoBus::Feetech => finish(ServoRobot::new(Bus::new(port, config), map.clone()), gains, calibration),
-        ServoBus::Dynamixel => finish(
-            ServoRobot::new(Bus::with_protocol(port, config, Dynamixel::new()), map.clone()),
-            gains,
-            calibration,
-        ),
+        ServoBus::Dynamixel => {
+            finish(ServoRobot::new(Bus::with_protocol(port, config, Dynamixel::new()), map.clone()), gains, calibration)
+        }
     }
 }

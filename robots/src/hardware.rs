@@ -317,7 +317,13 @@ impl Calibration {
                 message,
             };
             let fields = entry.as_object().ok_or_else(|| {
-                invalid("", format!("expected an object with id, drive_mode, homing_offset, range_min, range_max, found {}", kind(entry)))
+                invalid(
+                    "",
+                    format!(
+                        "expected an object with id, drive_mode, homing_offset, range_min, range_max, found {}",
+                        kind(entry)
+                    ),
+                )
             })?;
             let int = |field: &str, lo: i64, hi: i64| -> Result<i64, HardwareError> {
                 let v = fields.get(field).ok_or_else(|| invalid(field, "missing".into()))?;

@@ -32,9 +32,9 @@ use crate::control_table::Register;
 use crate::protocol::{EncodeError, StatusFlags};
 use crate::servo_protocol::{Protocol, RawState, Reply, Request, ServoTable, le_value};
 use control_table::{self as ct, Model};
-use protocol::{ALERT, BROADCAST_ID, Decoded, Decoder, Instruction, encode};
 #[cfg(test)]
 use protocol::STATUS;
+use protocol::{ALERT, BROADCAST_ID, Decoded, Decoder, Instruction, encode};
 
 /// The Dynamixel protocol-2.0 decoder state.
 #[derive(Debug, Clone, Default)]
