@@ -56,10 +56,10 @@ pub fn record_ranges<P: Port, Pr: Protocol>(
                 p.samples += 1;
                 for (j, b) in raw.chunks_exact(size).enumerate() {
                     // Outside the encoder (a multi-turn reading) is clamped to its ends.
-                    let t = Pr::decode_position(b).clamp(0, i64::from(t.max_tick)) as u16;
-                    p.now[j] = t;
-                    p.min[j] = p.min[j].min(t);
-                    p.max[j] = p.max[j].max(t);
+                    let tick = Pr::decode_position(b).clamp(0, i64::from(t.max_tick)) as u16;
+                    p.now[j] = tick;
+                    p.min[j] = p.min[j].min(tick);
+                    p.max[j] = p.max[j].max(tick);
                 }
                 if done(&p) {
                     break;

@@ -1,7 +1,7 @@
 //! Feetech STS3215 servos behind the [`Protocol`] seam: protocol-0 packets
 //! ([`crate::protocol`]) and the STS3215 control table ([`crate::control_table`]).
 
-use crate::control_table::{self as ct, from_sign_magnitude};
+use crate::control_table::{self as ct, Register, from_sign_magnitude};
 use crate::protocol::{BROADCAST_ID, Decoded, Decoder, EncodeError, Instruction, StatusFlags, encode};
 use crate::servo_protocol::{Protocol, RawState, Reply, Request, ServoTable, le_value};
 
@@ -32,6 +32,7 @@ impl Protocol for Feetech {
         homing_offset: ct::HOMING_OFFSET,
         state_block: ct::STATE_BLOCK,
         hardware_error: None,
+        position_gains: Some(Register { addr: ct::P_COEFFICIENT.addr, size: 3 }),
         position_mode: None,
         max_tick: ct::TICKS_PER_REV - 1,
     };

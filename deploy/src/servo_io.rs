@@ -104,9 +104,9 @@ impl<P: Port, Pr: Protocol> ServoRobot<P, Pr> {
             let modes = vec![mode; self.ids.len()];
             self.bus.sync_write(reg.addr, reg.size, &self.ids, &modes)?;
         }
-        if Pr::NAME == Feetech::NAME {
+        if let Some(reg) = t.position_gains {
             let block: Vec<u8> = self.ids.iter().flat_map(|_| [gains.p, gains.d, gains.i]).collect();
-            self.bus.sync_write(crate::control_table::P_COEFFICIENT.addr, 3, &self.ids, &block)?;
+            self.bus.sync_write(reg.addr, reg.size, &self.ids, &block)?;
         }
         Ok(())
     }

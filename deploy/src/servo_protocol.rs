@@ -115,6 +115,9 @@ pub struct ServoTable {
     /// Register with the hardware-error bits, read when a reply raises
     /// [`StatusFlags::ALERT`]; `None` where every reply carries the bits itself.
     pub hardware_error: Option<Register>,
+    /// The position-loop P, D and I gain registers (one byte each, in that order) that
+    /// [`crate::servo_io::ServoGains`] sets; `None` where the servos keep their own gains.
+    pub position_gains: Option<Register>,
     /// Operating-mode register and the value for position control, written (torque off) when
     /// a robot is configured; `None` where the factory mode is already position control.
     pub position_mode: Option<(Register, u8)>,

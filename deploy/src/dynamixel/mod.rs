@@ -71,6 +71,7 @@ impl Protocol for Dynamixel {
         homing_offset: ct::HOMING_OFFSET,
         state_block: ct::STATE_BLOCK,
         hardware_error: Some(ct::HARDWARE_ERROR_STATUS),
+        position_gains: None,
         position_mode: Some((ct::OPERATING_MODE, 3)),
         max_tick: ct::TICKS_PER_REV - 1,
     };
