@@ -129,3 +129,42 @@ impl Protocol for Feetech {
         (model == ct::STS3215_MODEL).then_some("sts3215")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(id: u8, req: Request<'_>) -> Vec<u8> {
+        let mut out = [0u8; crate::protocol::MAX_PACKET];
+        let n = Feetech::new().encode(id, &req, &mut out).unwrap();
+        out[..n].to_vec()
+    }
+
+    // The same bytes as the hand-checked packets of `protocol.rs`.
+    #[test]
+    fn requests_encode_to_the_protocol_0_packets() {
+        assert_eq!(enc(1, Request::Ping), [0xFF, 0xFF, 0x01, 0x02, 0x01, 0xFB]);
+        assert_eq!(enc(1, Request::Read { addr: 0x38, len: 2 }), [0xFF, 0xFF, 0x01, 0x04, 0x02, 0x38, 0x02, 0xBE]);
+        assert_eq!(
+            enc(1, Request::Write { addr: 0x2A, data: &[0x00, 0x08] }),
+            [0xFF, 0xFF, 0x01, 0x05, 0x03, 0x2A, 0x00, 0x08, 0xC4]
+        );
+        assert_eq!(
+            enc(BROADCAST_ID, Request::SyncRead { addr: 0x38, len: 2, ids: &[1, 2] }),
+            [0xFF, 0xFF, 0xFE, 0x06, 0x82, 0x38, 0x02, 0x01, 0x02, 0x3C]
+        );
+        assert_eq!(
+            enc(BROADCAST_ID, Request::SyncWrite { addr: 0x2A, len: 2, ids: &[1, 2], data: &[0x00, 0x08, 0x00, 0x04] }),
+            [0xFF, 0xFF, 0xFE, 0x0A, 0x83, 0x2A, 0x02, 0x01, 0x00, 0x08, 0x02, 0x00, 0x04, 0x39]
+        );
+    }
+
+    #[test]
+    fn addresses_beyond_one_byte_and_mismatched_sync_data_are_refused() {
+        let mut out = [0u8; 64];
+        let p = Feetech::new();
+        assert_eq!(p.encode(1, &Request::Read { addr: 300, len: 2 }, &mut out), Err(EncodeError::TooLong(300)));
+        let bad = Request::SyncWrite { addr: 42, len: 2, ids: &[1, 2], data: &[0; 3] };
+        assert!(p.encode(BROADCAST_ID, &bad, &mut out).is_err());
+    }
+}
