@@ -6,10 +6,23 @@ on the first disagreement.
 
 Usage: python dynamixel_sdk.py /dev/pts/N   (the path `embodia servo-emulator --robot koch` prints)
 """
+import os
 import sys
 import time
 
-from dynamixel_sdk import COMM_RX_TIMEOUT, COMM_SUCCESS, GroupSyncRead, GroupSyncWrite, PacketHandler, PortHandler
+# Python puts this file's folder first on the path, and this file is itself named
+# dynamixel_sdk.py: drop the folder so that the import below finds Robotis' package.
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+
+from dynamixel_sdk import (  # noqa: E402
+    COMM_RX_TIMEOUT,
+    COMM_SUCCESS,
+    GroupSyncRead,
+    GroupSyncWrite,
+    PacketHandler,
+    PortHandler,
+)
 
 XL430_W250, XL330_M288 = 1060, 1200
 OPERATING_MODE, TORQUE_ENABLE, HARDWARE_ERROR = 11, 64, 70
