@@ -253,14 +253,23 @@ impl Servo {
 
     /// A register's raw value (1, 2 or 4 bytes, little-endian).
     pub fn value(&self, r: Register) -> u32 {
-        let a = r.addr as usize;
-        crate::servo_protocol::le_value(&self.mem[a..a + usize::from(r.size).min(4)])
+        // Called many times per emulated step: plain loads, no iterator chains (debug builds).
+        let (a, m) = (r.addr as usize, &self.mem);
+        match r.size {
+            1 => u32::from(m[a]),
+            2 => u32::from(u16::from_le_bytes([m[a], m[a + 1]])),
+            _ => u32::from_le_bytes([m[a], m[a + 1], m[a + 2], m[a + 3]]),
+        }
     }
 
     fn set(&mut self, r: Register, v: u32) {
         let a = r.addr as usize;
-        let n = usize::from(r.size).min(4);
-        self.mem[a..a + n].copy_from_slice(&v.to_le_bytes()[..n]);
+        let b = v.to_le_bytes();
+        match r.size {
+            1 => self.mem[a] = b[0],
+            2 => self.mem[a..a + 2].copy_from_slice(&b[..2]),
+            _ => self.mem[a..a + 4].copy_from_slice(&b),
+        }
     }
 
     /// Writes a signed value: sign-magnitude with the sign in `sign_bit` on Feetech servos,
