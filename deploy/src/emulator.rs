@@ -11,7 +11,8 @@
 //! on is refused with the access error, like the servo's firmware does. With torque on, each
 //! servo moves its present position toward the goal with a trapezoidal speed profile limited
 //! by its goal-speed and acceleration registers (Feetech goal speed and acceleration,
-//! Dynamixel profile velocity and acceleration; 0 = the fastest) and, near the goal, by its P
+//! Dynamixel profile velocity and acceleration; 0 = the fastest: the STS3215 firmware's
+//! 25 400 ticks/s², an X series' no-load speed reached in 50 ms) and, near the goal, by its P
 //! gain (speed ≤ P × error for the STS3215, ≤ P / 12.5 × error for the X series, so both
 //! factory gains give a time constant of about 31 ms: a modelling choice, the firmwares'
 //! loops are not published); with torque off it stays where it is, or where a hand puts it
@@ -361,8 +362,10 @@ impl Servo {
                     0 => top,
                     v => (f64::from(v) * dxl::VELOCITY_UNIT).min(top),
                 };
+                // Profile acceleration 0 is "no profile": the motor reaches its no-load speed in
+                // about 50 ms (a modelling choice; the e-manual gives no figure).
                 let a_max = match self.value(r.acceleration) {
-                    0 => ct::MAX_ACCELERATION_TICKS,
+                    0 => top / 0.05,
                     a => f64::from(a) * dxl::ACCELERATION_UNIT,
                 };
                 (v_max, a_max, (f64::from(self.value(r.p_gain)) / 12.5).max(1.0))
