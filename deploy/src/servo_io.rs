@@ -84,6 +84,22 @@ impl<P: Port, Pr: Protocol> ServoRobot<P, Pr> {
     /// LeRobot does on every connect; the values are not made permanent). Dynamixel servos
     /// keep their own gains.
     pub fn configure(&mut self, gains: ServoGains) -> Result<(), IoError> {
+        self.patiently(|robot| robot.configure_now(gains))
+    }
+
+    /// Runs `f` with a bus timeout of at least 50 ms and at least 2 retries: setup is not
+    /// time-critical, and a busy host must not fail it where the control loop's tight timeout
+    /// would.
+    fn patiently<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, IoError>) -> Result<T, IoError> {
+        let config = self.bus.config();
+        let timeout = config.timeout.max(std::time::Duration::from_millis(50));
+        self.bus.set_config(BusConfig { timeout, retries: config.retries.max(2) });
+        let result = f(self);
+        self.bus.set_config(config);
+        result
+    }
+
+    fn configure_now(&mut self, gains: ServoGains) -> Result<(), IoError> {
         let t = Pr::TABLE;
         for (j, joint) in self.map.joints.iter().enumerate() {
             let model = self.bus.read_value(joint.id, t.model_number)? as u16;
@@ -114,12 +130,14 @@ impl<P: Port, Pr: Protocol> ServoRobot<P, Pr> {
     /// Each servo's homing offset register, ticks, in joint order.
     pub fn homing_offsets(&mut self) -> Result<Vec<i32>, IoError> {
         let reg = Pr::TABLE.homing_offset;
-        let mut out = Vec::with_capacity(self.ids.len());
-        for &id in &self.ids {
-            let raw = self.bus.read_value(id, reg)?;
-            out.push(Pr::decode_homing_offset(&raw.to_le_bytes()[..usize::from(reg.size)]));
-        }
-        Ok(out)
+        self.patiently(|robot| {
+            let mut out = Vec::with_capacity(robot.ids.len());
+            for &id in &robot.ids {
+                let raw = robot.bus.read_value(id, reg)?;
+                out.push(Pr::decode_homing_offset(&raw.to_le_bytes()[..usize::from(reg.size)]));
+            }
+            Ok(out)
+        })
     }
 
     /// Refuses to drive servos whose homing offsets differ from those `cal` was recorded with:

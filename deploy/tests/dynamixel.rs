@@ -342,3 +342,15 @@ fn connect_picks_the_protocol_from_the_map_and_checks_homing_offsets() {
          offset into the servo (as LeRobot does) or calibrate again"
     );
 }
+
+#[test]
+fn setup_rides_over_a_lost_reply_and_keeps_the_loops_timing() {
+    let loop_config = BusConfig { timeout: Duration::from_millis(8), retries: 0 };
+    let (responder, bus) = memory_bus(loop_config);
+    responder.lock().unwrap().chain.inject(3, Fault::Drop, Instant::now());
+    let mut robot = ServoRobot::new(bus, koch_map());
+    robot.configure(ServoGains::default()).expect("a retry reads servo 3's model");
+    assert_eq!(robot.models()[2], 1200);
+    assert_eq!(robot.bus().config(), loop_config, "the loop's timeout and retries are back");
+    assert_eq!(responder.lock().unwrap().chain.fault_log().len(), 1);
+}
