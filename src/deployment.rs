@@ -685,6 +685,8 @@ pub struct KindStats {
 /// Results of `embodia bench deploy`.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
+    /// Robot whose emulated servos ran.
+    pub robot: String,
     /// Control rate, Hz.
     pub hz: f64,
     /// Policy of the timing phase.
@@ -716,24 +718,31 @@ pub fn bus_timeout(hz: f64) -> std::time::Duration {
 fn emulated_robot(
     map: &HardwareMap,
     hz: f64,
-) -> anyhow::Result<(embodia_deploy::PtyEmulator, embodia_deploy::ServoRobot<embodia_deploy::SerialBusPort>)> {
-    let emulator = embodia_deploy::PtyEmulator::start(embodia_deploy::ServoChain::new(&map.ids()))?;
+) -> anyhow::Result<(embodia_deploy::PtyEmulator, Box<dyn embodia_deploy::RobotIo>)> {
+    let chain = embodia_deploy::ServoChain::for_map(map)
+        .ok_or_else(|| anyhow::anyhow!("no emulation of the servos of {} ({:?})", map.robot, map.models()))?;
+    let emulator = embodia_deploy::PtyEmulator::start(chain)?;
     let port = embodia_deploy::SerialBusPort::open(emulator.path(), 1_000_000)?;
-    let timeout = bus_timeout(hz);
-    let bus = embodia_deploy::Bus::new(port, embodia_deploy::BusConfig { timeout, retries: 0 });
-    let mut robot = embodia_deploy::ServoRobot::new(bus, map.clone());
-    robot.configure(embodia_deploy::ServoGains::default())?;
+    let config = embodia_deploy::BusConfig { timeout: bus_timeout(hz), retries: 0 };
+    let robot = embodia_deploy::servo_io::connect(port, config, map, embodia_deploy::ServoGains::default(), None)?;
     Ok((emulator, robot))
 }
 
 /// `embodia bench deploy`: a loop at `hz` for `seconds` against the emulator on a
 /// pseudo-terminal (the run's policy reaching targets, or a sweep), then `faults` injected
 /// faults, every kind in turn on random servos, one at a time, under the sweep policy.
-pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64) -> anyhow::Result<BenchReport> {
+pub fn bench(
+    robot_name: &str,
+    run: Option<&Path>,
+    hz: f64,
+    seconds: f64,
+    faults: usize,
+    seed: u64,
+) -> anyhow::Result<BenchReport> {
     use embodia_deploy::Fault;
     use std::time::{Duration, Instant};
-    let model = embodia_robots::builtin("so101")?;
-    let map = HardwareMap::builtin("so101", &model)?;
+    let model = embodia_robots::builtin(robot_name)?;
+    let map = HardwareMap::builtin(robot_name, &model)?;
     let config = LoopConfig { hz, ..LoopConfig::default() };
     let period = config.period();
     let cycles = (seconds * hz).round() as u64;
@@ -749,18 +758,18 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
                 episode_cycles: None,
                 home_cycles: (hz / 2.0) as u64,
                 seed,
-                safety: SafetyConfig::default(),
+                safety: SafetyConfig::for_robot(&map),
                 record: false,
             };
-            let r = deploy(&mut policy, Target::Servos(&mut robot), &map, &settings, &|| false)?;
+            let r = deploy(&mut policy, Target::Servos(robot.as_mut()), &map, &settings, &|| false)?;
             (r.timing, format!("{} (reach episodes)", run.display()), Some((r.episodes.len(), r.success_rate)))
         }
         None => {
             let mut sweep = Sweep::new(&map);
             let mut lp = ControlLoop::new(
-                &mut robot,
+                robot.as_mut(),
                 &mut sweep,
-                Safety::new(SafetyConfig::default(), &map, period),
+                Safety::new(SafetyConfig::for_robot(&map), &map, period),
                 config.clone(),
             );
             lp.run(cycles, &|| false, &mut ControlLoop::until_disabled)?;
@@ -773,7 +782,7 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
     let (emulator, mut robot) = emulated_robot(&map, hz)?;
     let responder = emulator.responder().clone();
     let mut sweep = Sweep::new(&map);
-    let safety = Safety::new(SafetyConfig::default(), &map, period);
+    let safety = Safety::new(SafetyConfig::for_robot(&map), &map, period);
     let (lower, upper, step) = {
         let (l, u, s) = safety.bounds();
         (l.to_vec(), u.to_vec(), s.to_vec())
@@ -834,7 +843,7 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
     // forever: after this many cycles without progress the bench stops and says so.
     let stall_cycles = (10.0 * hz).ceil() as u64;
     let (mut progress_at, mut stalled) = (0u64, None);
-    let mut lp = ControlLoop::new(&mut robot, &mut sweep, safety, config);
+    let mut lp = ControlLoop::new(robot.as_mut(), &mut sweep, safety, config);
     lp.run(u64::MAX, &|| false, &mut |lp, kind| {
         let now = Instant::now();
         match kind {
@@ -929,6 +938,7 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
     check(&mut writes, &mut tags);
     emulator.stop()?;
     Ok(BenchReport {
+        robot: robot_name.to_string(),
         hz,
         policy: policy_name,
         timing,
@@ -943,7 +953,12 @@ pub fn bench(run: Option<&Path>, hz: f64, seconds: f64, faults: usize, seed: u64
 
 /// The figures of `embodia bench deploy`.
 pub fn describe_bench(r: &BenchReport) -> String {
-    let mut out = format!("bench deploy: SO-101 emulator on a pseudo-terminal, {} Hz, policy: {}\n", r.hz, r.policy);
+    let servos = match r.robot.as_str() {
+        "so101" => "SO-101 (STS3215, Feetech protocol 0)",
+        "koch" => "Koch v1.1 (XL430/XL330, Dynamixel protocol 2.0)",
+        other => other,
+    };
+    let mut out = format!("bench deploy: {servos} emulator on a pseudo-terminal, {} Hz, policy: {}\n", r.hz, r.policy);
     out += &describe_timing(&r.timing);
     if let Some((n, s)) = r.reach_success {
         out += &format!("reach on the emulated arm: success {:.0}% of {n} episodes\n", 100.0 * s);

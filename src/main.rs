@@ -110,10 +110,12 @@ enum Command {
     /// rapier simulation through the same loop (`--sim`).
     Deploy(deploy::DeployArgs),
     /// Record each joint's range into a calibration file: torque goes off, move every joint
-    /// through its full range, then press Enter.
+    /// through its full range, then press Enter. `--import FILE.json` converts a calibration
+    /// LeRobot wrote instead.
     Calibrate(deploy::CalibrateArgs),
-    /// Emulate a robot's STS3215 servos on a new pseudo-terminal: prints its /dev/pts/N path on
-    /// the first line, then serves (protocol 0, ids as on the robot) until Ctrl-C.
+    /// Emulate a robot's servos on a new pseudo-terminal: prints its /dev/pts/N path on the
+    /// first line, then serves (so101: STS3215, protocol 0; koch: XL430/XL330, protocol 2.0;
+    /// ids as on the robot) until Ctrl-C.
     ServoEmulator(deploy::ServoEmulatorArgs),
 }
 
@@ -459,14 +461,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             bench: BenchCommand::ExportLatency(BenchExportLatencyArgs { layers, calls, out, ort_lib, json }),
         } => bench_export_latency(&layers, calls, out, ort_lib.or_else(ort_dylib_path), json),
-        Command::Bench { bench: BenchCommand::Deploy(BenchDeployArgs { run, hz, seconds, faults, seed, json }) } => {
-            bench_deploy(run.as_deref(), hz, seconds, faults, seed, json)
-        }
+        Command::Bench {
+            bench: BenchCommand::Deploy(BenchDeployArgs { robot, run, hz, seconds, faults, seed, json }),
+        } => bench_deploy(&robot, run.as_deref(), hz, seconds, faults, seed, json),
         Command::Bench { bench: BenchCommand::Mcu(BenchMcuArgs { run, rust, rltools, keep, json }) } => {
             bench_mcu(&run, rust, rltools, keep, json)
         }
         Command::Deploy(args) => deploy(&args),
-        Command::Calibrate(CalibrateArgs { port, robot, out, seconds }) => calibrate(&port, &robot, out, seconds),
+        Command::Calibrate(CalibrateArgs { port, import, robot, out, seconds }) => {
+            calibrate(port.as_deref(), import.as_deref(), &robot, out, seconds)
+        }
         Command::ServoEmulator(ServoEmulatorArgs { robot }) => servo_emulator(&robot),
         Command::Plot(PlotArgs { runs, out }) => plot(&runs, &out),
         Command::RenderCamera(RenderCameraArgs { task, out, envs, res, randomize, seed, steps }) => {

@@ -97,6 +97,67 @@ fn servo_emulator_prints_its_pty_and_answers_the_driver_until_interrupted() {
 }
 
 #[test]
+fn servo_emulator_serves_the_koch_dynamixel_servos() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["servo-emulator", "--robot", "koch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let path = first.trim();
+    assert!(path.starts_with("/dev/pts/"), "first line: {first:?}");
+    let port = embodia::deploy::SerialBusPort::open(path, 1_000_000).unwrap();
+    let mut bus = embodia::deploy::Bus::with_protocol(
+        port,
+        embodia::deploy::BusConfig::default(),
+        embodia::deploy::Dynamixel::new(),
+    );
+    let models: Vec<u32> = (1..=6)
+        .map(|id| bus.read_value(id, embodia::deploy::dynamixel::control_table::MODEL_NUMBER).unwrap())
+        .collect();
+    assert_eq!(models, [1060, 1060, 1200, 1200, 1200, 1200]);
+    assert!(bus.ping(7).is_err());
+    drop(bus);
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn calibrate_imports_a_lerobot_file_and_names_the_field_at_fault() {
+    let dir = temp_dir("import");
+    // A Koch follower calibration in LeRobot's format (per motor: id, drive_mode,
+    // homing_offset, range_min, range_max).
+    let lerobot = r#"{
+        "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -2048, "range_min": 1020, "range_max": 3080},
+        "shoulder_lift": {"id": 2, "drive_mode": 1, "homing_offset": 1024, "range_min": 900, "range_max": 3100},
+        "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": -1024, "range_min": 950, "range_max": 3000},
+        "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": 0, "range_min": 1000, "range_max": 3100},
+        "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 2048, "range_min": 100, "range_max": 4000},
+        "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 0, "range_min": 2000, "range_max": 3200}
+    }"#;
+    std::fs::write(dir.join("koch_follower.json"), lerobot).unwrap();
+    let (code, out, err) = embodia(&dir, &["calibrate", "--robot", "koch", "--import", "koch_follower.json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("imported 6 joints of koch from koch_follower.json into calibration-koch.json"), "{out}");
+    let cal = embodia::robots::Calibration::load(&dir.join("calibration-koch.json")).unwrap();
+    assert_eq!(cal.joints["shoulder_lift"].drive_mode, 1);
+    assert_eq!(cal.joints["wrist_roll"].homing_offset, 2048);
+    std::fs::write(
+        dir.join("bad.json"),
+        lerobot.replace(r#""range_min": 950, "range_max": 3000"#, r#""range_min": 950"#),
+    )
+    .unwrap();
+    let (code, _, err) =
+        embodia(&dir, &["calibrate", "--robot", "koch", "--import", "bad.json", "--out", "bad-out.json"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("bad.json: elbow_flex.range_max: missing"), "{err}");
+    assert!(!dir.join("bad-out.json").exists());
+}
+
+#[test]
 fn calibrate_refuses_joints_that_did_not_move_and_deploy_refuses_a_missing_calibration() {
     let dir = temp_dir("cal");
     let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&[1, 2, 3, 4, 5, 6])).unwrap();
@@ -180,6 +241,92 @@ fn bench_deploy_injects_every_fault_kind_and_detects_each() {
     let (code, out, err) = embodia(&dir, &["bench", "deploy", "--seconds", "0.5", "--faults", "24", "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let json: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let faults = json["faults"].as_object().unwrap();
+    assert_eq!(faults.len(), 8, "{out}");
+    for (kind, s) in faults {
+        assert_eq!(s["injected"], 3, "{kind}");
+        assert_eq!(s["detected"], 3, "{kind}: {out}");
+        assert_eq!(s["safe_within_two_cycles"], 3, "{kind}: {out}");
+    }
+    assert_eq!(json["commands_outside_limits"], 0);
+    assert_eq!(json["commands_over_step"], 0);
+    assert!(json["commands_checked"].as_u64().unwrap() > 24);
+}
+
+/// The Koch end to end: a `reach-koch` run deploys on its emulated Dynamixel servos, with and
+/// without a calibration on a port, and a servo whose homing offset differs from the
+/// calibration's is refused before the arm moves.
+#[test]
+fn a_koch_run_deploys_over_dynamixel_and_a_changed_homing_offset_is_refused() {
+    let dir = temp_dir("koch");
+    let (code, _, err) = embodia(
+        &dir,
+        &["train", "--task", "reach-koch", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/k", "--quiet"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = embodia(
+        &dir,
+        &["deploy", "--run", "runs/k", "--robot", "koch", "--dry-run", "--episodes", "1", "--hz", "100", "--json"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
+    assert!(report["stopped_early"].is_null(), "{out}");
+    // On a port, with a calibration (ranges around the emulated servos' centre, offsets 0).
+    let map = embodia::robots::HardwareMap::builtin("koch", &embodia::robots::builtin("koch").unwrap()).unwrap();
+    let mut cal = embodia::robots::Calibration::default();
+    for j in &map.joints {
+        let c = embodia::robots::JointCalibration {
+            id: j.id,
+            drive_mode: 0,
+            homing_offset: 0,
+            range_min: 900,
+            range_max: 3100,
+        };
+        cal.joints.insert(j.joint.clone(), c);
+    }
+    cal.save(&dir.join("calibration-koch.json")).unwrap();
+    let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::for_map(&map).unwrap()).unwrap();
+    let args = [
+        "deploy",
+        "--run",
+        "runs/k",
+        "--robot",
+        "koch",
+        "--port",
+        emulator.path(),
+        "--calibration",
+        "calibration-koch.json",
+        "--episodes",
+        "1",
+        "--hz",
+        "100",
+        "--json",
+    ];
+    let (code, out, err) = embodia(&dir, &args);
+    assert_eq!(code, Some(0), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["episodes"][0]["cycles"], 200, "{out}");
+    emulator.responder().lock().unwrap().chain.write_register(
+        4,
+        embodia::deploy::dynamixel::control_table::HOMING_OFFSET.addr,
+        &512i32.to_le_bytes(),
+    );
+    let (code, out, err) = embodia(&dir, &args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("servo 4 (wrist_flex): homing offset 512 differs from the calibration's 0"), "{err}");
+    assert!(out.trim().is_empty(), "refused before any episode ran: {out}");
+}
+
+#[test]
+fn bench_deploy_on_the_koch_injects_every_fault_kind_and_detects_each() {
+    let dir = temp_dir("bench-koch");
+    let (code, out, err) =
+        embodia(&dir, &["bench", "deploy", "--robot", "koch", "--seconds", "0.5", "--faults", "24", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("bench deploy: Koch v1.1 (XL430/XL330, Dynamixel protocol 2.0) emulator"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(json["robot"], "koch");
     let faults = json["faults"].as_object().unwrap();
     assert_eq!(faults.len(), 8, "{out}");
     for (kind, s) in faults {

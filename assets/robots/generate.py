@@ -600,6 +600,104 @@ under the pan axis.
     return robot
 
 
+def koch() -> Robot:
+    # Joint offsets at the zero pose from the Koch v1.1 follower CAD export (jess-moss/koch-v1-1,
+    # Apache-2.0, as packaged by ManiSkill: mani_skill/assets/robots/koch/follower_arm_v1.1.urdf),
+    # turned so that the forearm points along +x (that file's forearm points along -y):
+    # x_here = -y_there, y_here = x_there.
+    p_pan = [0.0, 0.0, 0.0386]  # 0.018513 + 0.020066 above the base plate
+    p_lift = add(p_pan, [0.0, 0.020713, 0.015368])
+    p_elbow = add(p_lift, [0.014951, -0.038026, 0.108424])
+    p_wflex = add(p_elbow, [0.100502, -0.000251, 0.002641])
+    p_roll = add(p_wflex, [-0.00037, 0.019234, -0.044779])
+    p_jaw = add(p_roll, [0.017441, 0.007429, -0.013336])
+    p_tcp = add(p_roll, [0.0, -0.008, -0.065])
+
+    printed, servo, jaw_rgba = (0.79, 0.82, 0.93, 1.0), (0.1, 0.1, 0.1, 1.0), (0.95, 0.6, 0.1, 1.0)
+    world_shapes = {
+        "base": [box((0.07, 0.06, 0.035), (0.0, 0.0, 0.0175))],
+        "shoulder": [box((0.036, 0.046, 0.03), (0.0, 0.008, 0.05))],
+        "upper_arm": [capsule_between(p_lift, p_elbow, 0.014)],
+        "lower_arm": [capsule_between(p_elbow, p_wflex, 0.013)],
+        "wrist": [box((0.03, 0.024, 0.04), (p_wflex[0], p_wflex[1] + 0.008, p_wflex[2] - 0.02))],
+        "gripper": [
+            box((0.024, 0.034, 0.03), add(p_roll, [0.0, -0.004, -0.006])),  # jaw servo
+            box((0.01, 0.02, 0.05), add(p_roll, [-0.012, -0.008, -0.05])),  # fixed jaw
+        ],
+        "moving_jaw": [box((0.01, 0.02, 0.045), add(p_roll, [0.012, -0.008, -0.05]))],
+    }
+    robot = Robot(
+        "koch",
+        "",
+        [
+            Link("base", [], mass=0.125, color=printed, material="printed"),
+            Link("shoulder", [], mass=0.107, color=servo, material="xl430"),
+            Link("upper_arm", [], mass=0.068, color=printed, material="printed"),
+            Link("lower_arm", [], mass=0.081, color=printed, material="printed"),
+            Link("wrist", [], mass=0.038, color=servo, material="xl330"),
+            Link("gripper", [], mass=0.047, color=printed, material="printed",
+                 note="wrist-roll follower carrying the gripper servo and the fixed jaw"),
+            Link("moving_jaw", [], mass=0.013, color=jaw_rgba, material="jaw"),
+            Link("gripper_frame", [sphere(0.004, collide=False)], frame_only=True, color=(1, 0, 0, 1),
+                 material="tcp", note="tool centre point between the jaws (end-effector frame), no collision"),
+        ],
+        [
+            Joint("shoulder_pan", "revolute", "base", "shoulder", p_pan, axis=[0, 0, 1],
+                  lower=-2.0, upper=2.0, effort=1.4, velocity=5.97),
+            Joint("shoulder_lift", "revolute", "shoulder", "upper_arm", sub(p_lift, p_pan), axis=[0, 1, 0],
+                  lower=-1.75, upper=1.75, effort=1.4, velocity=5.97),
+            Joint("elbow_flex", "revolute", "upper_arm", "lower_arm", sub(p_elbow, p_lift), axis=[0, 1, 0],
+                  lower=-1.75, upper=1.75, effort=0.52, velocity=10.8),
+            Joint("wrist_flex", "revolute", "lower_arm", "wrist", sub(p_wflex, p_elbow), axis=[0, 1, 0],
+                  lower=-1.75, upper=1.75, effort=0.52, velocity=10.8),
+            Joint("wrist_roll", "revolute", "wrist", "gripper", sub(p_roll, p_wflex), axis=[0, 0, 1],
+                  lower=-2.79253, upper=2.79253, effort=0.52, velocity=10.8),
+            Joint("gripper", "revolute", "gripper", "moving_jaw", sub(p_jaw, p_roll), axis=[-1, 0, 0],
+                  lower=-1.75, upper=0.0, effort=0.52, velocity=10.8),
+            Joint("gripper_frame_joint", "fixed", "gripper", "gripper_frame", sub(p_tcp, p_roll)),
+        ],
+    )
+    for j in robot.joints:
+        if j.kind == "revolute":
+            j.damping, j.friction = 0.1, 0.02
+    frames = robot.world_frames()
+    for name, shapes in world_shapes.items():
+        robot.link(name).shapes = robot.to_world_shapes(name, shapes, frames)
+    robot.header = """
+koch: Koch v1.1 follower, a 6-servo Dynamixel desk arm (Alexander Koch / jess-moss, used by
+Hugging Face LeRobot as `koch_follower`), primitives only.
+
+Joint names are LeRobot's koch_follower motor names: shoulder_pan and shoulder_lift (XL430-W250),
+elbow_flex, wrist_flex, wrist_roll and gripper (XL330-M288).
+
+Sources of the numbers:
+- Joint offsets and axes at the zero pose: the Koch v1.1 follower CAD export
+  (jess-moss/koch-v1-1, Apache-2.0) as packaged by ManiSkill
+  (mani_skill/assets/robots/koch/follower_arm_v1.1.urdf), turned +90 deg about z so the forearm
+  points along +x. Offsets, in m: pan axis 0.0386 above the base plate; shoulder_lift
+  0.0207 lateral, 0.0154 up from the pan joint; elbow +0.0150 / -0.0380 / +0.1084 (upper arm
+  ~0.108 m); wrist_flex +0.1005 / 0 / +0.0026 (forearm ~0.10 m); wrist_roll axis vertical,
+  -0.0448 below and +0.0192 lateral of wrist_flex; moving-jaw hinge +0.0174 / +0.0074 / -0.0133
+  from the roll joint; tool centre point 0.065 below the roll joint.
+- Masses (kg): that file's printed parts plus the servos (XL430-W250 57.2 g, XL330-M288 18 g,
+  Robotis e-manual): base 0.125, shoulder 0.107, upper_arm 0.068, lower_arm 0.081, wrist 0.038,
+  gripper 0.047, moving_jaw 0.013.
+- Effort and velocity: XL430-W250 stall torque 1.4 N*m and no-load speed 57 rpm (5.97 rad/s) at
+  11.1 V; XL330-M288 0.52 N*m and 103 rpm (10.8 rad/s) at 5 V (Robotis e-manual).
+- Joint limits are embodia's choice, not measured: +-2.0 rad pan, +-1.75 rad lift, elbow and
+  wrist_flex, +-2.79 rad wrist_roll, gripper -1.75..0 rad (as that file). The ranges a
+  calibration records narrow them.
+- damping 0.1 N*m*s/rad and friction 0.02 N*m are placeholders (no identification of these
+  servos is published): fit them before trusting a sim-to-real transfer.
+- Shapes are hand-fitted boxes and capsules, not the CAD meshes; inertias come from them.
+
+Zero pose: upper arm vertical, forearm horizontal and pointing forward (+x), wrist and gripper
+pointing down; tool centre point at about (0.115, -0.006, 0.055) m. The base is fixed to the
+world by the simulator; the base origin is on the table under the pan axis.
+"""
+    return robot
+
+
 # =============================================================================================
 # 3. arm7 (Franka Panda kinematics)
 
@@ -923,6 +1021,7 @@ Zero pose: the puck above the base origin. The base is fixed to the world by the
 ROBOTS = {
     "reacher2.urdf": reacher2,
     "so101.urdf": so101,
+    "koch.urdf": koch,
     "arm7.urdf": arm7,
     "quadruped12.urdf": quadruped12,
     "ant.urdf": ant,

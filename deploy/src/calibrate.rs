@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use embodia_robots::{Calibration, HardwareMap, JointCalibration};
 
-use crate::control_table::{self as ct, from_sign_magnitude};
 use crate::driver::{Bus, BusError};
 use crate::protocol::StatusFlags;
+use crate::servo_protocol::Protocol;
 use crate::transport::Port;
 
 /// Ranges seen so far, per joint in map order, ticks.
@@ -30,32 +30,36 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 25;
 /// widens each joint's range until `done` (called after each read) returns true. The ranges
 /// become a calibration with each servo's homing offset and the map's directions; check it
 /// with [`HardwareMap::calibrated`].
-pub fn record_ranges<P: Port>(
-    bus: &mut Bus<P>,
+pub fn record_ranges<P: Port, Pr: Protocol>(
+    bus: &mut Bus<P, Pr>,
     map: &HardwareMap,
     period: Duration,
     done: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Calibration, BusError> {
     let ids = map.ids();
     let n = ids.len();
-    bus.sync_write(ct::TORQUE_ENABLE.addr, 1, &ids, &vec![0; n])?;
+    let t = Pr::TABLE;
+    bus.sync_write(t.torque_enable.addr, 1, &ids, &vec![0; n])?;
     let mut offsets = Vec::with_capacity(n);
     for &id in &ids {
-        offsets.push(from_sign_magnitude(bus.read_register(id, ct::HOMING_OFFSET)?, 11));
+        let raw = bus.read_value(id, t.homing_offset)?;
+        offsets.push(Pr::decode_homing_offset(&raw.to_le_bytes()[..usize::from(t.homing_offset.size)]));
     }
+    let size = usize::from(t.present_position.size);
     let mut p = Progress { min: vec![u16::MAX; n], max: vec![0; n], now: vec![0; n], samples: 0 };
-    let (mut raw, mut flags) = (vec![0u8; 2 * n], vec![StatusFlags(0); n]);
+    let (mut raw, mut flags) = (vec![0u8; size * n], vec![StatusFlags(0); n]);
     let mut failures = 0;
     loop {
-        match bus.sync_read(ct::PRESENT_POSITION.addr, 2, &ids, &mut raw, &mut flags) {
+        match bus.sync_read(t.present_position.addr, t.present_position.size, &ids, &mut raw, &mut flags) {
             Ok(()) => {
                 failures = 0;
                 p.samples += 1;
-                for (j, b) in raw.chunks_exact(2).enumerate() {
-                    let t = u16::from_le_bytes([b[0], b[1]]);
-                    p.now[j] = t;
-                    p.min[j] = p.min[j].min(t);
-                    p.max[j] = p.max[j].max(t);
+                for (j, b) in raw.chunks_exact(size).enumerate() {
+                    // Outside the encoder (a multi-turn reading) is clamped to its ends.
+                    let tick = Pr::decode_position(b).clamp(0, i64::from(t.max_tick)) as u16;
+                    p.now[j] = tick;
+                    p.min[j] = p.min[j].min(tick);
+                    p.max[j] = p.max[j].max(tick);
                 }
                 if done(&p) {
                     break;

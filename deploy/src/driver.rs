@@ -1,9 +1,13 @@
 //! The servo-bus driver: ping, read, write, sync-read and sync-write over a [`Port`], with
-//! typed errors and bounded retries.
+//! typed errors and bounded retries, for any servo [`Protocol`] (Feetech protocol 0 by
+//! default, [`crate::dynamixel::Dynamixel`] protocol 2.0).
 
 use std::time::{Duration, Instant};
 
-use crate::protocol::{BROADCAST_ID, Decoded, Decoder, EncodeError, Instruction, MAX_PACKET, StatusFlags, encode};
+use crate::control_table::Register;
+use crate::feetech::Feetech;
+use crate::protocol::{EncodeError, StatusFlags};
+use crate::servo_protocol::{Protocol, Reply, Request, le_value};
 use crate::transport::Port;
 
 /// Errors of one bus transaction.
@@ -49,6 +53,24 @@ pub enum BusError {
         /// The error byte.
         flags: StatusFlags,
     },
+    /// The servo did not execute the request (a Dynamixel status with an error number).
+    #[error("servo {id} refused the request: {}", crate::dynamixel::protocol::error_name(*.code))]
+    Refused {
+        /// Servo id.
+        id: u8,
+        /// The error number.
+        code: u8,
+    },
+    /// A servo of another model than the robot expects, or one this crate does not know.
+    #[error("servo {id}: model number {model} is not {expected}")]
+    WrongModel {
+        /// Servo id.
+        id: u8,
+        /// The model number it reports.
+        model: u16,
+        /// What was expected, e.g. `"a Dynamixel protocol 2.0 servo embodia knows"`.
+        expected: String,
+    },
     /// A request could not be encoded (too many parameters).
     #[error(transparent)]
     Encode(#[from] EncodeError),
@@ -58,7 +80,8 @@ pub enum BusError {
 }
 
 impl BusError {
-    /// Errors a repeated request may not hit again (lost or damaged replies).
+    /// Errors a repeated request may not hit again (lost or damaged replies, or a request the
+    /// servo received damaged: Dynamixel error number 3).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
@@ -66,6 +89,7 @@ impl BusError {
                 | BusError::Checksum { .. }
                 | BusError::WrongId { .. }
                 | BusError::WrongLength { .. }
+                | BusError::Refused { code: 3, .. }
         )
     }
 }
@@ -79,8 +103,8 @@ impl From<std::io::Error> for BusError {
 /// Timing of the driver.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BusConfig {
-    /// How long to wait for each status reply. Default 10 ms (a 1 Mbaud reply takes ~0.1 ms;
-    /// USB adapters add ~1 ms latency).
+    /// How long to wait for each transaction's replies. Default 10 ms (a 1 Mbaud reply takes
+    /// ~0.1 ms; USB adapters add ~1 ms latency).
     pub timeout: Duration,
     /// Extra attempts after a transient error ([`BusError::is_transient`]). Default 2.
     pub retries: u32,
@@ -92,27 +116,29 @@ impl Default for BusConfig {
     }
 }
 
-/// A Feetech protocol-0 bus.
-pub struct Bus<P: Port> {
+/// Largest request the driver sends, bytes.
+const TX_CAPACITY: usize = 1024;
+
+/// A servo bus speaking protocol `Pr` (Feetech protocol 0 unless named).
+pub struct Bus<P: Port, Pr: Protocol = Feetech> {
     port: P,
     config: BusConfig,
-    decoder: Decoder,
-    tx: [u8; MAX_PACKET],
+    proto: Pr,
+    tx: Box<[u8; TX_CAPACITY]>,
     rx: [u8; 512],
-    params: Vec<u8>,
 }
 
-impl<P: Port> Bus<P> {
-    /// A driver on `port`.
+impl<P: Port> Bus<P, Feetech> {
+    /// A Feetech protocol-0 driver on `port`.
     pub fn new(port: P, config: BusConfig) -> Self {
-        Self {
-            port,
-            config,
-            decoder: Decoder::new(),
-            tx: [0; MAX_PACKET],
-            rx: [0; 512],
-            params: Vec::with_capacity(256),
-        }
+        Self::with_protocol(port, config, Feetech::new())
+    }
+}
+
+impl<P: Port, Pr: Protocol> Bus<P, Pr> {
+    /// A driver speaking `proto` on `port`.
+    pub fn with_protocol(port: P, config: BusConfig, proto: Pr) -> Self {
+        Self { port, config, proto, tx: Box::new([0; TX_CAPACITY]), rx: [0; 512] }
     }
 
     /// The timing in use.
@@ -130,14 +156,10 @@ impl<P: Port> Bus<P> {
         &mut self.port
     }
 
-    fn send(&mut self, id: u8, instr: Instruction, params_from_self: bool, params: &[u8]) -> Result<(), BusError> {
-        let n = if params_from_self {
-            encode(id, instr as u8, &self.params, &mut self.tx)?
-        } else {
-            encode(id, instr as u8, params, &mut self.tx)?
-        };
+    fn send(&mut self, id: u8, req: &Request<'_>) -> Result<(), BusError> {
+        let n = self.proto.encode(id, req, &mut self.tx[..])?;
         self.port.clear_input()?;
-        self.decoder.clear();
+        self.proto.clear();
         self.port.send(&self.tx[..n])?;
         Ok(())
     }
@@ -148,27 +170,30 @@ impl<P: Port> Bus<P> {
     }
 
     /// Waits until `deadline` for the status reply of `id` with `out.len()` data bytes, copied
-    /// into `out`; returns its error byte. A reply decoded after the deadline counts as lost:
+    /// into `out`; returns its fault bits. A reply decoded after the deadline counts as lost:
     /// one deadline per transaction (not per reply) keeps a delayed reply of a later servo in a
     /// sync-read from passing, and a host stall then errs on the safe side (a held cycle).
     fn receive(&mut self, id: u8, out: &mut [u8], deadline: Instant) -> Result<StatusFlags, BusError> {
         let timeout = self.config.timeout;
         let mut other = None;
         loop {
-            match self.decoder.next_packet() {
-                Decoded::Packet(_) if Instant::now() > deadline => return Err(BusError::Timeout { id, timeout }),
-                Decoded::Packet(p) if p.id == id => {
-                    if p.params.len() != out.len() {
-                        return Err(BusError::WrongLength { id, expected: out.len(), got: p.params.len() });
-                    }
-                    out.copy_from_slice(p.params);
-                    return Ok(StatusFlags(p.x));
+            let now = Instant::now();
+            match self.proto.next_reply() {
+                Reply::Status { .. } | Reply::Refused { .. } if now > deadline => {
+                    return Err(BusError::Timeout { id, timeout });
                 }
+                Reply::Status { id: got, flags, data } if got == id => {
+                    if data.len() != out.len() {
+                        return Err(BusError::WrongLength { id, expected: out.len(), got: data.len() });
+                    }
+                    out.copy_from_slice(data);
+                    return Ok(flags);
+                }
+                Reply::Refused { id: got, code } if got == id => return Err(BusError::Refused { id, code }),
                 // A late reply to an earlier request: skip it, but say so if ours never comes.
-                Decoded::Packet(p) => other = Some(p.id),
-                Decoded::BadChecksum { .. } => return Err(BusError::Checksum { id }),
-                Decoded::Incomplete => {
-                    let now = Instant::now();
+                Reply::Status { id: got, .. } | Reply::Refused { id: got, .. } => other = Some(got),
+                Reply::BadChecksum { .. } => return Err(BusError::Checksum { id }),
+                Reply::Incomplete => {
                     if now >= deadline {
                         return Err(match other {
                             Some(got) => BusError::WrongId { expected: id, got },
@@ -176,7 +201,7 @@ impl<P: Port> Bus<P> {
                         });
                     }
                     let n = self.port.recv(&mut self.rx, deadline - now)?;
-                    self.decoder.push(&self.rx[..n]);
+                    self.proto.push(&self.rx[..n]);
                 }
             }
         }
@@ -192,42 +217,48 @@ impl<P: Port> Bus<P> {
         }
     }
 
-    /// Pings servo `id`; returns its error byte.
+    /// Pings servo `id`; returns its fault bits.
     pub fn ping(&mut self, id: u8) -> Result<StatusFlags, BusError> {
+        let mut data = [0u8; 8];
         self.with_retries(|bus| {
-            bus.send(id, Instruction::Ping, false, &[])?;
-            bus.receive(id, &mut [], bus.deadline())
+            bus.send(id, &Request::Ping)?;
+            bus.receive(id, &mut data[..Pr::PING_DATA], bus.deadline())
         })
     }
 
-    /// Reads `out.len()` bytes at `addr` of servo `id`; returns its error byte (the data is
-    /// valid whatever the error byte says).
+    /// Reads `out.len()` bytes at `addr` of servo `id`; returns its fault bits (the data is
+    /// valid whatever they say).
     pub fn read(&mut self, id: u8, addr: u8, out: &mut [u8]) -> Result<StatusFlags, BusError> {
-        let len = u8::try_from(out.len()).map_err(|_| EncodeError::TooLong(out.len()))?;
+        let len = u16::try_from(out.len()).map_err(|_| EncodeError::TooLong(out.len()))?;
         self.with_retries(|bus| {
-            bus.send(id, Instruction::Read, false, &[addr, len])?;
+            bus.send(id, &Request::Read { addr: addr.into(), len })?;
             bus.receive(id, out, bus.deadline())
         })
     }
 
     /// Reads a 1- or 2-byte register of servo `id` (little-endian).
-    pub fn read_register(&mut self, id: u8, reg: crate::control_table::Register) -> Result<u16, BusError> {
-        let mut b = [0u8; 2];
-        let flags = self.read(id, reg.addr, &mut b[..reg.size as usize])?;
+    pub fn read_register(&mut self, id: u8, reg: Register) -> Result<u16, BusError> {
+        Ok(self.read_value(id, reg)? as u16)
+    }
+
+    /// Reads a 1-, 2- or 4-byte register of servo `id` (little-endian, unsigned). A reply
+    /// with fault bits set is [`BusError::Status`].
+    pub fn read_value(&mut self, id: u8, reg: Register) -> Result<u32, BusError> {
+        let mut b = [0u8; 4];
+        let size = usize::from(reg.size).min(4);
+        let flags = self.read(id, reg.addr, &mut b[..size])?;
         check(id, flags)?;
-        Ok(u16::from_le_bytes(b))
+        Ok(le_value(&b[..size]))
     }
 
     /// Writes `data` at `addr` of servo `id` and waits for its acknowledgement (the factory
     /// status level replies to writes). The broadcast id gets no reply and is not waited for.
-    /// A reply with error bits set is [`BusError::Status`].
+    /// A reply with fault bits set is [`BusError::Status`].
     pub fn write(&mut self, id: u8, addr: u8, data: &[u8]) -> Result<(), BusError> {
-        self.params.clear();
-        self.params.push(addr);
-        self.params.extend_from_slice(data);
+        let broadcast = self.proto.broadcast_id();
         self.with_retries(|bus| {
-            bus.send(id, Instruction::Write, true, &[])?;
-            if id == BROADCAST_ID {
+            bus.send(id, &Request::Write { addr: addr.into(), data })?;
+            if id == broadcast {
                 return Ok(());
             }
             let flags = bus.receive(id, &mut [], bus.deadline())?;
@@ -236,25 +267,26 @@ impl<P: Port> Bus<P> {
     }
 
     /// Writes a 1- or 2-byte register of servo `id` (little-endian).
-    pub fn write_register(&mut self, id: u8, reg: crate::control_table::Register, value: u16) -> Result<(), BusError> {
-        self.write(id, reg.addr, &value.to_le_bytes()[..reg.size as usize])
+    pub fn write_register(&mut self, id: u8, reg: Register, value: u16) -> Result<(), BusError> {
+        self.write_value(id, reg, value.into())
+    }
+
+    /// Writes a 1-, 2- or 4-byte register of servo `id` (little-endian).
+    pub fn write_value(&mut self, id: u8, reg: Register, value: u32) -> Result<(), BusError> {
+        let size = usize::from(reg.size).min(4);
+        self.write(id, reg.addr, &value.to_le_bytes()[..size])
     }
 
     /// Writes `len` bytes at `addr` of every servo in `ids`, `data` = `[ids.len() × len]`, in
     /// one packet (no replies, so no retries).
     pub fn sync_write(&mut self, addr: u8, len: u8, ids: &[u8], data: &[u8]) -> Result<(), BusError> {
         debug_assert_eq!(data.len(), ids.len() * len as usize);
-        self.params.clear();
-        self.params.extend_from_slice(&[addr, len]);
-        for (id, chunk) in ids.iter().zip(data.chunks_exact(len as usize)) {
-            self.params.push(*id);
-            self.params.extend_from_slice(chunk);
-        }
-        self.send(BROADCAST_ID, Instruction::SyncWrite, true, &[])
+        let broadcast = self.proto.broadcast_id();
+        self.send(broadcast, &Request::SyncWrite { addr: addr.into(), len: len.into(), ids, data })
     }
 
     /// Reads `len` bytes at `addr` of every servo in `ids` in one request; `out` =
-    /// `[ids.len() × len]`, `flags` = `[ids.len()]` error bytes. The first failing servo's error
+    /// `[ids.len() × len]`, `flags` = `[ids.len()]` fault bits. The first failing servo's error
     /// fails the whole read (after retries).
     pub fn sync_read(
         &mut self,
@@ -265,11 +297,9 @@ impl<P: Port> Bus<P> {
         flags: &mut [StatusFlags],
     ) -> Result<(), BusError> {
         debug_assert_eq!(out.len(), ids.len() * len as usize);
-        self.params.clear();
-        self.params.extend_from_slice(&[addr, len]);
-        self.params.extend_from_slice(ids);
+        let broadcast = self.proto.broadcast_id();
         self.with_retries(|bus| {
-            bus.send(BROADCAST_ID, Instruction::SyncRead, true, &[])?;
+            bus.send(broadcast, &Request::SyncRead { addr: addr.into(), len: len.into(), ids })?;
             let deadline = bus.deadline();
             for ((id, chunk), f) in ids.iter().zip(out.chunks_exact_mut(len as usize)).zip(flags.iter_mut()) {
                 *f = bus.receive(*id, chunk, deadline)?;
@@ -279,7 +309,7 @@ impl<P: Port> Bus<P> {
     }
 }
 
-/// `Ok` when the error byte is clear, else [`BusError::Status`].
+/// `Ok` when no fault bit is set, else [`BusError::Status`].
 pub fn check(id: u8, flags: StatusFlags) -> Result<(), BusError> {
     if flags.is_ok() { Ok(()) } else { Err(BusError::Status { id, flags }) }
 }

@@ -1,15 +1,27 @@
-//! An emulated chain of STS3215 servos: register memory, motion toward the goal, status
-//! replies, and injected faults.
+//! An emulated chain of servos: STS3215 (Feetech protocol 0) or Dynamixel XL330/XL430
+//! (protocol 2.0): register memory, motion toward the goal, status replies, and injected
+//! faults.
 //!
-//! [`ServoChain`] answers protocol-0 packets the way a bus of STS3215 servos does: PING and
-//! READ always get a status reply, WRITE/REG_WRITE only when the servo's status return level is
-//! 1 (the factory setting), nothing answers the broadcast id except SYNC_READ (each listed
-//! servo in turn). With torque on, each servo moves its present position toward the goal with
-//! a trapezoidal speed profile limited by the goal speed and acceleration registers (0 = the
-//! firmware's maximum) and, near the goal, by its P gain (speed ≤ P × error, a modelling
-//! choice: the firmware's loop is not published); with torque off it stays where it is, or where a hand puts it
-//! ([`ServoChain::move_by_hand`]). The error byte reports voltage outside the limits, a
-//! temperature above the limit and overload, from the present registers.
+//! [`ServoChain`] answers packets the way a bus of these servos does. Feetech: PING and READ
+//! always get a status reply, WRITE/REG_WRITE only when the servo's status return level is 1
+//! (the factory setting), nothing answers the broadcast id except SYNC_READ (each listed servo
+//! in turn). Dynamixel: PING replies with the model number and firmware version, READ and
+//! WRITE are acknowledged at status return level 2 (the factory setting), SYNC_READ is
+//! answered by each listed servo in turn, a write to the EEPROM area (below 64) while torque is
+//! on is refused with the access error, like the servo's firmware does. With torque on, each
+//! servo moves its present position toward the goal with a trapezoidal speed profile limited
+//! by its goal-speed and acceleration registers (Feetech goal speed and acceleration,
+//! Dynamixel profile velocity and acceleration; 0 = the fastest: the STS3215 firmware's
+//! 25 400 ticks/s², an X series' no-load speed reached in 50 ms) and, near the goal, by its P
+//! gain (speed ≤ P × error for the STS3215, ≤ P / 12.5 × error for the X series, so both
+//! factory gains give a time constant of about 31 ms: a modelling choice, the firmwares'
+//! loops are not published); with torque off it stays where it is, or where a hand puts it
+//! ([`ServoChain::move_by_hand`]). The fault bits report voltage outside the limits, a
+//! temperature above the limit and overload, from the present registers: in a Feetech
+//! reply's error byte; in a Dynamixel reply as the alert bit with the details in the
+//! hardware-error-status register. Unlike a real X-series servo, whose shutdown errors
+//! (overheat, overload, electrical shock by default) turn torque off until it is rebooted, the
+//! emulated errors clear when their cause ends and torque stays as it was.
 //!
 //! [`Responder`] turns request bytes into reply bytes with their due times and applies the
 //! [`Fault`]s queued with [`ServoChain::inject`]; [`crate::pty`] serves it on a
@@ -19,7 +31,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::control_table::{self as ct, Register};
-use crate::protocol::{BROADCAST_ID, Decoded, Decoder, Instruction, MAX_PACKET, Packet, StatusFlags, encode};
+use crate::dynamixel::control_table::{self as dxl, Model};
+use crate::dynamixel::protocol as dp;
+use crate::protocol::{BROADCAST_ID, Decoded, Decoder, Instruction, Packet, StatusFlags, encode};
 
 /// A fault the emulator injects into the next reply of one servo, or into its state.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,10 +88,103 @@ pub struct InjectedFault {
     pub at: Instant,
 }
 
-/// One emulated STS3215.
+/// Which servo a [`Servo`] emulates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Feetech STS3215 (protocol 0).
+    Sts3215,
+    /// A Dynamixel X-series model (protocol 2.0).
+    Dynamixel(Model),
+}
+
+/// The registers the emulation uses, per family.
+#[derive(Debug)]
+struct Regs {
+    id: Register,
+    torque_enable: Register,
+    goal_position: Register,
+    goal_speed: Register,
+    acceleration: Register,
+    p_gain: Register,
+    min_position: Register,
+    max_position: Register,
+    present_position: Register,
+    present_speed: Register,
+    present_load: Register,
+    present_voltage: Register,
+    present_temperature: Register,
+    min_voltage: Register,
+    max_voltage: Register,
+    max_temperature: Register,
+    moving: Register,
+    status_level: Register,
+    /// Status level from which writes are acknowledged.
+    acknowledge_writes_from: u32,
+    /// Register holding the fault bits (Feetech status, Dynamixel hardware error status).
+    error_bits: Register,
+    /// Read-only address ranges (inclusive).
+    read_only: &'static [(usize, usize)],
+    memory: usize,
+}
+
+static FEETECH_REGS: Regs = Regs {
+    id: ct::ID,
+    torque_enable: ct::TORQUE_ENABLE,
+    goal_position: ct::GOAL_POSITION,
+    goal_speed: ct::GOAL_SPEED,
+    acceleration: ct::ACCELERATION,
+    p_gain: ct::P_COEFFICIENT,
+    min_position: ct::MIN_POSITION_LIMIT,
+    max_position: ct::MAX_POSITION_LIMIT,
+    present_position: ct::PRESENT_POSITION,
+    present_speed: ct::PRESENT_SPEED,
+    present_load: ct::PRESENT_LOAD,
+    present_voltage: ct::PRESENT_VOLTAGE,
+    present_temperature: ct::PRESENT_TEMPERATURE,
+    min_voltage: ct::MIN_VOLTAGE,
+    max_voltage: ct::MAX_VOLTAGE,
+    max_temperature: ct::MAX_TEMPERATURE,
+    moving: ct::MOVING,
+    status_level: ct::RESPONSE_STATUS_LEVEL,
+    acknowledge_writes_from: 1,
+    error_bits: ct::STATUS,
+    read_only: &[(0, 4), (56, 70)],
+    memory: ct::MEMORY_SIZE,
+};
+
+static DYNAMIXEL_REGS: Regs = Regs {
+    id: dxl::ID,
+    torque_enable: dxl::TORQUE_ENABLE,
+    goal_position: dxl::GOAL_POSITION,
+    goal_speed: dxl::PROFILE_VELOCITY,
+    acceleration: dxl::PROFILE_ACCELERATION,
+    p_gain: dxl::POSITION_P_GAIN,
+    min_position: dxl::MIN_POSITION_LIMIT,
+    max_position: dxl::MAX_POSITION_LIMIT,
+    present_position: dxl::PRESENT_POSITION,
+    present_speed: dxl::PRESENT_VELOCITY,
+    present_load: dxl::PRESENT_LOAD,
+    present_voltage: dxl::PRESENT_INPUT_VOLTAGE,
+    present_temperature: dxl::PRESENT_TEMPERATURE,
+    min_voltage: dxl::MIN_VOLTAGE_LIMIT,
+    max_voltage: dxl::MAX_VOLTAGE_LIMIT,
+    max_temperature: dxl::TEMPERATURE_LIMIT,
+    moving: dxl::MOVING,
+    status_level: dxl::STATUS_RETURN_LEVEL,
+    acknowledge_writes_from: 2,
+    error_bits: dxl::HARDWARE_ERROR_STATUS,
+    read_only: &[(0, 6), (70, 70), (120, 147)],
+    memory: dxl::MEMORY_SIZE,
+};
+
+/// Size of the emulated register memory (the larger of the two families').
+const MEMORY: usize = 160;
+
+/// One emulated servo.
 #[derive(Debug, Clone)]
 pub struct Servo {
-    mem: [u8; ct::MEMORY_SIZE],
+    kind: Kind,
+    mem: [u8; MEMORY],
     /// Position, ticks (fractional; the register holds it rounded).
     position: f64,
     /// Speed, ticks/s.
@@ -95,8 +202,23 @@ pub struct Servo {
 impl Servo {
     /// A factory-default STS3215 with `id`.
     pub fn new(id: u8) -> Self {
+        let mut mem = [0u8; MEMORY];
+        mem[..ct::MEMORY_SIZE].copy_from_slice(&ct::sts3215_defaults(id));
+        Self::with_memory(Kind::Sts3215, mem)
+    }
+
+    /// A Dynamixel `model` with `id`, as LeRobot's motor setup leaves it (1 Mbaud, return
+    /// delay 0, position control).
+    pub fn dynamixel(model: Model, id: u8) -> Self {
+        let mut mem = [0u8; MEMORY];
+        mem[..dxl::MEMORY_SIZE].copy_from_slice(&dxl::defaults(model, id));
+        Self::with_memory(Kind::Dynamixel(model), mem)
+    }
+
+    fn with_memory(kind: Kind, mem: [u8; MEMORY]) -> Self {
         Self {
-            mem: ct::sts3215_defaults(id),
+            kind,
+            mem,
             position: 2048.0,
             speed: 0.0,
             pending: None,
@@ -108,23 +230,57 @@ impl Servo {
         }
     }
 
+    fn regs(&self) -> &'static Regs {
+        match self.kind {
+            Kind::Sts3215 => &FEETECH_REGS,
+            Kind::Dynamixel(_) => &DYNAMIXEL_REGS,
+        }
+    }
+
+    /// What the servo emulates.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
     /// The servo's id register.
     pub fn id(&self) -> u8 {
-        self.mem[ct::ID.addr as usize]
+        self.mem[self.regs().id.addr as usize]
     }
 
-    /// A register's raw value (1 or 2 bytes, little-endian).
+    /// A register's raw value (1 or 2 bytes, little-endian; the low half of a 4-byte one).
     pub fn get(&self, r: Register) -> u16 {
-        let a = r.addr as usize;
-        if r.size == 2 { u16::from_le_bytes([self.mem[a], self.mem[a + 1]]) } else { u16::from(self.mem[a]) }
+        self.value(r) as u16
     }
 
-    fn set(&mut self, r: Register, v: u16) {
-        let a = r.addr as usize;
-        self.mem[a] = v as u8;
-        if r.size == 2 {
-            self.mem[a + 1] = (v >> 8) as u8;
+    /// A register's raw value (1, 2 or 4 bytes, little-endian).
+    pub fn value(&self, r: Register) -> u32 {
+        // Called many times per emulated step: plain loads, no iterator chains (debug builds).
+        let (a, m) = (r.addr as usize, &self.mem);
+        match r.size {
+            1 => u32::from(m[a]),
+            2 => u32::from(u16::from_le_bytes([m[a], m[a + 1]])),
+            _ => u32::from_le_bytes([m[a], m[a + 1], m[a + 2], m[a + 3]]),
         }
+    }
+
+    fn set(&mut self, r: Register, v: u32) {
+        let a = r.addr as usize;
+        let b = v.to_le_bytes();
+        match r.size {
+            1 => self.mem[a] = b[0],
+            2 => self.mem[a..a + 2].copy_from_slice(&b[..2]),
+            _ => self.mem[a..a + 4].copy_from_slice(&b),
+        }
+    }
+
+    /// Writes a signed value: sign-magnitude with the sign in `sign_bit` on Feetech servos,
+    /// two's complement on Dynamixel ones.
+    fn set_signed(&mut self, r: Register, v: i32, sign_bit: u8) {
+        let raw = match self.kind {
+            Kind::Sts3215 => u32::from(ct::to_sign_magnitude(v, sign_bit)),
+            Kind::Dynamixel(_) => v as u32,
+        };
+        self.set(r, raw);
     }
 
     /// Present position, ticks (fractional).
@@ -132,46 +288,94 @@ impl Servo {
         self.position
     }
 
-    /// Error byte of a status reply now.
-    pub fn status(&self) -> StatusFlags {
+    /// The fault bits now (voltage 1, overheat 4, overload 32: the same bits in Feetech's error
+    /// byte and in Dynamixel's hardware error status).
+    fn fault_bits(&self) -> u8 {
+        let r = self.regs();
         let mut bits = 0;
-        let v = self.get(ct::PRESENT_VOLTAGE);
-        if v < self.get(ct::MIN_VOLTAGE) || v > self.get(ct::MAX_VOLTAGE) {
+        let v = self.value(r.present_voltage);
+        if v < self.value(r.min_voltage) || v > self.value(r.max_voltage) {
             bits |= StatusFlags::VOLTAGE;
         }
-        if self.get(ct::PRESENT_TEMPERATURE) > self.get(ct::MAX_TEMPERATURE) {
+        if self.value(r.present_temperature) > self.value(r.max_temperature) {
             bits |= StatusFlags::OVERHEAT;
         }
         if self.overload_until.is_some() {
             bits |= StatusFlags::OVERLOAD;
         }
-        StatusFlags(bits)
+        bits
+    }
+
+    /// Error byte of a status reply now: the fault bits (Feetech), or the alert bit when any
+    /// is set (Dynamixel).
+    pub fn status(&self) -> StatusFlags {
+        let bits = self.fault_bits();
+        match self.kind {
+            Kind::Sts3215 => StatusFlags(bits),
+            Kind::Dynamixel(_) => StatusFlags(if bits != 0 { dp::ALERT } else { 0 }),
+        }
     }
 
     fn write(&mut self, addr: u8, data: &[u8]) {
+        let r = self.regs();
         for (i, &b) in data.iter().enumerate() {
             let a = addr as usize + i;
             // Read-only registers (model, firmware, present values) ignore writes.
-            let read_only = a <= 4 || (56..=70).contains(&a);
-            if a < ct::MEMORY_SIZE && !read_only {
+            let read_only = r.read_only.iter().any(|&(lo, hi)| (lo..=hi).contains(&a));
+            if a < r.memory && !read_only {
                 self.mem[a] = b;
             }
         }
-        let (lo, hi) = (self.get(ct::MIN_POSITION_LIMIT), self.get(ct::MAX_POSITION_LIMIT));
+        let (lo, hi) = (self.value(r.min_position), self.value(r.max_position));
         if lo < hi {
-            let goal = self.get(ct::GOAL_POSITION).clamp(lo, hi);
-            self.set(ct::GOAL_POSITION, goal);
+            let goal = self.value(r.goal_position).clamp(lo, hi);
+            self.set(r.goal_position, goal);
         }
     }
 
-    fn read(&self, addr: u8, len: u8, out: &mut [u8]) {
-        for (i, o) in out[..len as usize].iter_mut().enumerate() {
-            *o = self.mem.get(addr as usize + i).copied().unwrap_or(0);
+    fn read(&self, addr: u16, len: u16, out: &mut [u8]) {
+        for (i, o) in out[..usize::from(len)].iter_mut().enumerate() {
+            let a = usize::from(addr) + i;
+            *o = if a < self.regs().memory { self.mem[a] } else { 0 };
+        }
+    }
+
+    /// Fastest speed (ticks/s), acceleration (ticks/s²) and position gain (1/s) now.
+    fn motion_limits(&self) -> (f64, f64, f64) {
+        let r = self.regs();
+        match self.kind {
+            Kind::Sts3215 => {
+                let v_max = match ct::from_sign_magnitude(self.get(r.goal_speed), 15).unsigned_abs() {
+                    0 => ct::MAX_SPEED_TICKS,
+                    v => f64::from(v).min(ct::MAX_SPEED_TICKS),
+                };
+                let a_max = match self.value(r.acceleration) {
+                    0 => ct::MAX_ACCELERATION_TICKS,
+                    a => f64::from(a) * 100.0,
+                };
+                // The position loop's proportional gain, read as 1/s (factory P = 32: ~31 ms).
+                (v_max, a_max, f64::from(self.value(r.p_gain).max(1)))
+            }
+            Kind::Dynamixel(model) => {
+                let top = model.max_speed_ticks();
+                let v_max = match self.value(r.goal_speed) {
+                    0 => top,
+                    v => (f64::from(v) * dxl::VELOCITY_UNIT).min(top),
+                };
+                // Profile acceleration 0 is "no profile": the motor reaches its no-load speed in
+                // about 50 ms (a modelling choice; the e-manual gives no figure).
+                let a_max = match self.value(r.acceleration) {
+                    0 => top / 0.05,
+                    a => f64::from(a) * dxl::ACCELERATION_UNIT,
+                };
+                (v_max, a_max, (f64::from(self.value(r.p_gain)) / 12.5).max(1.0))
+            }
         }
     }
 
     /// Advances the motion by `dt` seconds and ends state faults that are over at `now`.
     fn advance(&mut self, dt: f64, now: Instant) {
+        let r = self.regs();
         let over = |t: &mut Option<Instant>| {
             if t.is_some_and(|t| now >= t) {
                 *t = None;
@@ -181,27 +385,17 @@ impl Servo {
         over(&mut self.overload_until);
         if self.undervoltage_until.is_some_and(|t| now >= t) {
             self.undervoltage_until = None;
-            self.set(ct::PRESENT_VOLTAGE, 120);
+            self.set(r.present_voltage, self.nominal_voltage());
         }
         if self.overheat_until.is_some_and(|t| now >= t) {
             self.overheat_until = None;
-            self.set(ct::PRESENT_TEMPERATURE, 30);
+            self.set(r.present_temperature, 30);
         }
-        if self.get(ct::TORQUE_ENABLE) == 0 {
+        if self.value(r.torque_enable) == 0 {
             self.speed = 0.0;
         } else {
-            let goal = f64::from(self.get(ct::GOAL_POSITION));
-            let v_max = match ct::from_sign_magnitude(self.get(ct::GOAL_SPEED), 15).unsigned_abs() {
-                0 => ct::MAX_SPEED_TICKS,
-                v => f64::from(v).min(ct::MAX_SPEED_TICKS),
-            };
-            let a_max = match self.get(ct::ACCELERATION) {
-                0 => ct::MAX_ACCELERATION_TICKS,
-                a => f64::from(a) * 100.0,
-            };
-            // The position loop's proportional gain, read as 1/s: near the goal the speed is
-            // at most P × error, a first-order approach (factory P = 32: ~31 ms time constant).
-            let kp = f64::from(self.get(ct::P_COEFFICIENT).max(1));
+            let goal = f64::from(self.value(r.goal_position));
+            let (v_max, a_max, kp) = self.motion_limits();
             // Sub-steps of at most 1 ms keep the braking distance accurate.
             let steps = (dt / 1e-3).ceil().max(1.0) as usize;
             let h = dt / steps as f64;
@@ -219,18 +413,36 @@ impl Servo {
                 }
             }
         }
-        let pos = self.position.round().clamp(0.0, 4095.0) as u16;
-        self.set(ct::PRESENT_POSITION, pos);
-        self.set(ct::PRESENT_SPEED, ct::to_sign_magnitude(self.speed.round() as i32, 15));
-        let err = f64::from(self.get(ct::GOAL_POSITION)) - self.position;
-        let on = self.get(ct::TORQUE_ENABLE) != 0;
+        let pos = self.position.round().clamp(0.0, 4095.0) as u32;
+        self.set(r.present_position, pos);
+        let err = f64::from(self.value(r.goal_position)) - self.position;
+        let on = self.value(r.torque_enable) != 0;
         // Load as the position loop's effort: proportional to the error, saturating at 100 %.
         let load = if on { (err * 2.0).clamp(-1000.0, 1000.0) as i32 } else { 0 };
-        self.set(ct::PRESENT_LOAD, ct::to_sign_magnitude(load, 10));
-        self.set(ct::PRESENT_CURRENT, ct::to_sign_magnitude(load / 4, 15));
-        self.set(ct::MOVING, u16::from(on && (err.abs() >= 1.0 || self.speed != 0.0)));
-        let status = self.status().0;
-        self.set(ct::STATUS, u16::from(status));
+        match self.kind {
+            Kind::Sts3215 => {
+                self.set_signed(r.present_speed, self.speed.round() as i32, 15);
+                self.set_signed(r.present_load, load, 10);
+                self.set_signed(ct::PRESENT_CURRENT, load / 4, 15);
+            }
+            Kind::Dynamixel(model) => {
+                self.set_signed(r.present_speed, (self.speed / dxl::VELOCITY_UNIT).round() as i32, 31);
+                // The XL330 reports current (mA) where the XL430 reports load (0.1 %).
+                let at_126 =
+                    if model.reports_current() { load * i32::from(model.factory().current_limit) / 1000 } else { load };
+                self.set_signed(r.present_load, at_126, 15);
+            }
+        }
+        self.set(r.moving, u32::from(on && (err.abs() >= 1.0 || self.speed != 0.0)));
+        let bits = self.fault_bits();
+        self.set(r.error_bits, u32::from(bits));
+    }
+
+    fn nominal_voltage(&self) -> u32 {
+        match self.kind {
+            Kind::Sts3215 => 120,
+            Kind::Dynamixel(m) => u32::from(m.factory().voltage),
+        }
     }
 }
 
@@ -238,11 +450,10 @@ impl Servo {
 #[derive(Debug, Clone)]
 struct Reply {
     id: u8,
-    len: usize,
-    bytes: [u8; MAX_PACKET],
+    bytes: Vec<u8>,
 }
 
-/// A bus of emulated STS3215 servos.
+/// A bus of emulated servos, all of one family.
 #[derive(Debug, Clone)]
 pub struct ServoChain {
     servos: Vec<Servo>,
@@ -252,9 +463,38 @@ pub struct ServoChain {
 }
 
 impl ServoChain {
-    /// Factory-default servos with these ids, in bus order.
+    /// Factory-default STS3215 servos with these ids, in bus order.
     pub fn new(ids: &[u8]) -> Self {
-        Self { servos: ids.iter().map(|&id| Servo::new(id)).collect(), log: Vec::new(), goal_writes: None }
+        Self::of(ids.iter().map(|&id| Servo::new(id)).collect())
+    }
+
+    /// Dynamixel servos with these ids and models, in bus order.
+    pub fn dynamixel(servos: &[(u8, Model)]) -> Self {
+        Self::of(servos.iter().map(|&(id, model)| Servo::dynamixel(model, id)).collect())
+    }
+
+    /// The servos of a robot's hardware map, factory-default, in joint order; `None` when a
+    /// model is one the emulator does not know.
+    pub fn for_map(map: &embodia_robots::HardwareMap) -> Option<Self> {
+        match map.bus() {
+            embodia_robots::ServoBus::Feetech => {
+                map.joints.iter().all(|j| j.model == "sts3215").then(|| Self::new(&map.ids()))
+            }
+            embodia_robots::ServoBus::Dynamixel => {
+                let servos: Option<Vec<(u8, Model)>> =
+                    map.joints.iter().map(|j| Model::from_name(j.model).map(|m| (j.id, m))).collect();
+                servos.map(|s| Self::dynamixel(&s))
+            }
+        }
+    }
+
+    fn of(servos: Vec<Servo>) -> Self {
+        Self { servos, log: Vec::new(), goal_writes: None }
+    }
+
+    /// Whether the chain speaks Dynamixel protocol 2.0 (else Feetech protocol 0).
+    pub fn is_dynamixel(&self) -> bool {
+        matches!(self.servos.first().map(|s| s.kind), Some(Kind::Dynamixel(_)))
     }
 
     /// Starts recording every goal position written (for checking what reached the servos).
@@ -273,12 +513,13 @@ impl ServoChain {
     fn write_at(&mut self, index: usize, addr: u8, data: &[u8]) {
         let s = &mut self.servos[index];
         s.write(addr, data);
+        let goal = s.regs().goal_position;
         let end = addr as usize + data.len();
         if let Some(w) = &mut self.goal_writes
-            && addr <= ct::GOAL_POSITION.addr
-            && end >= ct::GOAL_POSITION.addr as usize + 2
+            && addr <= goal.addr
+            && end >= goal.addr as usize + usize::from(goal.size)
         {
-            w.push((s.id(), s.get(ct::GOAL_POSITION)));
+            w.push((s.id(), s.get(goal)));
         }
     }
 
@@ -295,11 +536,19 @@ impl ServoChain {
         self.servos.iter_mut().find(|s| s.id() == id)
     }
 
+    /// Writes `data` into servo `id`'s register memory at `addr` as a setup tool would
+    /// (read-only registers excepted); returns whether the servo exists.
+    pub fn write_register(&mut self, id: u8, addr: u8, data: &[u8]) -> bool {
+        let Some(i) = self.index_of(id) else { return false };
+        self.write_at(i, addr, data);
+        true
+    }
+
     /// Puts the servo's shaft at `ticks` as a hand would (only moves it while torque is off,
     /// like a real servo that holds its goal). Returns whether it moved.
     pub fn move_by_hand(&mut self, id: u8, ticks: f64) -> bool {
         match self.servo_mut(id) {
-            Some(s) if s.get(ct::TORQUE_ENABLE) == 0 => {
+            Some(s) if s.value(s.regs().torque_enable) == 0 => {
                 s.position = ticks.clamp(0.0, 4095.0);
                 s.advance(0.0, Instant::now());
                 true
@@ -312,17 +561,18 @@ impl ServoChain {
     /// start now. Unknown ids are ignored (returns false).
     pub fn inject(&mut self, id: u8, fault: Fault, now: Instant) -> bool {
         let Some(s) = self.servo_mut(id) else { return false };
+        let r = s.regs();
         match fault {
             Fault::Silence(d) => s.silent_until = Some(now + d),
             Fault::Undervoltage(d) => {
                 s.undervoltage_until = Some(now + d);
-                let v = s.get(ct::MIN_VOLTAGE).saturating_sub(5);
-                s.set(ct::PRESENT_VOLTAGE, v);
+                let v = s.value(r.min_voltage).saturating_sub(5);
+                s.set(r.present_voltage, v);
             }
             Fault::Overheat(d) => {
                 s.overheat_until = Some(now + d);
-                let t = s.get(ct::MAX_TEMPERATURE) + 5;
-                s.set(ct::PRESENT_TEMPERATURE, t);
+                let t = s.value(r.max_temperature) + 5;
+                s.set(r.present_temperature, t);
             }
             Fault::Overload(d) => s.overload_until = Some(now + d),
             _ => {
@@ -347,8 +597,8 @@ impl ServoChain {
         }
     }
 
-    /// Executes one request packet and appends the replies (in bus order) to `replies`.
-    fn handle(&mut self, p: Packet<'_>, replies: &mut Vec<Reply>) {
+    /// Executes one Feetech request packet and appends the replies (in bus order).
+    fn handle_feetech(&mut self, p: Packet<'_>, replies: &mut Vec<Reply>) {
         let Some(instr) = Instruction::from_byte(p.x) else { return };
         if p.id == BROADCAST_ID {
             match instr {
@@ -357,8 +607,8 @@ impl ServoChain {
                     for &id in &p.params[2..] {
                         if let Some(s) = self.servo(id) {
                             let mut data = [0u8; 255];
-                            s.read(addr, len, &mut data);
-                            push_reply(replies, s, &data[..len as usize]);
+                            s.read(addr.into(), len.into(), &mut data);
+                            feetech_reply(replies, s, &data[..len as usize]);
                         }
                     }
                 }
@@ -390,13 +640,14 @@ impl ServoChain {
             return;
         }
         let Some(i) = self.index_of(p.id) else { return };
-        let replies_to_all = self.servos[i].get(ct::RESPONSE_STATUS_LEVEL) != 0;
+        let s = &self.servos[i];
+        let replies_to_all = s.value(s.regs().status_level) >= s.regs().acknowledge_writes_from;
         match instr {
-            Instruction::Ping => push_reply(replies, &self.servos[i], &[]),
+            Instruction::Ping => feetech_reply(replies, &self.servos[i], &[]),
             Instruction::Read if p.params.len() == 2 => {
                 let mut data = [0u8; 255];
-                self.servos[i].read(p.params[0], p.params[1], &mut data);
-                push_reply(replies, &self.servos[i], &data[..p.params[1] as usize]);
+                self.servos[i].read(p.params[0].into(), p.params[1].into(), &mut data);
+                feetech_reply(replies, &self.servos[i], &data[..p.params[1] as usize]);
             }
             Instruction::Write | Instruction::RegWrite | Instruction::Action => {
                 match instr {
@@ -412,19 +663,119 @@ impl ServoChain {
                     _ => return,
                 }
                 if replies_to_all {
-                    push_reply(replies, &self.servos[i], &[]);
+                    feetech_reply(replies, &self.servos[i], &[]);
                 }
             }
             _ => {}
         }
     }
+
+    /// Executes one Dynamixel protocol-2.0 instruction packet and appends the replies.
+    fn handle_dynamixel(&mut self, p: dp::Packet<'_>, replies: &mut Vec<Reply>) {
+        let Some(instr) = dp::Instruction::from_byte(p.instruction) else { return };
+        let word = |i: usize| u16::from_le_bytes([p.params[i], p.params[i + 1]]);
+        if p.id == dp::BROADCAST_ID {
+            match instr {
+                dp::Instruction::SyncRead if p.params.len() >= 4 => {
+                    let (addr, len) = (word(0), word(2));
+                    for &id in &p.params[4..] {
+                        if let Some(s) = self.servo(id) {
+                            let mut data = vec![0u8; usize::from(len)];
+                            s.read(addr, len, &mut data);
+                            dynamixel_reply(replies, s, 0, &data);
+                        }
+                    }
+                }
+                dp::Instruction::SyncWrite if p.params.len() >= 4 => {
+                    let (addr, len) = (word(0), usize::from(word(2)));
+                    let Ok(addr) = u8::try_from(addr) else { return };
+                    for item in p.params[4..].chunks_exact(len + 1) {
+                        if let Some(i) = self.index_of(item[0])
+                            && !self.refuses_write(i, addr)
+                        {
+                            self.write_at(i, addr, &item[1..]);
+                        }
+                    }
+                }
+                dp::Instruction::Write if p.params.len() >= 2 => {
+                    let Ok(addr) = u8::try_from(word(0)) else { return };
+                    for i in 0..self.servos.len() {
+                        if !self.refuses_write(i, addr) {
+                            self.write_at(i, addr, &p.params[2..]);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        let Some(i) = self.index_of(p.id) else { return };
+        let s = &self.servos[i];
+        let level = s.value(s.regs().status_level);
+        match instr {
+            dp::Instruction::Ping => {
+                let model = s.value(dxl::MODEL_NUMBER) as u16;
+                let [lo, hi] = model.to_le_bytes();
+                dynamixel_reply(replies, s, 0, &[lo, hi, s.value(dxl::FIRMWARE_VERSION) as u8]);
+            }
+            dp::Instruction::Read if p.params.len() == 4 => {
+                let (addr, len) = (word(0), word(2));
+                let mut data = vec![0u8; usize::from(len)];
+                s.read(addr, len, &mut data);
+                if level >= 1 {
+                    dynamixel_reply(replies, s, 0, &data);
+                }
+            }
+            dp::Instruction::Write if p.params.len() >= 2 => {
+                let Ok(addr) = u8::try_from(word(0)) else {
+                    dynamixel_reply(replies, s, 4, &[]);
+                    return;
+                };
+                let code = if self.refuses_write(i, addr) {
+                    7
+                } else {
+                    self.write_at(i, addr, &p.params[2..]);
+                    0
+                };
+                if level >= 2 {
+                    dynamixel_reply(replies, &self.servos[i], code, &[]);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a Dynamixel servo refuses a write at `addr`: the EEPROM area (below the torque
+    /// enable register) is writable only with torque off.
+    fn refuses_write(&self, index: usize, addr: u8) -> bool {
+        let s = &self.servos[index];
+        addr < dxl::TORQUE_ENABLE.addr && s.value(dxl::TORQUE_ENABLE) != 0
+    }
 }
 
-fn push_reply(replies: &mut Vec<Reply>, s: &Servo, data: &[u8]) {
-    let mut r = Reply { id: s.id(), len: 0, bytes: [0; MAX_PACKET] };
+fn feetech_reply(replies: &mut Vec<Reply>, s: &Servo, data: &[u8]) {
+    let mut bytes = vec![0u8; crate::protocol::MAX_PACKET];
     // A status reply has at most 253 data bytes (the request's length byte bounds it).
-    r.len = encode(r.id, s.status().0, &data[..data.len().min(253)], &mut r.bytes).unwrap_or(0);
-    replies.push(r);
+    let n = encode(s.id(), s.status().0, &data[..data.len().min(253)], &mut bytes).unwrap_or(0);
+    bytes.truncate(n);
+    replies.push(Reply { id: s.id(), bytes });
+}
+
+/// A Dynamixel status reply: error number `code` (0 = executed) with the alert bit when the
+/// servo has a fault.
+fn dynamixel_reply(replies: &mut Vec<Reply>, s: &Servo, code: u8, data: &[u8]) {
+    let mut bytes = vec![0u8; dp::MAX_PACKET];
+    let error = code | s.status().0;
+    let n = dp::encode(s.id(), dp::STATUS, &[&[error], data], &mut bytes).unwrap_or(0);
+    bytes.truncate(n);
+    replies.push(Reply { id: s.id(), bytes });
+}
+
+/// The decoder for the chain's protocol.
+#[derive(Debug)]
+enum Wire {
+    Feetech(Decoder),
+    Dynamixel(dp::Decoder),
 }
 
 /// Turns request bytes into timed reply bytes for a [`ServoChain`], applying its faults.
@@ -432,7 +783,7 @@ fn push_reply(replies: &mut Vec<Reply>, s: &Servo, data: &[u8]) {
 pub struct Responder {
     /// The servos.
     pub chain: ServoChain,
-    decoder: Decoder,
+    wire: Wire,
     replies: Vec<Reply>,
     /// Replies waiting for their due time, in due order.
     outbox: VecDeque<(Instant, Reply)>,
@@ -444,7 +795,9 @@ pub struct Responder {
 impl Responder {
     /// A responder for `chain`, its clock starting at `now`.
     pub fn new(chain: ServoChain, now: Instant) -> Self {
-        Self { chain, decoder: Decoder::new(), replies: Vec::new(), outbox: VecDeque::new(), last: now, corrupted: 0 }
+        let wire =
+            if chain.is_dynamixel() { Wire::Dynamixel(dp::Decoder::new()) } else { Wire::Feetech(Decoder::new()) };
+        Self { chain, wire, replies: Vec::new(), outbox: VecDeque::new(), last: now, corrupted: 0 }
     }
 
     /// Advances the servos' motion to `now`.
@@ -457,15 +810,31 @@ impl Responder {
     /// Takes received bytes at `now` and queues the replies they call for.
     pub fn receive(&mut self, bytes: &[u8], now: Instant) {
         self.advance(now);
-        self.decoder.push(bytes);
-        loop {
-            let packet = match self.decoder.next_packet() {
-                Decoded::Packet(p) => p,
-                Decoded::BadChecksum { .. } => continue,
-                Decoded::Incomplete => break,
-            };
-            self.chain.handle(packet, &mut self.replies);
-        }
+        // Bytes after the header that a corruption may flip (the error byte onwards).
+        let first = match &mut self.wire {
+            Wire::Feetech(d) => {
+                d.push(bytes);
+                loop {
+                    match d.next_packet() {
+                        Decoded::Packet(p) => self.chain.handle_feetech(p, &mut self.replies),
+                        Decoded::BadChecksum { .. } => continue,
+                        Decoded::Incomplete => break,
+                    }
+                }
+                4
+            }
+            Wire::Dynamixel(d) => {
+                d.push(bytes);
+                loop {
+                    match d.next_packet() {
+                        dp::Decoded::Packet(p) => self.chain.handle_dynamixel(p, &mut self.replies),
+                        dp::Decoded::BadChecksum { .. } => continue,
+                        dp::Decoded::Incomplete => break,
+                    }
+                }
+                7
+            }
+        };
         for mut r in self.replies.drain(..) {
             let Some(s) = self.chain.servos.iter_mut().find(|s| s.id() == r.id) else { continue };
             if s.silent_until.is_some() {
@@ -474,20 +843,21 @@ impl Responder {
             let mut due = now;
             if let Some(fault) = s.reply_faults.pop_front() {
                 debug_assert!(!fault.is_state_fault());
+                let len = r.bytes.len();
                 match fault {
-                    Fault::Drop => r.len = 0,
+                    Fault::Drop => r.bytes.clear(),
                     Fault::Delay(d) => due = now + d,
                     // Flip the error byte, a data byte or the checksum, in turn.
-                    Fault::Corrupt => {
+                    Fault::Corrupt if len > first => {
                         self.corrupted += 1;
-                        r.bytes[4 + self.corrupted % (r.len - 4)] ^= 0x5A;
+                        r.bytes[first + self.corrupted % (len - first)] ^= 0x5A;
                     }
-                    Fault::Truncate => r.len = (r.len / 2).max(1),
+                    Fault::Truncate => r.bytes.truncate((len / 2).max(1)),
                     _ => {}
                 }
                 self.chain.log.push(InjectedFault { id: r.id, fault, at: now });
             }
-            if r.len > 0 {
+            if !r.bytes.is_empty() {
                 let at = self.outbox.iter().position(|(t, _)| *t > due).unwrap_or(self.outbox.len());
                 self.outbox.insert(at, (due, r));
             }
@@ -498,7 +868,7 @@ impl Responder {
     pub fn transmit(&mut self, now: Instant, out: &mut Vec<u8>) {
         while self.outbox.front().is_some_and(|(t, _)| *t <= now) {
             let (_, r) = self.outbox.pop_front().expect("checked non-empty");
-            out.extend_from_slice(&r.bytes[..r.len]);
+            out.extend_from_slice(&r.bytes);
         }
     }
 
@@ -512,6 +882,7 @@ impl Responder {
 mod tests {
     use super::*;
     use crate::protocol::Instruction as I;
+    use crate::protocol::MAX_PACKET;
 
     fn request(r: &mut Responder, id: u8, instr: I, params: &[u8], now: Instant) -> Vec<Packet<'static>> {
         let mut buf = [0u8; MAX_PACKET];

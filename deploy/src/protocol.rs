@@ -72,6 +72,12 @@ impl StatusFlags {
     pub const OVERCURRENT: u8 = 8;
     /// Load above the overload torque for the protection time.
     pub const OVERLOAD: u8 = 32;
+    /// Electrical shock: a short or insufficient power (Dynamixel hardware error; no Feetech
+    /// servo sets this bit).
+    pub const ELECTRICAL_SHOCK: u8 = 16;
+    /// A hardware error the servo has not detailed (the Dynamixel status packet's alert bit;
+    /// no Feetech servo sets this bit).
+    pub const ALERT: u8 = 128;
 
     /// No bit set.
     pub fn is_ok(self) -> bool {
@@ -80,7 +86,15 @@ impl StatusFlags {
 
     /// Names of the set bits, e.g. `"voltage, overheat"`; unknown bits as `bit N`.
     pub fn describe(self) -> String {
-        let names = [(0, "voltage"), (1, "angle sensor"), (2, "overheat"), (3, "over-current"), (5, "overload")];
+        let names = [
+            (0, "voltage"),
+            (1, "angle sensor"),
+            (2, "overheat"),
+            (3, "over-current"),
+            (4, "electrical shock"),
+            (5, "overload"),
+            (7, "hardware alert"),
+        ];
         (0..8)
             .filter(|b| self.0 & (1 << b) != 0)
             .map(|b| names.iter().find(|(n, _)| *n == b).map_or(format!("bit {b}"), |(_, s)| s.to_string()))

@@ -55,6 +55,18 @@ impl Default for SafetyConfig {
     }
 }
 
+impl SafetyConfig {
+    /// The defaults for the servos of `map`: a Dynamixel robot's minimum voltage is 4.0 V
+    /// (the XL330 runs from 3.7 V; higher-voltage servos on the bus, such as the Koch's XL430,
+    /// report their own undervoltage in their hardware-error bits), a Feetech robot's 6.0 V.
+    pub fn for_robot(map: &embodia_robots::HardwareMap) -> Self {
+        match map.bus() {
+            embodia_robots::ServoBus::Dynamixel => Self { min_voltage: 4.0, ..Self::default() },
+            embodia_robots::ServoBus::Feetech => Self::default(),
+        }
+    }
+}
+
 /// Why the safety layer stepped in.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reason {

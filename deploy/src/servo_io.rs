@@ -1,17 +1,19 @@
-//! A robot of servos on a Feetech bus, as the control loop's [`RobotIo`].
+//! A robot of servos on one bus (Feetech or Dynamixel), as the control loop's [`RobotIo`].
 
-use embodia_robots::HardwareMap;
+use embodia_robots::{Calibration, HardwareMap, ServoBus};
 
-use crate::control_table::{self as ct, STATE_BLOCK, from_sign_magnitude};
-use crate::driver::Bus;
+use crate::driver::{Bus, BusConfig, BusError};
+use crate::dynamixel::Dynamixel;
+use crate::feetech::Feetech;
 use crate::protocol::StatusFlags;
+use crate::servo_protocol::Protocol;
 use crate::state::{IoError, JointState, RobotIo};
 use crate::transport::Port;
 
 /// Reads tried (10 ms apart) before turning torque on fails.
 pub const TORQUE_ON_ATTEMPTS: u32 = 10;
 
-/// Position-loop gains of STS3215 servos (registers 21–23).
+/// Position-loop gains of STS3215 servos (registers 21–23). Dynamixel servos keep their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServoGains {
     /// Proportional gain (factory 32).
@@ -30,33 +32,39 @@ impl Default for ServoGains {
     }
 }
 
-/// The joints of a [`HardwareMap`] driven through one bus.
-pub struct ServoRobot<P: Port> {
-    bus: Bus<P>,
+/// The joints of a [`HardwareMap`] driven through one bus speaking `Pr`.
+pub struct ServoRobot<P: Port, Pr: Protocol = Feetech> {
+    bus: Bus<P, Pr>,
     map: HardwareMap,
     ids: Vec<u8>,
+    /// Model number per joint, read by [`ServoRobot::configure`] (0 before).
+    models: Vec<u16>,
     raw: Vec<u8>,
     flags: Vec<StatusFlags>,
     ticks: Vec<u8>,
+    zeros: Vec<u8>,
 }
 
-impl<P: Port> ServoRobot<P> {
+impl<P: Port, Pr: Protocol> ServoRobot<P, Pr> {
     /// The robot `map` describes, on `bus`.
-    pub fn new(bus: Bus<P>, map: HardwareMap) -> Self {
+    pub fn new(bus: Bus<P, Pr>, map: HardwareMap) -> Self {
         let ids = map.ids();
         let n = ids.len();
+        let t = Pr::TABLE;
         Self {
             bus,
             map,
             ids,
-            raw: vec![0; n * STATE_BLOCK.size as usize],
+            models: vec![0; n],
+            raw: vec![0; n * usize::from(t.state_block.size)],
             flags: vec![StatusFlags(0); n],
-            ticks: vec![0; 2 * n],
+            ticks: vec![0; n * usize::from(t.goal_position.size)],
+            zeros: vec![0; n],
         }
     }
 
     /// The bus.
-    pub fn bus(&mut self) -> &mut Bus<P> {
+    pub fn bus(&mut self) -> &mut Bus<P, Pr> {
         &mut self.bus
     }
 
@@ -65,41 +73,130 @@ impl<P: Port> ServoRobot<P> {
         &self.map
     }
 
-    /// Turns torque off and writes the position-loop gains of every servo (as LeRobot does on
-    /// every connect; the values are not made permanent).
+    /// Model numbers per joint, as [`ServoRobot::configure`] read them.
+    pub fn models(&self) -> &[u16] {
+        &self.models
+    }
+
+    /// Reads every servo's model number and refuses a model this protocol does not know or
+    /// that differs from the map's; turns torque off; puts servos that have an operating mode
+    /// into position control; and, on Feetech servos, writes the position-loop gains (as
+    /// LeRobot does on every connect; the values are not made permanent). Dynamixel servos
+    /// keep their own gains.
     pub fn configure(&mut self, gains: ServoGains) -> Result<(), IoError> {
-        let n = self.ids.len();
-        self.bus.sync_write(ct::TORQUE_ENABLE.addr, 1, &self.ids, &vec![0; n])?;
-        let block: Vec<u8> = (0..n).flat_map(|_| [gains.p, gains.d, gains.i]).collect();
-        Ok(self.bus.sync_write(ct::P_COEFFICIENT.addr, 3, &self.ids, &block)?)
+        self.patiently(|robot| robot.configure_now(gains))
+    }
+
+    /// Runs `f` with a bus timeout of at least 50 ms and at least 2 retries: setup is not
+    /// time-critical, and a busy host must not fail it where the control loop's tight timeout
+    /// would.
+    fn patiently<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, IoError>) -> Result<T, IoError> {
+        let config = self.bus.config();
+        let timeout = config.timeout.max(std::time::Duration::from_millis(50));
+        self.bus.set_config(BusConfig { timeout, retries: config.retries.max(2) });
+        let result = f(self);
+        self.bus.set_config(config);
+        result
+    }
+
+    fn configure_now(&mut self, gains: ServoGains) -> Result<(), IoError> {
+        let t = Pr::TABLE;
+        for (j, joint) in self.map.joints.iter().enumerate() {
+            let model = self.bus.read_value(joint.id, t.model_number)? as u16;
+            match Pr::model_name(model) {
+                Some(name) if name == joint.model => self.models[j] = model,
+                found => {
+                    let expected = format!("the {} of joint {} ({})", joint.model, joint.joint, Pr::NAME);
+                    let e = BusError::WrongModel { id: joint.id, model, expected };
+                    return Err(match found {
+                        Some(name) => IoError(format!("{e}: it is a {name}")),
+                        None => e.into(),
+                    });
+                }
+            }
+        }
+        self.bus.sync_write(t.torque_enable.addr, 1, &self.ids, &self.zeros)?;
+        if let Some((reg, mode)) = t.position_mode {
+            let modes = vec![mode; self.ids.len()];
+            self.bus.sync_write(reg.addr, reg.size, &self.ids, &modes)?;
+        }
+        if let Some(reg) = t.position_gains {
+            let block: Vec<u8> = self.ids.iter().flat_map(|_| [gains.p, gains.d, gains.i]).collect();
+            self.bus.sync_write(reg.addr, reg.size, &self.ids, &block)?;
+        }
+        Ok(())
+    }
+
+    /// Each servo's homing offset register, ticks, in joint order.
+    pub fn homing_offsets(&mut self) -> Result<Vec<i32>, IoError> {
+        let reg = Pr::TABLE.homing_offset;
+        self.patiently(|robot| {
+            let mut out = Vec::with_capacity(robot.ids.len());
+            for &id in &robot.ids {
+                let raw = robot.bus.read_value(id, reg)?;
+                out.push(Pr::decode_homing_offset(&raw.to_le_bytes()[..usize::from(reg.size)]));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Refuses to drive servos whose homing offsets differ from those `cal` was recorded with:
+    /// the calibrated ranges are present positions, which include the offset (LeRobot writes
+    /// its offsets into the servos; a servo reset or swapped since would move every target).
+    pub fn check_homing_offsets(&mut self, cal: &Calibration) -> Result<(), IoError> {
+        let offsets = self.homing_offsets()?;
+        for (joint, have) in self.map.joints.iter().zip(offsets) {
+            if let Some(c) = cal.joints.get(&joint.joint)
+                && c.homing_offset != have
+            {
+                return Err(IoError(format!(
+                    "servo {} ({}): homing offset {have} differs from the calibration's {}: write the \
+                     calibration's offset into the servo (as LeRobot does) or calibrate again",
+                    joint.id, joint.joint, c.homing_offset
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn send_goal_ticks(&mut self, goals: &[f64]) -> Result<(), IoError> {
-        for ((j, g), out) in self.map.joints.iter().zip(goals).zip(self.ticks.chunks_exact_mut(2)) {
-            let t = j.to_ticks(*g).round().clamp(0.0, 4095.0) as u16;
-            out.copy_from_slice(&t.to_le_bytes());
+        let t = Pr::TABLE;
+        let size = usize::from(t.goal_position.size);
+        for ((j, g), out) in self.map.joints.iter().zip(goals).zip(self.ticks.chunks_exact_mut(size)) {
+            let tick = j.to_ticks(*g).round().clamp(0.0, f64::from(t.max_tick)) as u32;
+            out.copy_from_slice(&tick.to_le_bytes()[..size]);
         }
-        Ok(self.bus.sync_write(ct::GOAL_POSITION.addr, 2, &self.ids, &self.ticks)?)
+        Ok(self.bus.sync_write(t.goal_position.addr, t.goal_position.size, &self.ids, &self.ticks)?)
     }
 }
 
-impl<P: Port> RobotIo for ServoRobot<P> {
+impl<P: Port, Pr: Protocol> RobotIo for ServoRobot<P, Pr> {
     fn num_joints(&self) -> usize {
         self.ids.len()
     }
 
     fn read_state(&mut self, s: &mut JointState) -> Result<(), IoError> {
-        self.bus.sync_read(STATE_BLOCK.addr, STATE_BLOCK.size, &self.ids, &mut self.raw, &mut self.flags)?;
-        for (j, (joint, b)) in self.map.joints.iter().zip(self.raw.chunks_exact(STATE_BLOCK.size as usize)).enumerate()
-        {
-            // Block at 56: position (2), speed (2), load (2), voltage (1), temperature (1).
-            let word = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-            s.position[j] = joint.to_radians(f64::from(word(0)));
-            s.velocity[j] = joint.speed_to_radians(f64::from(from_sign_magnitude(word(2), 15)));
-            s.load[j] = f64::from(from_sign_magnitude(word(4), 10)) / 1000.0;
-            s.voltage[j] = f64::from(b[6]) / 10.0;
-            s.temperature[j] = f64::from(b[7]);
+        let block = Pr::TABLE.state_block;
+        self.bus.sync_read(block.addr, block.size, &self.ids, &mut self.raw, &mut self.flags)?;
+        for (j, (joint, b)) in self.map.joints.iter().zip(self.raw.chunks_exact(usize::from(block.size))).enumerate() {
+            let r = Pr::decode_state(self.models[j], b);
+            s.position[j] = joint.to_radians(r.position);
+            s.velocity[j] = joint.speed_to_radians(r.speed);
+            s.load[j] = r.load;
+            s.voltage[j] = r.voltage;
+            s.temperature[j] = r.temperature;
             s.flags[j] = self.flags[j];
+        }
+        // A Dynamixel reply only says that something is wrong: ask the servo what (one more
+        // transaction, on faults only).
+        if let Some(reg) = Pr::TABLE.hardware_error {
+            for j in 0..self.ids.len() {
+                if self.flags[j].0 & StatusFlags::ALERT != 0 {
+                    let mut raw = [0u8; 1];
+                    self.bus.read(self.ids[j], reg.addr, &mut raw)?;
+                    s.flags[j] = Pr::hardware_flags(raw[0]);
+                }
+            }
         }
         Ok(())
     }
@@ -125,6 +222,35 @@ impl<P: Port> RobotIo for ServoRobot<P> {
             self.send_goal_ticks(&s.position)?;
         }
         let value = vec![u8::from(on); n];
-        Ok(self.bus.sync_write(ct::TORQUE_ENABLE.addr, 1, &self.ids, &value)?)
+        Ok(self.bus.sync_write(Pr::TABLE.torque_enable.addr, 1, &self.ids, &value)?)
+    }
+}
+
+/// The robot `map` describes on `port`, speaking its servos' protocol, configured (models
+/// checked, torque off, position control, `gains` on Feetech servos) and, given the
+/// calibration it will be driven with, with its homing offsets checked against it.
+pub fn connect<P: Port + 'static>(
+    port: P,
+    config: BusConfig,
+    map: &HardwareMap,
+    gains: ServoGains,
+    calibration: Option<&Calibration>,
+) -> Result<Box<dyn RobotIo>, IoError> {
+    fn finish<P: Port + 'static, Pr: Protocol + 'static>(
+        mut robot: ServoRobot<P, Pr>,
+        gains: ServoGains,
+        calibration: Option<&Calibration>,
+    ) -> Result<Box<dyn RobotIo>, IoError> {
+        robot.configure(gains)?;
+        if let Some(cal) = calibration {
+            robot.check_homing_offsets(cal)?;
+        }
+        Ok(Box::new(robot))
+    }
+    match map.bus() {
+        ServoBus::Feetech => finish(ServoRobot::new(Bus::new(port, config), map.clone()), gains, calibration),
+        ServoBus::Dynamixel => {
+            finish(ServoRobot::new(Bus::with_protocol(port, config, Dynamixel::new()), map.clone()), gains, calibration)
+        }
     }
 }

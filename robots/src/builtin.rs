@@ -34,7 +34,7 @@ macro_rules! urdf {
     };
 }
 
-static BUILTIN: [Entry; 8] = [
+static BUILTIN: [Entry; 9] = [
     Entry {
         info: RobotInfo {
             name: "pendulum",
@@ -59,6 +59,13 @@ static BUILTIN: [Entry; 8] = [
             description: "6-DoF desk arm with a one-servo gripper shaped like the SO-100/SO-101 (STS3215 limits)",
         },
         source: urdf!("so101.urdf"),
+    },
+    Entry {
+        info: RobotInfo {
+            name: "koch",
+            description: "6-DoF Koch v1.1 desk arm on Dynamixel XL430/XL330 servos (LeRobot's koch_follower)",
+        },
+        source: urdf!("koch.urdf"),
     },
     Entry {
         info: RobotInfo {
@@ -210,6 +217,7 @@ mod tests {
         let expected = [
             ("reacher2", 2),
             ("so101", 6),
+            ("koch", 6),
             ("arm7", 8),
             ("quadruped12", 12),
             ("ant", 8),

@@ -23,6 +23,8 @@ pub struct ServoJoint {
     pub joint: String,
     /// Servo id on the bus (1–253).
     pub id: u8,
+    /// Servo model, LeRobot's name: `"sts3215"`, `"xl330-m288"`, `"xl430-w250"`, …
+    pub model: &'static str,
     /// +1 when a positive servo tick change turns the joint positively, −1 otherwise.
     pub direction: f64,
     /// Encoder ticks per servo output revolution (4096 for the STS3215).
@@ -74,7 +76,7 @@ pub struct HardwareMap {
 #[derive(Debug, thiserror::Error)]
 pub enum HardwareError {
     /// No built-in hardware map for this robot.
-    #[error("no hardware map for robot `{0}` (built-in maps: so101)")]
+    #[error("no hardware map for robot `{0}` (built-in maps: so101, koch)")]
     NoMap(String),
     /// The calibration file could not be read or parsed.
     #[error("{path}: {message}")]
@@ -98,8 +100,10 @@ pub enum HardwareError {
 
 /// The STS3215's encoder resolution.
 pub const STS3215_TICKS_PER_REV: f64 = 4096.0;
+/// The encoder resolution of the Dynamixel X series (XL330, XL430).
+pub const DYNAMIXEL_X_TICKS_PER_REV: f64 = 4096.0;
 
-/// SO-101 joint names and servo ids, as in LeRobot's `so101_follower`.
+/// SO-101 joint names and servo ids, as in LeRobot's `so101_follower` (all STS3215).
 pub const SO101_SERVOS: [(&str, u8); 6] = [
     ("shoulder_pan", 1),
     ("shoulder_lift", 2),
@@ -109,17 +113,48 @@ pub const SO101_SERVOS: [(&str, u8); 6] = [
     ("gripper", 6),
 ];
 
+/// Koch v1.1 follower joint names, servo ids and models, as in LeRobot's `koch_follower`.
+pub const KOCH_SERVOS: [(&str, u8, &str); 6] = [
+    ("shoulder_pan", 1, "xl430-w250"),
+    ("shoulder_lift", 2, "xl430-w250"),
+    ("elbow_flex", 3, "xl330-m288"),
+    ("wrist_flex", 4, "xl330-m288"),
+    ("wrist_roll", 5, "xl330-m288"),
+    ("gripper", 6, "xl330-m288"),
+];
+
+/// The servo protocol a robot's bus speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServoBus {
+    /// Feetech protocol 0 (STS3215).
+    Feetech,
+    /// Dynamixel protocol 2.0 (XL330, XL430).
+    Dynamixel,
+}
+
+impl ServoBus {
+    /// The protocol of a servo model (LeRobot's name), `None` if unknown.
+    pub fn of_model(model: &str) -> Option<Self> {
+        match model {
+            "sts3215" => Some(ServoBus::Feetech),
+            "xl330-m288" | "xl330-m077" | "xl430-w250" => Some(ServoBus::Dynamixel),
+            _ => None,
+        }
+    }
+}
+
 impl HardwareMap {
     /// The uncalibrated map of a built-in robot: servo ids as LeRobot assigns them, direction
     /// +1, joint zero at the servo's middle tick (2048) and the model's joint limits.
     pub fn builtin(robot: &str, model: &RobotModel) -> Result<Self, HardwareError> {
-        let servos = match robot {
-            "so101" => &SO101_SERVOS,
+        let servos: Vec<(&str, u8, &'static str)> = match robot {
+            "so101" => SO101_SERVOS.iter().map(|&(name, id)| (name, id, "sts3215")).collect(),
+            "koch" => KOCH_SERVOS.to_vec(),
             _ => return Err(HardwareError::NoMap(robot.to_string())),
         };
         let joints = servos
-            .iter()
-            .map(|&(name, id)| {
+            .into_iter()
+            .map(|(name, id, servo)| {
                 let joint = model.joints.iter().find(|j| j.name == name).ok_or_else(|| HardwareError::Invalid {
                     path: format!("robot {robot}"),
                     field: name.to_string(),
@@ -134,8 +169,12 @@ impl HardwareMap {
                 Ok(ServoJoint {
                     joint: name.to_string(),
                     id,
+                    model: servo,
                     direction: 1.0,
-                    ticks_per_rev: STS3215_TICKS_PER_REV,
+                    ticks_per_rev: match ServoBus::of_model(servo) {
+                        Some(ServoBus::Dynamixel) => DYNAMIXEL_X_TICKS_PER_REV,
+                        _ => STS3215_TICKS_PER_REV,
+                    },
                     gear_ratio: 1.0,
                     zero_ticks: 2048.0,
                     lower: limit.lower,
@@ -145,6 +184,16 @@ impl HardwareMap {
             })
             .collect::<Result<Vec<_>, HardwareError>>()?;
         Ok(Self { robot: robot.to_string(), joints })
+    }
+
+    /// The protocol of the map's servos (all of one family; an empty map is Feetech).
+    pub fn bus(&self) -> ServoBus {
+        self.joints.first().and_then(|j| ServoBus::of_model(j.model)).unwrap_or(ServoBus::Feetech)
+    }
+
+    /// Servo models (LeRobot's names) in joint order.
+    pub fn models(&self) -> Vec<&'static str> {
+        self.joints.iter().map(|j| j.model).collect()
     }
 
     /// Servo ids in joint order.
@@ -244,11 +293,75 @@ impl Calibration {
         serde_json::from_str(&text).map_err(|e| file(format!("line {}, column {}: {e}", e.line(), e.column())))
     }
 
+    /// Reads a calibration file LeRobot wrote (`~/.cache/huggingface/lerobot/calibration/…/ID.json`):
+    /// one object per motor, keyed by motor name, each with the integer fields `id`,
+    /// `drive_mode`, `homing_offset`, `range_min` and `range_max` (LeRobot's
+    /// `MotorCalibration`). A missing field, one that is not an integer or out of its type's
+    /// range is an error naming the motor and the field; other fields are ignored.
+    pub fn import_lerobot(path: &Path) -> Result<Self, HardwareError> {
+        let file = |message: String| HardwareError::File { path: path.display().to_string(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| file(format!("line {}, column {}: {e}", e.line(), e.column())))?;
+        let motors = value
+            .as_object()
+            .ok_or_else(|| file(format!("expected an object of motors keyed by name, found {}", kind(&value))))?;
+        if motors.is_empty() {
+            return Err(file("no motors".into()));
+        }
+        let mut joints = BTreeMap::new();
+        for (motor, entry) in motors {
+            let invalid = |field: &str, message: String| HardwareError::Invalid {
+                path: path.display().to_string(),
+                field: format!("{motor}.{field}"),
+                message,
+            };
+            let fields = entry.as_object().ok_or_else(|| {
+                invalid(
+                    "",
+                    format!(
+                        "expected an object with id, drive_mode, homing_offset, range_min, range_max, found {}",
+                        kind(entry)
+                    ),
+                )
+            })?;
+            let int = |field: &str, lo: i64, hi: i64| -> Result<i64, HardwareError> {
+                let v = fields.get(field).ok_or_else(|| invalid(field, "missing".into()))?;
+                let n = v.as_i64().ok_or_else(|| invalid(field, format!("expected an integer, found {}", kind(v))))?;
+                if !(lo..=hi).contains(&n) {
+                    return Err(invalid(field, format!("{n} is outside {lo}..={hi}")));
+                }
+                Ok(n)
+            };
+            let cal = JointCalibration {
+                id: int("id", 0, 253)? as u8,
+                drive_mode: int("drive_mode", 0, 255)? as u8,
+                homing_offset: int("homing_offset", i64::from(i32::MIN), i64::from(i32::MAX))? as i32,
+                range_min: int("range_min", i64::MIN, i64::MAX)?,
+                range_max: int("range_max", i64::MIN, i64::MAX)?,
+            };
+            joints.insert(motor.clone(), cal);
+        }
+        Ok(Self { joints })
+    }
+
     /// Writes the calibration as pretty JSON.
     pub fn save(&self, path: &Path) -> Result<(), HardwareError> {
         let file = |message: String| HardwareError::File { path: path.display().to_string(), message };
         let text = serde_json::to_string_pretty(self).map_err(|e| file(e.to_string()))?;
         std::fs::write(path, text + "\n").map_err(|e| file(e.to_string()))
+    }
+}
+
+/// What a JSON value is, for error messages: `a string ("abc")`, `null`, …
+fn kind(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "null".into(),
+        serde_json::Value::Bool(b) => format!("a boolean ({b})"),
+        serde_json::Value::Number(n) => format!("a non-integer number ({n})"),
+        serde_json::Value::String(s) => format!("a string ({s:?})"),
+        serde_json::Value::Array(_) => "an array".into(),
+        serde_json::Value::Object(_) => "an object".into(),
     }
 }
 
@@ -342,5 +455,79 @@ mod tests {
         let e = Calibration::load(&path).unwrap_err().to_string();
         assert!(e.contains("so101.json: line 2") && e.contains("range_max"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A calibration file as LeRobot writes one for an SO-101 follower (`MotorCalibration`:
+    /// id, drive_mode, homing_offset, range_min, range_max per motor name).
+    const LEROBOT_SO101: &str = r#"{
+    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
+    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 153, "range_min": 830, "range_max": 3212},
+    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": 1371, "range_min": 888, "range_max": 3096},
+    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1290, "range_min": 870, "range_max": 3162},
+    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 1877, "range_min": 0, "range_max": 4095},
+    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 1218, "range_min": 2038, "range_max": 3442}
+}"#;
+
+    fn write_temp(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("embodia-lerobot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_lerobot_calibration_imports_and_fits_the_so101_map() {
+        let path = write_temp("so101_follower.json", LEROBOT_SO101);
+        let cal = Calibration::import_lerobot(&path).unwrap();
+        assert_eq!(cal.joints.len(), 6);
+        assert_eq!(
+            cal.joints["elbow_flex"],
+            JointCalibration { id: 3, drive_mode: 0, homing_offset: 1371, range_min: 888, range_max: 3096 }
+        );
+        let map = so101().calibrated(&cal, "so101_follower.json").unwrap();
+        // The pan joint's zero is the middle of its recorded range (symmetric URDF limits).
+        assert!((map.joints[0].zero_ticks - (758.0 + 3292.0) / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_koch_map_follows_lerobot_ids_and_models_on_a_dynamixel_bus() {
+        let map = HardwareMap::builtin("koch", &crate::builtin("koch").unwrap()).unwrap();
+        assert_eq!(map.ids(), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(map.models(), ["xl430-w250", "xl430-w250", "xl330-m288", "xl330-m288", "xl330-m288", "xl330-m288"]);
+        assert_eq!(map.bus(), ServoBus::Dynamixel);
+        assert_eq!(so101().bus(), ServoBus::Feetech);
+        // A LeRobot Koch calibration (Dynamixel ranges, large homing offsets) fits the map.
+        let text = r#"{
+            "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -2048, "range_min": 1020, "range_max": 3080},
+            "shoulder_lift": {"id": 2, "drive_mode": 1, "homing_offset": 1024, "range_min": 900, "range_max": 3100},
+            "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": -1024, "range_min": 950, "range_max": 3000},
+            "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": 0, "range_min": 1000, "range_max": 3100},
+            "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 2048, "range_min": 100, "range_max": 4000},
+            "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 0, "range_min": 2000, "range_max": 3200}
+        }"#;
+        let cal = Calibration::import_lerobot(&write_temp("koch_follower.json", text)).unwrap();
+        let calibrated = map.calibrated(&cal, "koch_follower.json").unwrap();
+        assert_eq!(calibrated.joints[1].direction, -1.0);
+    }
+
+    #[test]
+    fn a_lerobot_import_names_the_motor_and_field_at_fault() {
+        let err = |text: &str| Calibration::import_lerobot(&write_temp("bad.json", text)).unwrap_err().to_string();
+        let missing = LEROBOT_SO101.replace(r#""range_min": 888, "range_max": 3096"#, r#""range_min": 888"#);
+        assert!(err(&missing).ends_with("bad.json: elbow_flex.range_max: missing"), "{}", err(&missing));
+        let string = LEROBOT_SO101.replace(r#""id": 5, "drive_mode": 0"#, r#""id": 5, "drive_mode": "0""#);
+        assert!(
+            err(&string).ends_with(r#"wrist_roll.drive_mode: expected an integer, found a string ("0")"#),
+            "{}",
+            err(&string)
+        );
+        let float = LEROBOT_SO101.replace(r#""homing_offset": 1218"#, r#""homing_offset": 12.5"#);
+        assert!(err(&float).contains("gripper.homing_offset: expected an integer, found a non-integer number (12.5)"));
+        let id = LEROBOT_SO101.replace(r#""id": 1,"#, r#""id": 300,"#);
+        assert!(err(&id).contains("shoulder_pan.id: 300 is outside 0..=253"), "{}", err(&id));
+        assert!(err(r#"{"gripper": 6}"#).contains("gripper.: expected an object"));
+        assert!(err("[1, 2]").contains("expected an object of motors keyed by name, found an array"));
+        assert!(err("{").contains("line 1"));
     }
 }

@@ -17,7 +17,7 @@ pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
 pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
-pub use hardware::{Calibration, HardwareError, HardwareMap, JointCalibration, ServoJoint};
+pub use hardware::{Calibration, HardwareError, HardwareMap, JointCalibration, ServoBus, ServoJoint};
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,

@@ -105,6 +105,9 @@ pub(crate) struct BenchMcuArgs {
 /// The arguments of `embodia bench deploy`.
 #[derive(Args)]
 pub(crate) struct BenchDeployArgs {
+    /// Robot whose servos to emulate: so101 (Feetech STS3215) or koch (Dynamixel XL430/XL330).
+    #[arg(long, default_value = "so101")]
+    pub(crate) robot: String,
     /// Run whose policy drives the arm (default: a joint sweep beyond the limits).
     #[arg(long)]
     pub(crate) run: Option<PathBuf>,
@@ -778,6 +781,7 @@ pub(crate) fn bench_export_latency(
 }
 
 pub(crate) fn bench_deploy(
+    robot: &str,
     run: Option<&Path>,
     hz: f64,
     seconds: f64,
@@ -787,7 +791,7 @@ pub(crate) fn bench_deploy(
 ) -> anyhow::Result<()> {
     anyhow::ensure!(hz > 0.0 && hz <= 1000.0, "invalid value for `--hz`: {hz} (allowed: 0 < hz ≤ 1000)");
     anyhow::ensure!(seconds >= 0.0, "invalid value for `--seconds`: {seconds} (allowed: ≥ 0)");
-    let r = embodia::deployment::bench(run, hz, seconds, faults, seed)?;
+    let r = embodia::deployment::bench(robot, run, hz, seconds, faults, seed)?;
     print!("{}", embodia::deployment::describe_bench(&r));
     if json {
         println!("{}", serde_json::to_string(&r)?);

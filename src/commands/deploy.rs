@@ -46,8 +46,12 @@ pub(crate) struct DeployArgs {
 #[derive(Args)]
 pub(crate) struct CalibrateArgs {
     /// Serial port of the servo bus, e.g. /dev/ttyUSB0.
-    #[arg(long)]
-    pub(crate) port: String,
+    #[arg(long, required_unless_present = "import", conflicts_with = "import")]
+    pub(crate) port: Option<String>,
+    /// Import a calibration file LeRobot wrote for this robot (per motor: id, drive_mode,
+    /// homing_offset, range_min, range_max) instead of recording one.
+    #[arg(long, value_name = "FILE.json", conflicts_with = "seconds")]
+    pub(crate) import: Option<PathBuf>,
     /// Robot (hardware map).
     #[arg(long, default_value = "so101")]
     pub(crate) robot: String,
@@ -76,10 +80,13 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
     anyhow::ensure!(episodes > 0, "invalid value for `--episodes`: 0 (allowed: ≥ 1)");
     let model = embodia::robots::builtin(robot)?;
     let base_map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    let mut loaded = None;
     let map = match (port, calibration.as_deref()) {
         (Some(_), Some(file)) => {
             let cal = embodia::robots::Calibration::load(file)?;
-            base_map.calibrated(&cal, &file.display().to_string())?
+            let map = base_map.calibrated(&cal, &file.display().to_string())?;
+            loaded = Some(cal);
+            map
         }
         (Some(port), None) => anyhow::bail!(
             "no calibration for {robot}: run `embodia calibrate --port {port} --robot {robot}` and pass its file with --calibration"
@@ -94,7 +101,7 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         episode_cycles: None,
         home_cycles: hz as u64,
         seed,
-        safety: embodia::deploy::SafetyConfig::default(),
+        safety: embodia::deploy::SafetyConfig::for_robot(&map),
         record: args.record.is_some(),
     };
     if let Some(dir) = &args.record {
@@ -130,17 +137,17 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         let path = match port {
             Some(p) => p.to_string(),
             None => {
-                let ids = map.ids();
-                emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&ids))?;
+                emulator = embodia::deploy::PtyEmulator::start(emulated_servos(&map)?)?;
                 emulator.path().to_string()
             }
         };
         let port =
             embodia::deploy::SerialBusPort::open(&path, 1_000_000).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
         let bus_config = embodia::deploy::BusConfig { timeout: deployment::bus_timeout(hz), retries: 0 };
-        let mut io = embodia::deploy::ServoRobot::new(embodia::deploy::Bus::new(port, bus_config), map.clone());
-        io.configure(embodia::deploy::ServoGains::default())?;
-        deployment::deploy(&mut policy, Target::Servos(&mut io), &map, &settings, &stop)?
+        let gains = embodia::deploy::ServoGains::default();
+        let mut io = embodia::deploy::servo_io::connect(port, bus_config, &map, gains, loaded.as_ref())
+            .map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        deployment::deploy(&mut policy, Target::Servos(io.as_mut()), &map, &settings, &stop)?
     };
     if json {
         println!("{}", serde_json::to_string(&report)?);
@@ -184,13 +191,67 @@ impl std::fmt::Display for EarlyStop {
 
 impl std::error::Error for EarlyStop {}
 
-pub(crate) fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: Option<f64>) -> anyhow::Result<()> {
-    use std::sync::atomic::{AtomicBool, Ordering};
+/// The emulated servos of `map` (factory-default, ids and models as on the robot).
+fn emulated_servos(map: &embodia::robots::HardwareMap) -> anyhow::Result<embodia::deploy::ServoChain> {
+    embodia::deploy::ServoChain::for_map(map)
+        .ok_or_else(|| anyhow::anyhow!("no emulation of the servos of {} ({:?})", map.robot, map.models()))
+}
+
+pub(crate) fn calibrate(
+    port: Option<&str>,
+    import: Option<&std::path::Path>,
+    robot: &str,
+    out: Option<PathBuf>,
+    seconds: Option<f64>,
+) -> anyhow::Result<()> {
     let model = embodia::robots::builtin(robot)?;
     let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
     let out = out.unwrap_or_else(|| PathBuf::from(format!("calibration-{robot}.json")));
-    let serial = embodia::deploy::SerialBusPort::open(port, 1_000_000).map_err(|e| anyhow::anyhow!("{port}: {e}"))?;
-    let mut bus = embodia::deploy::Bus::new(serial, embodia::deploy::BusConfig::default());
+    let cal = match (port, import) {
+        (_, Some(file)) => embodia::robots::Calibration::import_lerobot(file)?,
+        (Some(port), None) => record_calibration(port, &map, seconds)?,
+        (None, None) => anyhow::bail!("`--port` or `--import` is required"),
+    };
+    // Refuse a calibration that does not fit the robot (or a range that was not moved through)
+    // before writing anything.
+    let source = import.map_or_else(|| out.display().to_string(), |f| f.display().to_string());
+    map.calibrated(&cal, &source)?;
+    cal.save(&out)?;
+    match import {
+        Some(file) => {
+            println!("imported {} joints of {robot} from {} into {}", cal.joints.len(), file.display(), out.display());
+            eprintln!(
+                "deploy checks that each servo holds the homing offset of this file (LeRobot writes it into the servos)"
+            );
+        }
+        None => println!("wrote {}", out.display()),
+    }
+    Ok(())
+}
+
+fn record_calibration(
+    port: &str,
+    map: &embodia::robots::HardwareMap,
+    seconds: Option<f64>,
+) -> anyhow::Result<embodia::robots::Calibration> {
+    use embodia::deploy::{Bus, BusConfig, Dynamixel, SerialBusPort};
+    use embodia::robots::ServoBus;
+    let serial = SerialBusPort::open(port, 1_000_000).map_err(|e| anyhow::anyhow!("{port}: {e}"))?;
+    match map.bus() {
+        ServoBus::Feetech => record_on(&mut Bus::new(serial, BusConfig::default()), map, seconds),
+        ServoBus::Dynamixel => {
+            record_on(&mut Bus::with_protocol(serial, BusConfig::default(), Dynamixel::new()), map, seconds)
+        }
+    }
+}
+
+fn record_on<P: embodia::deploy::Port, Pr: embodia::deploy::Protocol>(
+    bus: &mut embodia::deploy::Bus<P, Pr>,
+    map: &embodia::robots::HardwareMap,
+    seconds: Option<f64>,
+) -> anyhow::Result<embodia::robots::Calibration> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let robot = &map.robot;
     let names: Vec<_> = map.joints.iter().map(|j| j.joint.clone()).collect();
     let enter = std::sync::Arc::new(AtomicBool::new(false));
     match seconds {
@@ -210,25 +271,20 @@ pub(crate) fn calibrate(port: &str, robot: &str, out: Option<PathBuf>, seconds: 
     }
     let start = std::time::Instant::now();
     let mut last_print = start;
-    let cal =
-        embodia::deploy::calibrate::record_ranges(&mut bus, &map, std::time::Duration::from_millis(20), &mut |p| {
-            if last_print.elapsed().as_secs_f64() > 0.5 {
-                last_print = std::time::Instant::now();
-                let ranges: Vec<_> =
-                    names.iter().zip(p.min.iter().zip(&p.max)).map(|(n, (lo, hi))| format!("{n} {lo}..{hi}")).collect();
-                eprint!("\r{}", ranges.join("  "));
-            }
-            match seconds {
-                Some(s) => start.elapsed().as_secs_f64() >= s,
-                None => enter.load(Ordering::SeqCst),
-            }
-        })?;
+    let cal = embodia::deploy::calibrate::record_ranges(bus, map, std::time::Duration::from_millis(20), &mut |p| {
+        if last_print.elapsed().as_secs_f64() > 0.5 {
+            last_print = std::time::Instant::now();
+            let ranges: Vec<_> =
+                names.iter().zip(p.min.iter().zip(&p.max)).map(|(n, (lo, hi))| format!("{n} {lo}..{hi}")).collect();
+            eprint!("\r{}", ranges.join("  "));
+        }
+        match seconds {
+            Some(s) => start.elapsed().as_secs_f64() >= s,
+            None => enter.load(Ordering::SeqCst),
+        }
+    })?;
     eprintln!();
-    // Refuse a range that was not moved through before writing anything.
-    map.calibrated(&cal, &out.display().to_string())?;
-    cal.save(&out)?;
-    println!("wrote {}", out.display());
-    Ok(())
+    Ok(cal)
 }
 
 pub(crate) fn servo_emulator(robot: &str) -> anyhow::Result<()> {
@@ -236,10 +292,18 @@ pub(crate) fn servo_emulator(robot: &str) -> anyhow::Result<()> {
     let model = embodia::robots::builtin(robot)?;
     let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
     embodia::deploy::signal::install_stop_handler()?;
-    let emulator = embodia::deploy::PtyEmulator::start(embodia::deploy::ServoChain::new(&map.ids()))?;
+    let emulator = embodia::deploy::PtyEmulator::start(emulated_servos(&map)?)?;
     println!("{}", emulator.path());
     std::io::stdout().flush()?;
-    eprintln!("emulating {} STS3215 servos (ids {:?}, protocol 0, 1 Mbaud) until Ctrl-C", map.ids().len(), map.ids());
+    let protocol = match map.bus() {
+        embodia::robots::ServoBus::Feetech => "Feetech protocol 0",
+        embodia::robots::ServoBus::Dynamixel => "Dynamixel protocol 2.0",
+    };
+    eprintln!(
+        "emulating the {robot}'s servos (ids {:?}, models {:?}, {protocol}, 1 Mbaud) until Ctrl-C",
+        map.ids(),
+        map.models()
+    );
     while !embodia::deploy::signal::stop_requested() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

@@ -26,7 +26,7 @@ fn info(name: &'static str, description: &'static str, has_success: bool) -> Tas
 }
 
 /// The rapier tasks, in registry order.
-pub fn rapier_tasks() -> [RapierTask; 12] {
+pub fn rapier_tasks() -> [RapierTask; 13] {
     [
         RapierTask {
             info: info(
@@ -40,6 +40,16 @@ pub fn rapier_tasks() -> [RapierTask; 12] {
             info: info("reach", "SO-101-like arm: move the gripper to a random point; success within 2 cm", true),
             // The box lies where ±0.5 rad around the zero pose reaches densely.
             config: || reach("so101", "gripper_frame", [[0.26, 0.34], [-0.10, 0.10], [0.18, 0.32]]),
+        },
+        RapierTask {
+            info: info(
+                "reach-koch",
+                "Koch v1.1 arm (Dynamixel): move the gripper to a random point; success within 2 cm",
+                true,
+            ),
+            // Around the zero pose's tool centre point (0.115, -0.006, 0.055), inside what
+            // ±0.5 rad of the pan, lift and elbow joints sweeps.
+            config: || reach("koch", "gripper_frame", [[0.09, 0.15], [-0.05, 0.05], [0.03, 0.09]]),
         },
         RapierTask {
             info: info(
