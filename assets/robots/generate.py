@@ -518,9 +518,9 @@ def to_mjcf(robot: Robot, urdf_name: str) -> str:
                 f' range="{fmt(joint.lower)} {fmt(joint.upper)}" damping="{fmt(joint.damping)}"'
                 f' frictionloss="{fmt(joint.friction)}" actuatorfrcrange="{fmt(-joint.effort)} {fmt(joint.effort)}"{extra}/>'
             )
-        out.append(
-            f'{ind}  <inertial{pose_attrs(com, rpy)} mass="{fmt(m)}" diaginertia="{vec(moments)}"/>'
-        )
+        # MJCF requires the inertial pos, even at the origin.
+        quat = pose_attrs([0, 0, 0], rpy)
+        out.append(f'{ind}  <inertial pos="{vec(clean(com))}"{quat} mass="{fmt(m)}" diaginertia="{vec(moments)}"/>')
         for s in link.shapes:
             out.append(f"{ind}  {geom_xml(s, link.color)}")
         for j in children.get(link.name, []):
