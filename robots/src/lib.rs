@@ -18,7 +18,7 @@ mod summary;
 pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
-pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
+pub use builtin::{BuiltinError, RobotInfo, builtin, catalog, scene_robot};
 pub use hardware::{Calibration, HardwareError, HardwareMap, JointCalibration, ServoJoint};
 pub use mjcf::{MjcfActuator, MjcfError, MjcfErrorKind, MjcfRobot, load_mjcf, parse_mjcf};
 pub use model::{

@@ -364,7 +364,7 @@ fn task_env(name: &str, config: Option<&TaskConfig>, num_envs: usize) -> Result<
         return Err(SimError::UnknownTask { name: name.to_string(), valid });
     };
     let config = config.cloned().unwrap_or_else(task.config);
-    let model = embodia_robots::builtin::builtin(&config.scene.robot)
+    let model = embodia_robots::scene_robot(&config.scene.robot)
         .map_err(|e| SimError::InvalidTask(format!("`env.scene.robot`: {e}")))?;
     RapierEnv::new(task.info, config, model, num_envs)
 }
