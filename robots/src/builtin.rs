@@ -1,8 +1,8 @@
 //! The robots that ship with embodia: URDF files under `assets/robots/`, embedded in the
 //! binary, and the cart-pole, built in code from the constants of the classic benchmark.
 
-use crate::model::{Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, Pose, RobotModel, Shape};
 use crate::mjcf::{MjcfError, load_mjcf};
+use crate::model::{Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, Pose, RobotModel, Shape};
 use crate::urdf::{UrdfError, parse_urdf};
 
 /// A built-in robot description, as listed by `embodia list`.

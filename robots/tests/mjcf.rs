@@ -434,7 +434,7 @@ fn menagerie_style_geoms_meshes_materials_and_collision_filters() {
     assert_eq!(filters, [(0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 2, 1), (4, 1, 1)]);
     assert_eq!(arm.excluded_pairs, [(0, 1)]);
     let skipped: Vec<&str> = arm.skipped.iter().map(|s| s.element.as_str()).collect();
-    assert_eq!(skipped, ["<option>", "<sensor>", "<keyframe>", "<light name=\"top\">"]);
+    assert_eq!(skipped, ["<option>", "<light name=\"top\">", "<sensor>", "<keyframe>"], "in line order");
 }
 
 #[test]
@@ -564,6 +564,12 @@ fn unsupported_elements_are_refused_with_their_line() {
             13,
             "<pair> is not supported",
         ),
+        (
+            "<body name=\"b\" pos=\"0 0 0.5\">",
+            "<body name=\"b\" pos=\"0 0 0.5\" mocap=\"true\">",
+            7,
+            "<body> is not supported: mocap",
+        ),
     ];
     for (from, to, line, message) in cases {
         let (l, text) = error(from, to);
@@ -592,6 +598,12 @@ fn unsupported_values_name_the_attribute_and_what_is_allowed() {
             "<compiler angle=\"radian\" coordinate=\"global\"/>",
             2,
             "<compiler coordinate=\"global\">",
+        ),
+        (
+            "<body name=\"b\" pos=\"0 0 0.5\">",
+            "<body name=\"b\" pos=\"0 0 0.5\" gravcomp=\"1\">",
+            7,
+            "gravity compensation is not simulated",
         ),
         ("ctrlrange=\"-3 3\"", "tendon=\"t\" ctrlrange=\"-3 3\"", 14, "only joint transmissions"),
         (
@@ -657,4 +669,39 @@ fn load_mjcf_names_the_file_and_xml_errors_their_line() {
     for cut in (0..SMALL.len()).step_by(7) {
         let _ = parse_mjcf(&SMALL[..cut], None);
     }
+}
+
+#[test]
+fn several_top_level_bodies_hang_from_a_world_link_and_degrees_are_converted() {
+    let xml = r#"<mujoco model="two">
+  <worldbody>
+    <body name="slider" euler="0 0 90">
+      <joint name="rail" type="slide" axis="1 0 0" range="-0.5 0.5"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2"/>
+    </body>
+    <body name="post" pos="1 0 0">
+      <geom type="cylinder" size="0.05 0.5" density="500"/>
+    </body>
+  </worldbody>
+</mujoco>
+"#;
+    let r = parse_mjcf(xml, None).unwrap();
+    let m = &r.model;
+    let names: Vec<&str> = m.links.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["world", "slider", "post"]);
+    assert!(m.links[0].inertial.is_none(), "the added world link is massless");
+    assert!(!r.floating_base);
+    let rail = &m.joints[0];
+    assert_eq!((rail.kind, rail.parent, rail.child), (JointKind::Prismatic, 0, 1));
+    // euler="0 0 90" in the default degrees: a quarter turn about z.
+    assert_vec_close(&rail.origin.rpy, &[0.0, 0.0, std::f64::consts::FRAC_PI_2], 1e-12, "euler in degrees");
+    assert_eq!((rail.limit.unwrap().lower, rail.limit.unwrap().upper), (-0.5, 0.5), "slide ranges stay in metres");
+    let slider = m.links[1].inertial.unwrap();
+    assert_eq!(slider.mass, 2.0, "geom mass overrides density");
+    let i = 2.0 * 0.08 / 12.0;
+    assert_vec_close(&slider.inertia, &[i, 0.0, 0.0, i, 0.0, i], 1e-12, "box inertia");
+    let post = m.links[2].inertial.unwrap();
+    assert!(close(post.mass, 500.0 * std::f64::consts::PI * 0.05 * 0.05 * 1.0, 1e-12));
+    assert_eq!(m.joints[1].kind, JointKind::Fixed);
+    assert_eq!(m.joints[1].name, "post", "fixed joints are named after their body");
 }

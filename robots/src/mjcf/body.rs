@@ -113,6 +113,18 @@ impl<'a, 'i> Parser<'a, 'i> {
             let first = self.link_nodes[first].unwrap_or(node);
             return Err(self.duplicate(node, "body", name, first));
         }
+        if self.boolean(node, "mocap")? == Some(true) {
+            return Err(self.unsupported(node, "mocap bodies are moved by the program, not simulated"));
+        }
+        if self.number(node, "gravcomp")?.is_some_and(|g| g != 0.0) {
+            let kind = MjcfErrorKind::UnsupportedValue {
+                tag: "body".into(),
+                attribute: "gravcomp".into(),
+                value: node.attribute("gravcomp").unwrap_or_default().into(),
+                allowed: "gravity compensation is not simulated (only 0)".into(),
+            };
+            return Err(self.error_at_attr(node, "gravcomp", kind));
+        }
         let body_frame = self.frame(node)?;
 
         let joint_nodes: Vec<Node> =

@@ -124,7 +124,8 @@ pub struct MjcfRobot {
     /// Whether the root body has a free joint (MuJoCo lets it fly; embodia's task decides
     /// with `scene.fixed_base`).
     pub floating_base: bool,
-    /// Elements that were read but describe the scene or the simulation, not the robot.
+    /// Elements that were read but describe the scene or the simulation, not the robot, in
+    /// line order.
     pub skipped: Vec<Skipped>,
 }
 
@@ -609,6 +610,7 @@ impl<'a, 'i> Parser<'a, 'i> {
         }
         self.apply_effort_limits(&actuators);
 
+        self.skipped.sort_by_key(|s| s.line);
         let model = RobotModel { name, links: self.links, joints: self.joints, root: 0 };
         Ok(MjcfRobot {
             model,
