@@ -952,7 +952,10 @@ fn robot_check_reads_mjcf_and_names_refused_elements() {
     let xml = "<mujoco model=\"m\">\n  <worldbody>\n    <body name=\"a\">\n      <geom size=\"0.1\"/>\n    </body>\n  </worldbody>\n  <tendon>\n    <fixed name=\"t\"/>\n  </tendon>\n</mujoco>\n";
     fs::write(d.join("tendon.xml"), xml).unwrap();
     let e = fail_at_once(d, &["robot", "check", "tendon.xml"]);
-    assert_eq!(e, "error: tendon.xml:7: <tendon> is not supported: tendons have no counterpart in embodia's RobotModel");
+    assert_eq!(
+        e,
+        "error: tendon.xml:7: <tendon> is not supported: tendons have no counterpart in embodia's RobotModel"
+    );
 }
 
 #[test]
