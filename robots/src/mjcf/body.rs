@@ -702,8 +702,8 @@ fn combine(geoms: &[GeomMass]) -> Option<Inertial> {
     }
     let mut com = [0.0; 3];
     for g in geoms {
-        for k in 0..3 {
-            com[k] += g.mass * g.com[k] / mass;
+        for (c, x) in com.iter_mut().zip(g.com) {
+            *c += g.mass * x / mass;
         }
     }
     let mut t = [[0.0; 3]; 3];

@@ -46,7 +46,7 @@ impl Frame {
     }
 
     /// The same transform as a URDF-style [`Pose`] (roll-pitch-yaw).
-    pub fn to_pose(&self) -> Pose {
+    pub fn to_pose(self) -> Pose {
         let m = self.matrix();
         let sp = (-m[2][0]).clamp(-1.0, 1.0);
         let rpy = if sp.abs() > 1.0 - 1e-12 {
