@@ -705,3 +705,32 @@ fn several_top_level_bodies_hang_from_a_world_link_and_degrees_are_converted() {
     assert_eq!(m.joints[1].kind, JointKind::Fixed);
     assert_eq!(m.joints[1].name, "post", "fixed joints are named after their body");
 }
+
+#[test]
+fn inertia_from_geoms_skips_massless_meshes_and_refuses_others() {
+    let xml = |mesh_mass: &str| {
+        format!(
+            r#"<mujoco model="m">
+  <compiler meshdir="assets"/>
+  <asset><mesh file="cube.stl"/></asset>
+  <worldbody>
+    <body name="a">
+      <geom type="mesh" mesh="cube" contype="0" conaffinity="0" {mesh_mass}/>
+      <geom type="sphere" size="0.1" mass="3"/>
+    </body>
+  </worldbody>
+</mujoco>
+"#
+        )
+    };
+    let dir = fixtures().join("menagerie_arm");
+    let r = parse_mjcf(&xml("mass=\"0\""), Some(&dir)).unwrap();
+    let i = r.model.links[0].inertial.unwrap();
+    assert_eq!(i.mass, 3.0, "the massless visual mesh adds nothing");
+    assert_eq!(r.model.links[0].visuals.len(), 2);
+    let e = parse_mjcf(&xml(""), Some(&dir)).unwrap_err();
+    assert_eq!(e.line(), Some(6));
+    assert!(e.to_string().contains("give the body an <inertial>"), "{e}");
+    let e = parse_mjcf(&xml("mass=\"0\""), None).unwrap_err();
+    assert!(e.to_string().contains("mesh files need a base directory"), "{e}");
+}

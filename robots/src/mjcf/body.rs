@@ -466,8 +466,8 @@ impl<'a, 'i> Parser<'a, 'i> {
         Ok(Some(Inertial { origin: to_link.then(&frame).to_pose(), mass, inertia }))
     }
 
-    /// Adds a geom's shapes to `link`; returns its mass properties (`None` for a mesh, whose
-    /// volume is not computed).
+    /// Adds a geom's shapes to `link`; returns its mass properties (`None` for a mesh without
+    /// `mass="0"`, whose volume is not computed).
     fn geom(&mut self, node: Node<'a, 'i>, link: usize, to_link: &Frame) -> Result<Option<GeomMass>> {
         #[derive(Clone, Copy, PartialEq)]
         enum T {
@@ -595,7 +595,12 @@ impl<'a, 'i> Parser<'a, 'i> {
             }
             Geometry::Mesh { .. } => None,
         };
-        let Some((volume, unit_inertia)) = volume_and_inertia else { return Ok(None) };
+        let Some((volume, unit_inertia)) = volume_and_inertia else {
+            // A mesh whose mass is set to 0 (as visual classes often do) adds nothing; any
+            // other mesh would need its volume, which is not computed.
+            let massless = self.get(node, "mass")?.is_some() && self.non_negative(node, "mass", 0.0)? == 0.0;
+            return Ok(massless.then_some(GeomMass { mass: 0.0, com: origin.pos, inertia: [[0.0; 3]; 3] }));
+        };
         let mass = match self.get(node, "mass")? {
             Some(_) => self.non_negative(node, "mass", 0.0)?,
             None => self.non_negative(node, "density", 1000.0)? * volume,
