@@ -2,7 +2,7 @@
 //!
 //! | MJCF | embodia |
 //! |---|---|
-//! | `<motor gear>` | torque mode; effort limit `gear · max|ctrlrange|` (and `forcerange`) |
+//! | `<motor gear>` | torque mode; effort limit `gear` times the larger `ctrlrange` bound (and `forcerange`) |
 //! | `<position kp kv>` | position mode, stiffness `kp`, damping `kv` |
 //! | `<velocity kv>` | velocity mode, damping `kv` |
 //! | `<general gainprm="g">` (no bias) | torque mode with `g · gear` per unit control |

@@ -30,10 +30,22 @@
 //!   `rgba`, `material`, `contype`, `conaffinity`, `group`, `mass`, `density`), `<site>`
 //!   and `<camera>`.
 //! - `<contact><exclude body1 body2>`, `<equality><joint joint1 joint2 polycoef>` with a
-//!   linear polynomial (becomes a [`Mimic`](crate::Mimic)).
+//!   linear polynomial (becomes a [`Mimic`]).
 //! - `<actuator>`: `<motor>`, `<position kp kv>`, `<velocity kv>` and `<general>` with a fixed
 //!   gain and no or an affine (PD) bias, each on a `joint`, with `gear`, `ctrlrange`,
-//!   `forcerange` and their `*limited` flags (see [`actuator`]).
+//!   `forcerange` and their `*limited` flags:
+//!
+//!   | MJCF | embodia [`ActuatorConfig`] |
+//!   |---|---|
+//!   | `<motor gear>` | torque; effort limit `gear` times the larger `ctrlrange` bound, and `forcerange` |
+//!   | `<position kp kv>` | position, stiffness `kp`, damping `kv` |
+//!   | `<velocity kv>` | velocity, damping `kv` |
+//!   | `<general gainprm="g">` (no bias) | torque, `g · gear` per unit of control |
+//!   | `<general gainprm="kp" biastype="affine" biasprm="0 -kp -kv">` | position, `kp`, `kv` |
+//!
+//!   Position and velocity actuators need `gear` 1 (embodia's drives have no gear, and a gear
+//!   would scale MuJoCo's gains by its square), `forcerange` must be symmetric, and activation
+//!   dynamics (`dyntype`, `timeconst`) are refused.
 //!
 //! # How MJCF maps onto a `RobotModel`
 //!
