@@ -734,3 +734,37 @@ fn inertia_from_geoms_skips_massless_meshes_and_refuses_others() {
     let e = parse_mjcf(&xml("mass=\"0\""), None).unwrap_err();
     assert!(e.to_string().contains("mesh files need a base directory"), "{e}");
 }
+
+#[test]
+fn nested_classes_inherit_values_written_after_them() {
+    let xml = |extra: &str| {
+        format!(
+            r#"<mujoco model="m">
+  <default>
+    <default class="inner">
+      <geom size="0.2"/>
+    </default>
+    <joint damping="2"/>
+    {extra}
+  </default>
+  <worldbody>
+    <body name="a">
+      <geom size="0.1"/>
+      <body name="b">
+        <joint name="j" class="inner" range="-90 90"/>
+        <geom class="inner"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"#
+        )
+    };
+    let r = parse_mjcf(&xml(""), None).unwrap();
+    let j = &r.model.joints[0];
+    assert_eq!(j.dynamics.damping, 2.0, "class inner inherits main's joint damping");
+    assert!(close(j.limit.unwrap().upper, std::f64::consts::FRAC_PI_2, 1e-15), "degrees by default");
+    assert_eq!(r.model.links[1].collisions[0].geometry, Geometry::Sphere { radius: 0.2 });
+    let e = parse_mjcf(&xml("<default class=\"inner\"/>"), None).unwrap_err();
+    assert_eq!(e.to_string(), "line 7: default class \"inner\" is defined twice");
+}

@@ -72,19 +72,22 @@ impl<'a> Defaults<'a> {
             self.classes.insert(name, inherited);
         }
         self.defined_at.insert(name, node.range().start);
-        for child in node.children().filter(Node::is_element) {
+        // The class's own values first, so that nested classes inherit them wherever they are
+        // written in the element.
+        let (nested, own): (Vec<Node<'a, 'i>>, Vec<Node<'a, 'i>>) =
+            node.children().filter(Node::is_element).partition(|c| c.has_tag_name("default"));
+        let values = self.classes.get_mut(name).expect("inserted above");
+        for child in own {
             let tag = child.tag_name().name();
-            if tag == "default" {
-                let Some(child_name) = child.attribute("class") else {
-                    return Err((child.range().start, "a nested <default> needs a `class` attribute".to_string()));
-                };
-                self.class(child, child_name, Some(name))?;
-                continue;
-            }
-            let values = self.classes.get_mut(name).expect("inserted above");
             for a in child.attributes() {
                 values.insert((tag, a.name()), Val { text: a.value(), pos: a.range().start });
             }
+        }
+        for child in nested {
+            let Some(child_name) = child.attribute("class") else {
+                return Err((child.range().start, "a nested <default> needs a `class` attribute".to_string()));
+            };
+            self.class(child, child_name, Some(name))?;
         }
         Ok(())
     }
