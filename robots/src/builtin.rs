@@ -131,11 +131,12 @@ pub fn builtin(name: &str) -> Result<RobotModel, BuiltinError> {
 
 /// The [`RobotModel`] a task's `scene.robot` names: the path of an MJCF file when it ends in
 /// `.xml` (relative to the working directory; see [`crate::mjcf`]), else a built-in robot
-/// ([`builtin`]). Of an MJCF file only the model is used: the task's own actuator settings
-/// drive the joints.
+/// ([`builtin`]). Of an MJCF file the model is used with its sites as links
+/// ([`MjcfRobot::model_with_sites`](crate::MjcfRobot::model_with_sites), so that a site can be
+/// the end effector); the task's own actuator settings drive the joints.
 pub fn scene_robot(robot: &str) -> Result<RobotModel, BuiltinError> {
     if robot.ends_with(".xml") {
-        return Ok(load_mjcf(std::path::Path::new(robot))?.model);
+        return Ok(load_mjcf(std::path::Path::new(robot))?.model_with_sites());
     }
     builtin(robot)
 }

@@ -399,6 +399,17 @@ fn joint_anchor_away_from_the_body_origin_moves_the_link_frame() {
     // The wrist turns about fore's x axis through (0, 0, 0.05) in fore's frame, so a quarter
     // turn lifts the site by 0.05 m and moves it 0.05 m along fore's y (world −x).
     assert_vec_close(&site_at(std::f64::consts::FRAC_PI_2), &[-0.05, 0.2, 0.45], 1e-9, "site at wrist π/2");
+    // As a link (for scene.end_effector), the site sits at the same place.
+    let with_sites = arm.model_with_sites();
+    let ee_link = with_sites.link_index("ee").unwrap();
+    assert_eq!(with_sites.links.len(), m.links.len() + 1);
+    assert_eq!(with_sites.actuated_joints(), m.actuated_joints(), "a fixed joint adds no degree of freedom");
+    let q = HashMap::from([("wrist", std::f64::consts::FRAC_PI_2)]);
+    assert_vec_close(&forward(&with_sites, &q)[ee_link].p, &[-0.05, 0.2, 0.45], 1e-9, "site link");
+    assert_eq!(
+        embodia_robots::scene_robot(fixtures().join("menagerie_arm/arm.xml").to_str().unwrap()).unwrap(),
+        with_sites
+    );
     let cam = &arm.cameras[0];
     assert_eq!((cam.name.as_str(), cam.fovy_deg, m.links[cam.link].name.as_str()), ("wrist_cam", 60.0, "fore"));
     assert_vec_close(&cam.origin.xyz, &[0.1, 0.0, 0.0], 1e-12, "camera in the link frame");

@@ -219,6 +219,33 @@ impl MjcfRobot {
         self.actuators.iter().find(|a| a.joint == joint)
     }
 
+    /// [`model`](Self::model) with every site added as a massless link, fixed to the site's
+    /// link and named after the site, so that a task can name a site as its end effector
+    /// (`scene.end_effector`). A site whose name is already a link or joint name is not added
+    /// (the name keeps meaning the link).
+    pub fn model_with_sites(&self) -> RobotModel {
+        let mut m = self.model.clone();
+        for site in &self.sites {
+            if m.link_index(&site.name).is_some() || m.joint_index(&site.name).is_some() {
+                continue;
+            }
+            let child = m.links.len();
+            m.links.push(Link { name: site.name.clone(), inertial: None, visuals: vec![], collisions: vec![] });
+            m.joints.push(Joint {
+                name: site.name.clone(),
+                kind: crate::JointKind::Fixed,
+                parent: site.link,
+                child,
+                origin: site.origin,
+                axis: [1.0, 0.0, 0.0],
+                limit: None,
+                dynamics: crate::JointDynamics::default(),
+                mimic: None,
+            });
+        }
+        m
+    }
+
     /// The site called `name`.
     pub fn site(&self, name: &str) -> Option<&Site> {
         self.sites.iter().find(|s| s.name == name)
