@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Generate the primitive-only URDF robot descriptions in this folder.
+"""Generate the primitive-only URDF robot descriptions in this folder, and MJCF (.xml) versions
+of so101, arm7, quadruped12 and ant from the same numbers (see to_mjcf).
 
-    python3 assets/robots/generate.py          # rewrites the .urdf files
+    python3 assets/robots/generate.py          # rewrites the .urdf and .xml files
     python3 assets/robots/generate.py --check  # exits 1 if a file differs from what it would write
 
 Standard library only. Every link's <inertial> is computed here from its collision primitives
