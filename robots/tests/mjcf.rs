@@ -779,3 +779,25 @@ fn nested_classes_inherit_values_written_after_them() {
     let e = parse_mjcf(&xml("<default class=\"inner\"/>"), None).unwrap_err();
     assert_eq!(e.to_string(), "line 7: default class \"inner\" is defined twice");
 }
+
+#[test]
+fn corrupted_menagerie_models_are_errors_or_models_never_panics() {
+    let dir = fixtures().join("menagerie_arm");
+    let xml = std::fs::read_to_string(dir.join("arm.xml")).unwrap();
+    let mut errors = 0;
+    for (i, c) in xml.char_indices().step_by(5) {
+        // Drop one character, or turn a digit negative or into a letter.
+        let mut variants = vec![format!("{}{}", &xml[..i], &xml[i + c.len_utf8()..])];
+        if c.is_ascii_digit() {
+            variants.push(format!("{}-{}", &xml[..i], &xml[i..]));
+            variants.push(format!("{}q{}", &xml[..i], &xml[i + 1..]));
+        }
+        for v in variants {
+            if let Err(e) = parse_mjcf(&v, Some(&dir)) {
+                errors += 1;
+                assert!(e.line().is_some(), "an error without a line: {e}");
+            }
+        }
+    }
+    assert!(errors > 100, "most corruptions are errors ({errors})");
+}
