@@ -171,13 +171,15 @@ enum DatasetCommand {
 
 #[derive(Subcommand)]
 enum RobotCommand {
-    /// Validate a URDF file and print a summary of its links and joints.
+    /// Validate a URDF or MJCF (`.xml`) file and print a summary of its links and joints.
     ///
     /// The summary lists each link's mass, each joint's type, parent -> child, limits and mimic,
-    /// the total mass and the actuated degrees of freedom. An invalid file is reported as
-    /// `error: FILE:LINE: ELEMENT: MESSAGE` with exit code 1.
+    /// the total mass and the actuated degrees of freedom; for MJCF also the actuators, sites,
+    /// cameras, excluded contacts and the scene elements that were not used. An invalid or
+    /// unsupported file is reported as `error: FILE:LINE: ELEMENT: MESSAGE` with exit code 1.
     Check {
-        /// The URDF file (meshes are resolved relative to its directory).
+        /// The URDF file, or the MJCF file when it ends in `.xml` (meshes are resolved relative to
+        /// its directory).
         file: PathBuf,
     },
 }
@@ -579,7 +581,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Robot { robot: RobotCommand::Check { file } } => {
-            print!("{}", embodia::robots::load_urdf(&file)?.summary());
+            if file.extension().is_some_and(|e| e == "xml") {
+                print!("{}", embodia::robots::load_mjcf(&file)?.summary());
+            } else {
+                print!("{}", embodia::robots::load_urdf(&file)?.summary());
+            }
             Ok(())
         }
     }

@@ -375,7 +375,7 @@ pub fn render_expert_episode(
         return Err(embodia_sim::SimError::UnknownTask { name: task.to_string(), valid }.into());
     };
     let config = (t.config)();
-    let model = embodia_robots::builtin::builtin(&config.scene.robot)
+    let model = embodia_robots::scene_robot(&config.scene.robot)
         .map_err(|e| embodia_sim::SimError::InvalidTask(format!("`env.scene.robot`: {e}")))?;
     let mut env = RapierEnv::new(t.info, config, model, 1)?;
     let mut expert = scripted_expert(env.spec())?;

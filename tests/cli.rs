@@ -1013,11 +1013,37 @@ fn robot_check_prints_a_summary() {
     let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/robots");
     for entry in fs::read_dir(&assets).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "urdf") {
+        if path.extension().is_some_and(|e| e == "urdf" || e == "xml") {
             let out = ok(d, &["robot", "check", path.to_str().unwrap()]);
             assert!(out.stdout.starts_with("robot \""), "{}:\n{}", path.display(), out.stdout);
         }
     }
+}
+
+#[test]
+fn robot_check_reads_mjcf_and_names_refused_elements() {
+    let dir = tmp();
+    let d = dir.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("robots/tests/fixtures/mjcf");
+    copy_dir(&fixtures.join("menagerie_arm"), &d.join("menagerie_arm"));
+    let out = ok(d, &["robot", "check", "menagerie_arm/arm.xml"]);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert!(out.stdout.starts_with("robot \"menagerie_arm\": 5 links, 4 joints, 3 actuated DoF"), "{}", out.stdout);
+    for line in [
+        "  shoulder  <position> -> shoulder  position kp 50 kv 5  ctrl [-2, 2]  effort 20",
+        "  ee  on fore",
+        "  line 88: <sensor>: observations come from the task's terms",
+    ] {
+        assert!(out.stdout.contains(line), "{line:?} in\n{}", out.stdout);
+    }
+
+    let xml = "<mujoco model=\"m\">\n  <worldbody>\n    <body name=\"a\">\n      <geom size=\"0.1\"/>\n    </body>\n  </worldbody>\n  <tendon>\n    <fixed name=\"t\"/>\n  </tendon>\n</mujoco>\n";
+    fs::write(d.join("tendon.xml"), xml).unwrap();
+    let e = fail_at_once(d, &["robot", "check", "tendon.xml"]);
+    assert_eq!(
+        e,
+        "error: tendon.xml:7: <tendon> is not supported: tendons have no counterpart in embodia's RobotModel"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Robot models for embodia.
 //!
 //! This crate holds the [`RobotModel`] of a robot (links, joints, limits, inertias, shapes),
-//! imported from URDF by [`load_urdf`] / [`parse_urdf`], actuator configuration, the physical
+//! imported from URDF by [`load_urdf`] / [`parse_urdf`] or from MJCF by [`load_mjcf`] /
+//! [`parse_mjcf`], actuator configuration, the physical
 //! parameters of the built-in classic-control robots and a [`catalog`] of the built-in robot
 //! descriptions (what `embodia list` prints), and [`hardware`] maps (servo ids, calibration,
 //! joint↔servo conversion).
@@ -10,14 +11,16 @@
 pub mod actuator;
 pub mod builtin;
 pub mod hardware;
+pub mod mjcf;
 pub mod model;
 pub mod quadrotor_params;
 mod summary;
 pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
-pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
+pub use builtin::{BuiltinError, RobotInfo, builtin, catalog, scene_robot};
 pub use hardware::{Calibration, HardwareError, HardwareMap, JointCalibration, ServoBus, ServoJoint};
+pub use mjcf::{MjcfActuator, MjcfError, MjcfErrorKind, MjcfRobot, load_mjcf, parse_mjcf};
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,

@@ -955,13 +955,13 @@ fn mesh_candidates(base_dir: &Path, filename: &str) -> Vec<PathBuf> {
 }
 
 #[derive(Clone, Copy)]
-enum MeshFormat {
+pub(crate) enum MeshFormat {
     Stl,
     Obj,
 }
 
 /// Reads a mesh file, unscaled.
-fn load_mesh(path: &Path, format: MeshFormat) -> Result<MeshData, UrdfErrorKind> {
+pub(crate) fn load_mesh(path: &Path, format: MeshFormat) -> Result<MeshData, UrdfErrorKind> {
     let bytes = std::fs::read(path).map_err(|error| UrdfErrorKind::MeshRead { path: path.to_path_buf(), error })?;
     let mesh = match format {
         MeshFormat::Stl => read_stl(bytes),
@@ -1016,7 +1016,7 @@ fn read_obj(bytes: &[u8]) -> Result<MeshData, String> {
 
 /// `mesh` with its vertices multiplied by `scale`; a mirroring scale (odd number of negative
 /// factors) reverses the triangles' winding so that they keep facing outwards.
-fn scaled(mesh: &MeshData, scale: [f64; 3]) -> Result<MeshData, &'static str> {
+pub(crate) fn scaled(mesh: &MeshData, scale: [f64; 3]) -> Result<MeshData, &'static str> {
     let s = scale.map(|x| x as f32);
     let vertices: Vec<[f32; 3]> = mesh.vertices.iter().map(|v| [v[0] * s[0], v[1] * s[1], v[2] * s[2]]).collect();
     if !vertices.iter().flatten().all(|x| x.is_finite()) {

@@ -160,7 +160,7 @@ pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Re
         });
     };
     let config = config.cloned().unwrap_or_else(task.config);
-    let model = embodia_robots::builtin::builtin(&config.scene.robot)
+    let model = embodia_robots::scene_robot(&config.scene.robot)
         .map_err(|e| SimError::InvalidTask(format!("`env.scene.robot`: {e}")))?;
     Ok(Box::new(rapier::RapierEnv::new(task.info, config, model, num_envs)?))
 }

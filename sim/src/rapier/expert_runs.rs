@@ -264,7 +264,7 @@ pub fn tasks_with_expert() -> Vec<String> {
     rapier_tasks()
         .into_iter()
         .filter(|t| {
-            let Ok(model) = embodia_robots::builtin::builtin(&(t.config)().scene.robot) else { return false };
+            let Ok(model) = embodia_robots::scene_robot(&(t.config)().scene.robot) else { return false };
             RapierEnv::new(t.info.clone(), (t.config)(), model, 1).is_ok_and(|env| scripted_expert(env.spec()).is_ok())
         })
         .map(|t| t.info.name.to_string())
@@ -281,7 +281,7 @@ fn task_env(name: &str, config: Option<&TaskConfig>, num_envs: usize) -> Result<
         return Err(SimError::UnknownTask { name: name.to_string(), valid });
     };
     let config = config.cloned().unwrap_or_else(task.config);
-    let model = embodia_robots::builtin::builtin(&config.scene.robot)
+    let model = embodia_robots::scene_robot(&config.scene.robot)
         .map_err(|e| SimError::InvalidTask(format!("`env.scene.robot`: {e}")))?;
     RapierEnv::new(task.info, config, model, num_envs)
 }

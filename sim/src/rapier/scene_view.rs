@@ -174,7 +174,7 @@ mod tests {
     fn view_lists_links_objects_and_target_with_world_poses() {
         let task = crate::rapier::rapier_tasks().into_iter().find(|t| t.info.name == "pick-cube").unwrap();
         let config = (task.config)();
-        let model = embodia_robots::builtin::builtin(&config.scene.robot).unwrap();
+        let model = embodia_robots::scene_robot(&config.scene.robot).unwrap();
         let mut env = super::RapierEnv::new(task.info, config, model, 2).unwrap();
         env.reset(3);
         let actions = vec![0.3f32; 2 * env.action_spec().bounds.dim()];

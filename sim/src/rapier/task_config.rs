@@ -47,7 +47,8 @@ pub struct TaskConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SceneConfig {
-    /// Built-in robot name (`embodia list`).
+    /// Built-in robot name (`embodia list`), or the path of an MJCF file ending in `.xml`
+    /// (relative to the working directory), whose joints this scene's `actuator` drives.
     pub robot: String,
     /// Whether the robot's root is welded to the world.
     pub fixed_base: bool,
