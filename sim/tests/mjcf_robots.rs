@@ -123,7 +123,7 @@ fn legged_tasks_match_the_urdf_robot_with_exact_right_angles() {
         let (to_exact, exact_done) = divergence(&control, &mjcf);
         let first_nonzero = to_urdf.iter().position(|&d| d > 0.0);
         println!(
-            "{task}: MJCF vs URDF: identical up to step {first_nonzero:?}, then up to {:.3e} by step {steps}, done flags first differ at {urdf_done:?}",
+            "{task}: MJCF vs URDF: first differs at step {first_nonzero:?}, up to {:.3e} by step {steps}, done flags first differ at {urdf_done:?}",
             to_urdf[steps]
         );
         println!(
@@ -134,7 +134,7 @@ fn legged_tasks_match_the_urdf_robot_with_exact_right_angles() {
         assert_eq!(exact_done, None, "{task}");
         assert!(to_exact[steps] <= 1e-5, "{task}: differs from the exact-angle URDF by {:.3e}", to_exact[steps]);
         // ...and identically to the URDF as written until contacts amplify that last-bit
-        // difference (measured: identical up to step 66 of ant-run, 121 of quadruped-velocity).
+        // difference (measured: first differences at step 66 of ant-run, 121 of quadruped-velocity).
         assert!(to_urdf[40] == 0.0, "{task}: differs from the URDF robot by {:.3e} within 40 steps", to_urdf[40]);
     }
 }
