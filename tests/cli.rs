@@ -393,7 +393,7 @@ fn huge_values_are_refused_up_front_and_the_order_of_set_does_not_matter() {
     let d = dir.path();
     // A huge count is refused before anything is allocated.
     let e = fail_at_once(d, &["train", "--algo", "ppo", "--set", "algo.num_envs=100000000000"]);
-    assert_mentions(&e, &["--set algo.num_envs=100000000000", "allowed: 1 ..= 65536"]);
+    assert_mentions(&e, &["--set algo.num_envs=100000000000", "allowed: 1 ..= 2097152"]);
     // Counts on the command line have a documented upper bound, named with the flag.
     // (clap refuses them while parsing: exit status 2, as for any malformed command line.)
     for (args, flag, range) in [
@@ -402,7 +402,7 @@ fn huge_values_are_refused_up_front_and_the_order_of_set_does_not_matter() {
             "--episodes",
             "1 ..= 1000000",
         ),
-        (&["bench", "sim", "--task", "reach", "--envs", "0"][..], "--envs", "1 ..= 65536"),
+        (&["bench", "sim", "--task", "reach", "--envs", "0"][..], "--envs", "1 ..= 2097152"),
     ] {
         let out = embodia(d, args);
         assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
@@ -441,9 +441,9 @@ fn bad_overrides_name_key_and_range() {
     let e = fail_at_once(d, &["train", "--set", "algo.learning_rate=-1"]);
     assert_mentions(&e, &["algo.learning_rate", "-1", "allowed: > 0"]);
     let e = fail_at_once(d, &["train", "--set", "algo.num_envs=0"]);
-    assert_mentions(&e, &["algo.num_envs", "allowed: 1 ..= 65536"]);
+    assert_mentions(&e, &["algo.num_envs", "allowed: 1 ..= 2097152"]);
     let e = fail_at_once(d, &["train", "--algo", "ppo", "--set", "algo.num_envs=0"]);
-    assert_mentions(&e, &["algo.num_envs", "allowed: 1 ..= 65536"]);
+    assert_mentions(&e, &["algo.num_envs", "allowed: 1 ..= 2097152"]);
     let e = fail_at_once(d, &["train", "--set", "algo.gamma=1.5"]);
     assert_mentions(&e, &["algo.gamma", "1.5", "allowed: 0 ≤ gamma ≤ 1"]);
     let e = fail_at_once(d, &["train", "--set", "algo.nope=1"]);

@@ -66,9 +66,15 @@ pub enum SimError {
     /// A batch of zero environments was requested.
     #[error("num_envs must be at least 1")]
     ZeroEnvs,
-    /// A batch of more than [`MAX_ENVS`] environments was requested.
-    #[error("num_envs {0} is more than one batch may hold (allowed: 1 ..= {MAX_ENVS})")]
-    TooManyEnvs(usize),
+    /// A batch larger than its kind of environment may hold was requested ([`MAX_ENVS`],
+    /// [`MAX_RAPIER_ENVS`]).
+    #[error("num_envs {num_envs} is more than one batch of this task may hold (allowed: 1 ..= {max})")]
+    TooManyEnvs {
+        /// The size asked for.
+        num_envs: usize,
+        /// The largest allowed.
+        max: usize,
+    },
     /// [`VecEnv::restore`] was given a snapshot of another task, size or layout.
     #[error("snapshot does not match this environment: {0}")]
     SnapshotMismatch(String),
@@ -121,9 +127,13 @@ pub fn task_config(name: &str) -> Option<TaskConfig> {
     rapier::rapier_tasks().into_iter().find(|t| t.info.name == name).map(|t| (t.config)())
 }
 
-/// The most environments one batch may hold: beyond it, buffers of the larger tasks would not
-/// fit in memory, and a mistyped count fails at once instead of trying to allocate it.
-pub const MAX_ENVS: usize = 65_536;
+/// The most environments one batch may hold (tensor environments on a GPU run 2^20 of them); a
+/// mistyped count fails at once instead of trying to allocate it.
+pub const MAX_ENVS: usize = 1 << 21;
+
+/// The most rapier environments one batch may hold: each is a physics world and an ECS world of
+/// its own (tens to hundreds of kB).
+pub const MAX_RAPIER_ENVS: usize = 1 << 16;
 
 /// Makes a batch of `num_envs` environments of the task called `name`, already reset with
 /// seed 0, with the task's default configuration.
@@ -137,7 +147,7 @@ pub fn make(name: &str, num_envs: usize) -> Result<Box<dyn VecEnv>, SimError> {
 /// error to pass one for a classic task).
 pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Result<Box<dyn VecEnv>, SimError> {
     if num_envs > MAX_ENVS {
-        return Err(SimError::TooManyEnvs(num_envs));
+        return Err(SimError::TooManyEnvs { num_envs, max: MAX_ENVS });
     }
     match (name, config) {
         ("pendulum", None) => return Ok(Box::new(classic::PendulumEnv::new(num_envs)?)),
@@ -168,6 +178,13 @@ pub fn make_with(name: &str, num_envs: usize, config: Option<&TaskConfig>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_beyond_their_bound_are_refused_before_allocating() {
+        let too_many = |num_envs, max| Some(SimError::TooManyEnvs { num_envs, max });
+        assert_eq!(make("pendulum", MAX_ENVS + 1).err(), too_many(MAX_ENVS + 1, MAX_ENVS));
+        assert_eq!(make("reach", MAX_RAPIER_ENVS + 1).err(), too_many(MAX_RAPIER_ENVS + 1, MAX_RAPIER_ENVS));
+    }
 
     #[test]
     fn unknown_task_lists_valid_names() {

@@ -54,6 +54,9 @@ impl RapierEnv {
         if num_envs == 0 {
             return Err(SimError::ZeroEnvs);
         }
+        if num_envs > crate::MAX_RAPIER_ENVS {
+            return Err(SimError::TooManyEnvs { num_envs, max: crate::MAX_RAPIER_ENVS });
+        }
         let info =
             TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
         let spec = Arc::new(SceneSpec::new(config, model)?);
