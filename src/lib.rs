@@ -16,16 +16,11 @@ pub mod demos;
 pub mod deployment;
 pub mod distill;
 pub mod export;
-pub mod export_latency;
-pub mod lang_bench;
-pub mod mcu_bench;
 pub mod plot;
 pub mod render;
 pub mod run;
 pub mod run_lock;
 pub mod viz;
-pub mod vla_bench;
-pub mod vla_model_bench;
 
 pub use embodia_algos as algos;
 pub use embodia_dataset as dataset;

@@ -499,7 +499,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     json,
                 }),
         } => {
-            let spec = embodia::vla_bench::VlaBenchSpec {
+            let spec = embodia::bench::vla::VlaBenchSpec {
                 task,
                 algorithm: algo,
                 sft_steps,
@@ -517,9 +517,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bench {
             bench: BenchCommand::VlaModel(BenchVlaModelArgs { presets, batches, views, reps, train, json }),
-        } => {
-            bench_vla_model(&embodia::vla_model_bench::VlaModelBenchSpec { presets, batches, views, reps, train }, json)
-        }
+        } => bench_vla_model(
+            &embodia::bench::vla_model::VlaModelBenchSpec { presets, batches, views, reps, train },
+            json,
+        ),
         Command::Bench { bench: BenchCommand::Lang(BenchLangArgs { task, episodes, envs, res, steps, json }) } => {
             bench_lang(&task, episodes, envs, res, steps, json)
         }

@@ -479,9 +479,9 @@ pub(crate) fn mode_gains(g: &embodia::bench::ModeGain) -> String {
         .join(" / ")
 }
 
-pub(crate) fn bench_vla_model(spec: &embodia::vla_model_bench::VlaModelBenchSpec, json: bool) -> anyhow::Result<()> {
+pub(crate) fn bench_vla_model(spec: &embodia::bench::vla_model::VlaModelBenchSpec, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(!spec.batches.contains(&0), "invalid value for `--batches`: 0 (allowed: ≥ 1)");
-    let timings = embodia::vla_model_bench::vla_model_bench(spec, &embodia::run::plain_device())?;
+    let timings = embodia::bench::vla_model::vla_model_bench(spec, &embodia::run::plain_device())?;
     println!(
         "bench vla-model: {} view(s), 7-D proprio and actions, median (min) of {} calls after 2 warm-ups, ms",
         spec.views, spec.reps
@@ -524,7 +524,7 @@ pub(crate) fn bench_vla_model(spec: &embodia::vla_model_bench::VlaModelBenchSpec
     Ok(())
 }
 
-pub(crate) fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> anyhow::Result<()> {
+pub(crate) fn bench_vla(spec: &embodia::bench::vla::VlaBenchSpec, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(spec.eval_episodes > 0, "invalid value for `--eval-episodes`: 0 (allowed: ≥ 1)");
     anyhow::ensure!(spec.distill_episodes > 0, "invalid value for `--distill-episodes`: 0 (allowed: ≥ 1)");
     let sft = match &spec.sft_run {
@@ -535,8 +535,8 @@ pub(crate) fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> 
         "bench vla: {sft}, then {} for {} s on every training variant; {} episodes per split and policy",
         spec.algorithm, spec.rl_seconds, spec.eval_episodes
     );
-    let r = embodia::vla_bench::vla_bench(spec)?;
-    let show = |s: &embodia::vla_bench::SplitSuccess| {
+    let r = embodia::bench::vla::vla_bench(spec)?;
+    let show = |s: &embodia::bench::vla::SplitSuccess| {
         format!(
             "train {:.3} held-out {:.3} (sampled: train {:.3} held-out {:.3})",
             s.train, s.held_out, s.train_sampled, s.held_out_sampled
@@ -563,7 +563,7 @@ pub(crate) fn bench_vla(spec: &embodia::vla_bench::VlaBenchSpec, json: bool) -> 
         r.update_seconds,
         show(&r.s1)
     );
-    let gain = |name: &str, g: &Option<embodia::vla_bench::SplitGain>| match g {
+    let gain = |name: &str, g: &Option<embodia::bench::vla::SplitGain>| match g {
         Some(g) => {
             let f = |[d, lo, hi]: [f64; 3]| format!("{:+.1} [{:+.1}, {:+.1}]", 100.0 * d, 100.0 * lo, 100.0 * hi);
             println!(
@@ -606,7 +606,7 @@ pub(crate) fn bench_lang(
     steps: usize,
     json: bool,
 ) -> anyhow::Result<()> {
-    use embodia::lang_bench::{expert_per_variant, step_rate};
+    use embodia::bench::lang::{expert_per_variant, step_rate};
     anyhow::ensure!(envs > 0 && steps > 0, "`--envs` and `--steps` must be ≥ 1");
     anyhow::ensure!((8..=1024).contains(&res), "invalid value for `--res`: {res} (allowed: 8..=1024)");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -633,7 +633,7 @@ pub(crate) fn bench_lang(
     // Three rounds, settings interleaved, the best of each kept: on a shared machine the
     // slowest rounds measure the other load, not the environment.
     let settings = [&[][..], &["front"][..], &["front", "wrist"][..]];
-    let mut rates: Vec<embodia::lang_bench::StepRate> = Vec::new();
+    let mut rates: Vec<embodia::bench::lang::StepRate> = Vec::new();
     for _ in 0..3 {
         for (k, cameras) in settings.iter().enumerate() {
             let r = step_rate(task, envs, res, cameras, steps)?;
@@ -736,8 +736,8 @@ pub(crate) fn bench_export_latency(
     ort_lib: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<()> {
+    use embodia::bench::export_latency::{LatencyConfig, export_latency};
     use embodia::deploy::onnx_runtime::Runtime;
-    use embodia::export_latency::{LatencyConfig, export_latency};
     let [obs_dim, hidden @ .., action_dim] = layers else {
         anyhow::bail!("--layers needs at least an observation and an action width, got {layers:?}");
     };
@@ -806,8 +806,8 @@ pub(crate) fn bench_mcu(
     keep: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<()> {
+    use embodia::bench::mcu::{CHECKED_INPUTS, COUNTED_INPUTS, McuCase, default_cases, describe, measure, run_case};
     use embodia::deploy::mcu::{Implementation, OPT_FLAGS, Toolchain};
-    use embodia::mcu_bench::{CHECKED_INPUTS, COUNTED_INPUTS, McuCase, default_cases, describe, measure, run_case};
     let toolchain = Toolchain::find()?;
     println!(
         "bench mcu: Cortex-M4F on QEMU {}.{} mps2-an386, {} ({}, hard float); instructions counted from \

@@ -1,3 +1,8 @@
+//! The measurements behind `embodia bench`, one module per benchmark family: [`vla`] (πRL's
+//! recipe on the VLA), [`lang`] (language generalization), [`mcu`] (the microcontroller),
+//! [`vla_model`] (VLA latency), [`export_latency`] (exported policies per call); this module
+//! holds `bench solve`, `bench sim`, `bench flow` and the tensor-environment throughput.
+//!
 //! `embodia bench solve`: steps and wall time until a policy first solves a task.
 //!
 //! Protocol: train; after every iteration (SAC: every `steps_per_iteration` = 1,000 env steps by
@@ -11,6 +16,12 @@
 //! success rate there reaches the threshold. The policy that solved is then run from
 //! [`CONFIRM_EPISODES`] fresh initial states (outside the timing): its success rate there is
 //! the figure to hold against the criterion.
+
+pub mod export_latency;
+pub mod lang;
+pub mod mcu;
+pub mod vla;
+pub mod vla_model;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
