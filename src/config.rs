@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use embodia_algos::{
-    AdvantageEstimator, DistillConfig, DppoConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig, SftConfig,
-    VlaDsrlConfig, VlaSftConfig,
+    AdvantageEstimator, DistillConfig, DppoConfig, DsrlConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig,
+    SftConfig, VlaDsrlConfig, VlaSftConfig,
 };
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ pub struct Algorithm {
 }
 
 /// The registry of algorithms, in the order `embodia list` prints them.
-pub const ALGORITHMS: [Algorithm; 11] = [
+pub const ALGORITHMS: [Algorithm; 12] = [
     Algorithm {
         name: "sac",
         summary: "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient",
@@ -98,6 +98,14 @@ pub const ALGORITHMS: [Algorithm; 11] = [
         defaults: || AlgoConfig::Dppo(DppoConfig::default()),
         typed: |t| typed(t, AlgoConfig::Dppo),
         check_file: check_file_as::<DppoConfig>,
+    },
+    Algorithm {
+        name: "dsrl",
+        summary: "DSRL: SAC on the initial noise of a frozen flow policy (--init runs/<sft-run>)",
+        budget: Budget::EnvSteps,
+        defaults: || AlgoConfig::Dsrl(DsrlConfig::default()),
+        typed: |t| typed(t, AlgoConfig::Dsrl),
+        check_file: check_file_as::<DsrlConfig>,
     },
     Algorithm {
         name: "distill",
@@ -197,6 +205,8 @@ pub enum AlgoConfig {
     Distill(DistillConfig),
     /// DPPO on a diffusion policy.
     Dppo(DppoConfig),
+    /// SAC on the initial noise of a frozen flow policy (`dsrl`).
+    Dsrl(DsrlConfig),
     /// Behaviour cloning of the VLA.
     VlaSft(VlaSftConfig),
     /// PPO with GRPO or GAE advantages on the VLA (`vla-ppo-flow-sde`, `vla-ppo-flow-noise`).
@@ -215,6 +225,7 @@ impl AlgoConfig {
             Self::PpoFlow(c) => c.num_envs,
             Self::Distill(c) => c.num_envs,
             Self::Dppo(c) => c.num_envs,
+            Self::Dsrl(c) => c.num_envs,
             Self::VlaSft(c) => c.num_envs,
             Self::VlaPpo(c) => c.num_envs,
             Self::VlaDsrl(c) => c.num_envs,
@@ -281,6 +292,7 @@ fn base_table(task: &str, name: &str) -> Result<toml::Table, ConfigError> {
         AlgoConfig::PpoFlow(c) | AlgoConfig::VlaPpo(c) => toml::Table::try_from(c),
         AlgoConfig::Distill(c) => toml::Table::try_from(c),
         AlgoConfig::Dppo(c) => toml::Table::try_from(c),
+        AlgoConfig::Dsrl(c) => toml::Table::try_from(c),
         AlgoConfig::VlaSft(c) => toml::Table::try_from(c),
         AlgoConfig::VlaDsrl(c) => toml::Table::try_from(c),
     }
@@ -726,6 +738,7 @@ impl TrainConfig {
             }
             AlgoConfig::Distill(c) => c.validate(),
             AlgoConfig::Dppo(c) => c.validate(),
+            AlgoConfig::Dsrl(c) => c.validate(),
             AlgoConfig::VlaSft(c) => c.validate_fields(),
             AlgoConfig::VlaPpo(c) => c.validate(),
             AlgoConfig::VlaDsrl(c) => c.validate(),

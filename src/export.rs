@@ -63,6 +63,7 @@ fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunErro
         AlgoConfig::Sft(_)
         | AlgoConfig::PpoFlow(_)
         | AlgoConfig::Dppo(_)
+        | AlgoConfig::Dsrl(_)
         | AlgoConfig::VlaSft(_)
         | AlgoConfig::VlaPpo(_)
         | AlgoConfig::VlaDsrl(_) => Err(not_exportable(config, run)),
@@ -81,6 +82,14 @@ fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
                 config.algorithm,
                 Path::new(run).join(crate::run::STUDENT_DIR).display()
             ),
+        };
+    }
+    if matches!(config.algo, AlgoConfig::Dsrl(_)) {
+        return ExportRunError::NotExportable {
+            run: run.into(),
+            message: "a `dsrl` run acts with a noise policy feeding a frozen flow policy's ODE; exporting \
+                      or distilling that pair is not implemented (export the clone's one-step student instead)"
+                .into(),
         };
     }
     if matches!(config.algo, AlgoConfig::VlaSft(_) | AlgoConfig::VlaPpo(_) | AlgoConfig::VlaDsrl(_)) {
@@ -142,6 +151,7 @@ pub fn policy_of_checkpoint(
         AlgoConfig::Sft(_)
         | AlgoConfig::PpoFlow(_)
         | AlgoConfig::Dppo(_)
+        | AlgoConfig::Dsrl(_)
         | AlgoConfig::VlaSft(_)
         | AlgoConfig::VlaPpo(_)
         | AlgoConfig::VlaDsrl(_) => return Err(not_exportable(config, source)),

@@ -23,7 +23,7 @@ use std::time::Instant;
 use burn::tensor::Device;
 use embodia_algos::distill::FIXED_NOISE_KEY;
 use embodia_algos::{
-    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, EvalMode,
+    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, Dsrl, EvalMode,
     EvalResult, InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, PpoFlowConfig, Sac, Sft, StepTrace,
     VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, evaluate_traced,
 };
@@ -283,15 +283,7 @@ fn adopt_vla_sft_init(config: &mut TrainConfig) -> Result<(), RunError> {
 
 /// The checkpoint of the `vla-sft` run `init` a VLA run starts from.
 fn vla_init_checkpoint(config: &TrainConfig, init: &str) -> Result<Checkpoint, RunError> {
-    if init.is_empty() {
-        return Err(RunError::Io {
-            path: "algo.init".into(),
-            message: format!("{} starts from a vla-sft run: pass --init runs/<vla-sft-run>", config.algorithm),
-        });
-    }
-    let init = Path::new(init);
-    check_run_dir(init)?;
-    Ok(Checkpoint::load(&init.join(CHECKPOINT_DIR))?)
+    init_checkpoint(init, &format!("{} starts from a vla-sft run: pass --init runs/<vla-sft-run>", config.algorithm))
 }
 
 /// `c.demos` successful scripted-expert episodes of the run's task with the images of the
@@ -340,27 +332,22 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
             }
         }
         AlgoConfig::Dppo(c) => {
-            if c.init.is_empty() {
-                return Err(RunError::Io {
-                    path: "algo.init".into(),
-                    message: "dppo starts from a diffusion SFT run: pass --init runs/<sft-run> (trained with --set algo.model=diffusion)".into(),
-                });
-            }
-            let init = Path::new(&c.init);
-            check_run_dir(init)?;
-            let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;
+            let ckpt = init_checkpoint(
+                &c.init,
+                "dppo starts from a diffusion SFT run: pass --init runs/<sft-run> (trained with --set algo.model=diffusion)",
+            )?;
             Box::new(Dppo::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
         }
+        AlgoConfig::Dsrl(c) => {
+            let ckpt =
+                init_checkpoint(&c.init, "dsrl starts from an SFT run of a flow policy: pass --init runs/<sft-run>")?;
+            Box::new(Dsrl::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
+        }
         AlgoConfig::PpoFlow(c) => {
-            if c.init.is_empty() {
-                return Err(RunError::Io {
-                    path: "algo.init".into(),
-                    message: format!("{} starts from an SFT run: pass --init runs/<sft-run>", config.algorithm),
-                });
-            }
-            let init = Path::new(&c.init);
-            check_run_dir(init)?;
-            let ckpt = Checkpoint::load(&init.join(CHECKPOINT_DIR))?;
+            let ckpt = init_checkpoint(
+                &c.init,
+                &format!("{} starts from an SFT run: pass --init runs/<sft-run>", config.algorithm),
+            )?;
             let rl = PpoFlow::new(c.clone(), env, &ckpt, device.clone(), config.seed)?;
             match &c.distill_during_rl {
                 Some(d) => Box::new(DistillAlongside::new(rl, d, env, device.clone(), config.seed)?),
@@ -875,6 +862,16 @@ fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str
         }));
     }
     Ok(())
+}
+
+/// The checkpoint of the run `init` (`algo.init`) an RL run starts from; `missing` says what
+/// to pass when it is empty.
+fn init_checkpoint(init: &str, missing: &str) -> Result<Checkpoint, RunError> {
+    if init.is_empty() {
+        return Err(RunError::Io { path: "algo.init".into(), message: missing.into() });
+    }
+    check_run_dir(Path::new(init))?;
+    Ok(Checkpoint::load(&Path::new(init).join(CHECKPOINT_DIR))?)
 }
 
 /// Fails with a clear message unless `dir` holds a run's config and a checkpoint.

@@ -1125,6 +1125,20 @@ fn sft_then_flow_rl_from_the_command_line() {
     let eval = eval_json(d, "rl");
     assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
 
+    // DSRL steers the same clone: one iteration of 2 episodes, evaluated from its run.
+    let mut args = vec!["train", "--task", "reach", "--algo", "dsrl", "--init", "sft", "--steps", "400"];
+    args.extend(["--set", "algo.num_envs=2", "--set", "algo.random_iterations=1", "--set", "algo.batch_size=16"]);
+    args.extend(["--set", "algo.updates_per_iteration=4", "--set", "eval_episodes=2", "--run-dir", "dsrl", "--quiet"]);
+    ok(d, &args);
+    let eval = eval_json(d, "dsrl");
+    assert_eq!(eval["mode"].as_str(), Some("sampled"), "{eval:?}");
+    assert!(eval["success_rate"].as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)), "{eval:?}");
+    let e =
+        fail(d, &["train", "--task", "reach", "--algo", "dsrl", "--init", "rl", "--run-dir", "bad-dsrl", "--quiet"]);
+    assert_mentions(&e, &["sft run of a flow policy", "rl", "ppo-flow-noise"]);
+    let e = fail(d, &["export", "--run", "dsrl", "--format", "onnx", "--out", "dsrl.onnx"]);
+    assert_mentions(&e, &["dsrl", "noise policy", "not implemented"]);
+
     let e = fail(d, &["train", "--task", "reach", "--algo", "ppo-flow-sde", "--run-dir", "no-init", "--quiet"]);
     assert_mentions(&e, &["--init"]);
     let e = fail(

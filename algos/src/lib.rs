@@ -2,7 +2,7 @@
 //!
 //! - [`classic`]: PPO and SAC for Gaussian policies.
 //! - [`flow`]: flow-matching and diffusion action-chunk policies: behaviour cloning (SFT, with
-//!   DAgger), πRL's PPO (Flow-SDE, Flow-Noise) and DPPO, with what they share (GRPO's
+//!   DAgger), πRL's PPO (Flow-SDE, Flow-Noise), DPPO and DSRL, with what they share (GRPO's
 //!   collection and advantages, chunk-step rewards, the clipped-surrogate update).
 //! - [`vla`]: the vision-language-action model: SFT, PPO on its weights, DSRL on its noise.
 //! - [`distill`]: one-step students of a flow policy, after RL or alongside it.
@@ -50,8 +50,9 @@ pub use distill::{
 };
 pub use flow::{
     AdvantageEstimator, CHUNK_ACTOR_KEY, ChunkActor, ChunkModel, CriticInput, DIFFUSION_KEY, DiffusionSft, Dppo,
-    DppoConfig, FlowRlMethod, InitialNoise, PpoFlow, PpoFlowConfig, RewardSource, SdeSteps, Sft, SftConfig,
-    act_diffusion, diffusion_actor_from_checkpoint, group_advantages, record_policy_episodes, share_initial_states,
+    DppoConfig, Dsrl, DsrlConfig, FlowRlMethod, InitialNoise, PpoFlow, PpoFlowConfig, RewardSource, SdeSteps, Sft,
+    SftConfig, act_diffusion, diffusion_actor_from_checkpoint, group_advantages, record_policy_episodes,
+    share_initial_states,
 };
 pub use storage::{ReplayBuffer, TransitionBatch};
 pub use vla::{DaggerLabels, Grounding, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, VlaSftConfig};
@@ -59,8 +60,8 @@ pub use vla::{DaggerLabels, Grounding, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaDsrl
 /// The learners, their configurations and what a runner needs to drive them.
 pub mod prelude {
     pub use crate::{
-        AlgoError, Checkpoint, DiffusionSft, Distill, DistillAlongside, DistillConfig, Dppo, DppoConfig, EvalMode,
-        EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoConfig, PpoFlow, PpoFlowConfig, Sac, SacConfig, Sft,
-        SftConfig, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate,
+        AlgoError, Checkpoint, DiffusionSft, Distill, DistillAlongside, DistillConfig, Dppo, DppoConfig, Dsrl,
+        DsrlConfig, EvalMode, EvalResult, Learner, MetricRow, MetricSink, Ppo, PpoConfig, PpoFlow, PpoFlowConfig, Sac,
+        SacConfig, Sft, SftConfig, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, VlaSftConfig, evaluate,
     };
 }

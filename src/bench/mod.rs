@@ -351,7 +351,7 @@ pub fn flow_bench(
     progress: &mut dyn FnMut(&embodia_algos::MetricRow),
 ) -> Result<FlowBenchResult, RunError> {
     use crate::config::{AlgoConfig, ConfigSources, resolve};
-    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, PpoFlow, Sft};
+    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Dsrl, PpoFlow, Sft};
     let rl_config = resolve(&ConfigSources {
         task: Some(&spec.task),
         algorithm: Some(&spec.algorithm),
@@ -431,6 +431,14 @@ pub fn flow_bench(
             rl_algo = AlgoConfig::Dppo(c.clone());
             let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
             ChunkRl::Dppo(Box::new(Dppo::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
+        }
+        AlgoConfig::Dsrl(mut c) => {
+            c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
+            c.init = init;
+            c.validate()?;
+            rl_algo = AlgoConfig::Dsrl(c.clone());
+            let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
+            ChunkRl::Dsrl(Box::new(Dsrl::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
         }
         _ => return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into()),
     };
@@ -545,12 +553,13 @@ fn write_run(dir: &Path, config: &TrainConfig, checkpoint: &embodia_algos::Check
 enum ChunkRl {
     Flow(Box<embodia_algos::PpoFlow>, Box<dyn embodia_sim::VecEnv>),
     Dppo(Box<embodia_algos::Dppo>, Box<dyn embodia_sim::VecEnv>),
+    Dsrl(Box<embodia_algos::Dsrl>, Box<dyn embodia_sim::VecEnv>),
 }
 
 impl ChunkRl {
     fn env(&mut self) -> &mut dyn embodia_sim::VecEnv {
         match self {
-            ChunkRl::Flow(_, env) | ChunkRl::Dppo(_, env) => env.as_mut(),
+            ChunkRl::Flow(_, env) | ChunkRl::Dppo(_, env) | ChunkRl::Dsrl(_, env) => env.as_mut(),
         }
     }
 
@@ -558,6 +567,7 @@ impl ChunkRl {
         match self {
             ChunkRl::Flow(l, _) => l.as_ref(),
             ChunkRl::Dppo(l, _) => l.as_ref(),
+            ChunkRl::Dsrl(l, _) => l.as_ref(),
         }
     }
 
@@ -566,6 +576,7 @@ impl ChunkRl {
         match self {
             ChunkRl::Flow(l, env) => l.iterate(env.as_mut()),
             ChunkRl::Dppo(l, env) => l.iterate(env.as_mut()),
+            ChunkRl::Dsrl(l, env) => l.iterate(env.as_mut()),
         }
     }
 
@@ -573,6 +584,7 @@ impl ChunkRl {
         match self {
             ChunkRl::Flow(l, _) => l.last_time_split(),
             ChunkRl::Dppo(l, _) => l.last_time_split(),
+            ChunkRl::Dsrl(l, _) => l.last_time_split(),
         }
     }
 }

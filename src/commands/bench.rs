@@ -15,8 +15,8 @@ pub(crate) struct BenchFlowArgs {
     /// Tasks, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "pick-cube,push-t")]
     pub(crate) tasks: Vec<String>,
-    /// Flow-RL variant: ppo-flow-sde or ppo-flow-noise; or dppo (the SFT trains a diffusion
-    /// policy instead).
+    /// Flow-RL variant: ppo-flow-sde, ppo-flow-noise or dsrl (SAC on the frozen clone's initial
+    /// noise); or dppo (the SFT trains a diffusion policy instead).
     #[arg(long, default_value = "ppo-flow-sde")]
     pub(crate) algo: String,
     /// Successful scripted demonstrations for SFT (default: the task's `sft` preset, as

@@ -242,6 +242,11 @@ pub fn teacher_of_checkpoint(
         "sft" => "ema",
         "ppo-flow-sde" | "ppo-flow-noise" => "model",
         "distill" => "teacher",
+        "dsrl" => {
+            return Err(AlgoError::Checkpoint(
+                "a `dsrl` run acts with a noise policy feeding its frozen flow policy; distilling that pair is not implemented (distill the sft run it steers)".into(),
+            ));
+        }
         other => {
             return Err(AlgoError::Checkpoint(format!(
                 "a `{other}` run has no multi-step flow policy to distill (PPO and SAC policies are one-step already: export them directly); the teacher must be an sft or ppo-flow-* run"

@@ -8,6 +8,8 @@
 //!    decision executes a whole chunk ([`chunk_rewards`]); advantages come from GAE over
 //!    [`gae_collection`]'s chunk steps or from [`grpo`]'s groups that share an initial state; the update is [`ppo_loss`]'s clipped
 //!    surrogate over the stored denoising chains.
+//! 3. [`Dsrl`] steers a frozen flow clone instead: SAC picks the initial noise its ODE starts
+//!    from.
 //!
 //! The VLA's learners ([`crate::vla`]) and the one-step students ([`crate::distill`]) build on
 //! the same pieces.
@@ -17,6 +19,7 @@ pub mod chunk_rewards;
 pub mod chunk_samples;
 pub mod diffusion_sft;
 pub mod dppo;
+pub mod dsrl;
 pub mod gae_collection;
 pub mod grpo;
 pub mod ppo_flow;
@@ -28,6 +31,7 @@ pub mod sft;
 pub use chunk_actor::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
 pub use diffusion_sft::{DIFFUSION_KEY, DiffusionSft, act_diffusion, diffusion_actor_from_checkpoint};
 pub use dppo::{Dppo, DppoConfig};
+pub use dsrl::{Dsrl, DsrlConfig};
 pub use grpo::{group_advantages, share_initial_states};
 pub use ppo_flow::PpoFlow;
 pub use ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig, RewardSource, SdeSteps};

@@ -51,7 +51,7 @@ use crate::flow::ppo_loss::{
     GroupBatch, PpoStats, epoch_minibatches, gather_chains, kl_guarded_minibatches, ppo_group_loss,
     stochastic_step_groups,
 };
-use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor};
+use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor, DIFFUSION_KEY};
 use crate::metrics::TimeSplit;
 use crate::rng::{fill_normal, rng_from_state, rng_state};
 use crate::storage::FailedStateReplay;
@@ -124,6 +124,12 @@ impl PpoFlow {
         if algo != "sft" {
             return Err(AlgoError::Checkpoint(format!(
                 "`algo.init` must be an sft run; {} is from `{algo}`",
+                config.init
+            )));
+        }
+        if init.meta.contains_key(DIFFUSION_KEY) {
+            return Err(AlgoError::Checkpoint(format!(
+                "{} holds a diffusion policy; flow RL starts from a flow policy (dppo fine-tunes diffusion policies)",
                 config.init
             )));
         }

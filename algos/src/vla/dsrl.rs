@@ -44,7 +44,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::classic::sac::SoftActorCritic;
-use crate::flow::grpo::{GrpoSettings, grpo_episodes};
+use crate::flow::dsrl::{check_noise_settings, dsrl_collection, noise_actions, push_chunk_transitions, sac_updates};
+use crate::flow::grpo::grpo_episodes;
 use crate::metrics::TimeSplit;
 use crate::normalizer::RunningNormalizer;
 use crate::rng::{fill_normal, rng_from_state, rng_state};
@@ -148,11 +149,8 @@ impl VlaDsrlConfig {
     /// Checks every value's range; errors name the field.
     pub fn validate(&self) -> Result<(), AlgoError> {
         check_num_envs(self.num_envs)?;
-        let b = self.noise_bound;
-        check_range("noise_bound", b, b > 0.0 && b.is_finite(), "> 0")?;
         check_range("reward_scale", self.reward_scale, self.reward_scale > 0.0, "> 0")?;
-        check_range("random_iterations", self.random_iterations, self.random_iterations > 0, "≥ 1")?;
-        check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
+        check_noise_settings(self.noise_bound, self.random_iterations, self.updates_per_iteration)?;
         self.sac().validate()
     }
 
@@ -320,10 +318,7 @@ impl VlaDsrl {
         let mut eps = vec![0.0f32; n * hd];
         fill_normal(&mut self.rng, &mut eps);
         let eps = select_rows(&eps, &active, n, hd);
-        let a = match gathering {
-            true => eps.iter().map(|e| (e / self.config.noise_bound as f32).clamp(-1.0, 1.0)).collect(),
-            false => self.sac.actions(&features, Some(&eps))?,
-        };
+        let a = noise_actions(&self.sac, &features, &eps, self.config.noise_bound, gathering)?;
         let chunks = scatter_rows(&self.decode(model, &context, &a)?, &active, n, hd);
         self.actor.chunk.env_actions(&env.buffers().obs, &chunks, env_actions);
 
@@ -357,16 +352,7 @@ impl VlaDsrl {
         let cameras = self.actor.camera_indices(env)?;
         let model = self.model.clone();
         self.rollout = NoiseRollout::default();
-        let settings = GrpoSettings {
-            group_size: 1,
-            filter_uniform_groups: false,
-            equal_episode_weights: false,
-            replay_failed_states: 0.0,
-            reward: self.config.reward,
-            reward_scale: self.config.reward_scale,
-            failure_progress: 0.0,
-            divide_by_group_std: false,
-        };
+        let settings = dsrl_collection(self.config.reward, self.config.reward_scale);
         let seed = self.rng.random();
         let layout = (self.actor.model.chunk, self.actor.model.action_dim);
         let mut no_replay = FailedStateReplay::new(0);
@@ -378,18 +364,7 @@ impl VlaDsrl {
         self.last_split = episodes.split;
         let (od, hd) = (self.rollout.obs.len() / (episodes.steps * n).max(1), self.actor.chunk.policy.chunk_width());
         let r = &self.rollout;
-        for &row in &episodes.used {
-            let done = episodes.chunk_dones[row];
-            // A running episode's next chunk step is the row n further on.
-            let next = if done > 0.0 { row } else { row + n };
-            self.sac.replay.push(
-                &r.obs[row * od..(row + 1) * od],
-                &r.actions[row * hd..(row + 1) * hd],
-                episodes.chunk_rewards[row],
-                &r.obs[next * od..(next + 1) * od],
-                done,
-            );
-        }
+        push_chunk_transitions(&mut self.sac.replay, &episodes, (&r.obs, od), (&r.actions, hd), n);
         Ok(())
     }
 }
@@ -406,26 +381,11 @@ impl Learner for VlaDsrl {
     fn iterate(&mut self, env: &mut dyn VecEnv) -> Result<MetricRow, AlgoError> {
         self.collect(env)?;
         let start = Instant::now();
-        let (mut critic_loss, mut actor_loss, mut entropy, mut actor_updates) = (0.0, 0.0, 0.0, 0usize);
-        for _ in 0..self.config.updates_per_iteration {
-            let update = self.sac.update(&mut self.rng, self.env_steps)?;
-            critic_loss += update.critic_loss;
-            if let Some(actor) = update.actor {
-                actor_loss += actor.loss;
-                entropy += actor.entropy;
-                actor_updates += 1;
-            }
-        }
+        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        sac_updates(&mut self.sac, &mut self.rng, self.config.updates_per_iteration, self.env_steps, &mut row)?;
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
-        let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
         self.episodes.drain_into(&mut row, env.info().has_success);
-        row.value_loss = Some(critic_loss / self.config.updates_per_iteration as f64);
-        if actor_updates > 0 {
-            row.policy_loss = Some(actor_loss / actor_updates as f64);
-            row.entropy = Some(entropy / actor_updates as f64);
-        }
-        row.alpha = Some(self.sac.alpha());
         row.learning_rate = Some(self.config.learning_rate);
         Ok(row)
     }
