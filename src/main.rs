@@ -379,6 +379,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             mode,
             ..
         }) => {
+            // Every output is checked before the evaluation, whose result would be lost.
+            for (path, flag) in [(&render, "--render"), (&episodes_csv, "--episodes-csv"), (&steps_csv, "--steps-csv")]
+            {
+                if let Some(path) = path {
+                    commands::check_writable(path, flag)?;
+                }
+            }
             let csv = EvalCsv { episodes: episodes_csv.as_deref(), steps: steps_csv.as_deref() };
             eval(&run, episodes, json, eval_mode(mode.as_deref(), stochastic), split.as_deref(), csv)?;
             if let Some(out) = render {
@@ -397,6 +404,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::View(ViewArgs { run }) => Ok(embodia::viz::view(&run)?),
         Command::Eval(EvalArgs { task, episodes, json, seed, render, render_frames, split, .. }) => {
             let task = task.as_deref().unwrap_or_default();
+            if let Some(path) = &render {
+                commands::check_writable(path, "--render")?;
+            }
             eval_expert(task, episodes, seed, json, split.as_deref())?;
             if let Some(out) = render {
                 embodia::render::render_expert_episode(task, seed, render_frames, &out)?;

@@ -403,6 +403,8 @@ fn huge_values_are_refused_up_front_and_the_order_of_set_does_not_matter() {
             "1 ..= 1000000",
         ),
         (&["bench", "sim", "--task", "reach", "--envs", "0"][..], "--envs", "1 ..= 2097152"),
+        (&["calibrate", "--port", "/dev/null", "--seconds", "inf"][..], "--seconds", "(0, 2592000]"),
+        (&["bench", "flow", "--rl-seconds", "NaN"][..], "--rl-seconds", "(0, 2592000]"),
     ] {
         let out = embodia(d, args);
         assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
@@ -831,6 +833,16 @@ fn eval_json_reports_one_object() {
         let out = embodia(d, &["eval", "--task", "reach", "--expert", "scripted", option, "2"]);
         assert_eq!(out.code, Some(2), "a usage error: {}", out.stderr);
         assert_mentions(&out.stderr, &[option, "--expert"]);
+    }
+    // Outputs are checked before the evaluation runs: nothing is evaluated for a path that
+    // cannot take the result.
+    for (option, path, cause) in [
+        ("--render", "missing/ep.png", "does not exist"),
+        ("--episodes-csv", "runs", "is a directory"),
+        ("--steps-csv", "nowhere/steps.csv", "does not exist"),
+    ] {
+        let e = fail(d, &["eval", "--run", "runs/pend", "--episodes", "1000", option, path]);
+        assert_mentions(&e, &[option, path, cause]);
     }
     let out = embodia(d, &["eval", "--run", "runs/pend", "--episodes", "0"]);
     assert_eq!(out.code, Some(2), "a count out of range is a command-line error: {}", out.stderr);

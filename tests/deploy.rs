@@ -178,6 +178,12 @@ fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
         &["train", "--task", "reach", "--algo", "ppo", "--steps", "2048", "--run-dir", "runs/r", "--quiet"],
     );
     assert_eq!(code, Some(0), "{err}");
+    // A dry run checks the calibration it is given instead of ignoring it.
+    std::fs::write(dir.join("broken-cal.json"), "{ not json").unwrap();
+    let args = ["deploy", "--run", "runs/r", "--dry-run", "--calibration", "broken-cal.json", "--episodes", "1"];
+    let (code, _, err) = embodia(&dir, &args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("broken-cal.json"), "{err}");
     for target in ["--dry-run", "--sim"] {
         let record = format!("data/{}", target.trim_start_matches('-'));
         let args =

@@ -39,6 +39,24 @@ impl Pose {
     }
 }
 
+/// The largest mass a link may have, kg: a thousand tonnes, far above any robot, far below
+/// where sums and the simulator's arithmetic lose meaning.
+pub const MAX_MASS: f64 = 1e6;
+
+/// The largest magnitude of an inertia tensor entry, kg·m².
+pub const MAX_INERTIA: f64 = 1e6;
+
+impl Inertial {
+    /// The first quantity above [`MAX_MASS`] or [`MAX_INERTIA`]: (name, value, bound).
+    pub fn too_large(&self) -> Option<(&'static str, f64, f64)> {
+        if self.mass > MAX_MASS {
+            return Some(("mass", self.mass, MAX_MASS));
+        }
+        let names = ["ixx", "ixy", "ixz", "iyy", "iyz", "izz"];
+        names.iter().zip(self.inertia).find(|(_, v)| v.abs() > MAX_INERTIA).map(|(n, v)| (*n, v, MAX_INERTIA))
+    }
+}
+
 /// Mass properties of a link.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Inertial {

@@ -216,6 +216,19 @@ pub enum UrdfErrorKind {
         /// The value found.
         value: f64,
     },
+    /// A mass or inertia entry above its bound ([`crate::model::MAX_MASS`],
+    /// [`crate::model::MAX_INERTIA`]).
+    #[error("<{tag} {attribute}>: at most {max:e} allowed, got {value:e}")]
+    TooLarge {
+        /// The element.
+        tag: String,
+        /// The attribute.
+        attribute: String,
+        /// The value found.
+        value: f64,
+        /// The bound.
+        max: f64,
+    },
     /// A quantity that must not be negative is: a geometry size, damping or friction.
     #[error("<{tag} {attribute}>: must be ≥ 0, got {value}")]
     Negative {
@@ -517,7 +530,8 @@ impl<'a, 'input> Parser<'a, 'input> {
 
     fn inertial(&self, node: Node) -> Result<Inertial> {
         let origin = self.origin(node)?;
-        let mass = self.positive(self.required_child(node, "mass")?, "value")?;
+        let mass_node = self.required_child(node, "mass")?;
+        let mass = self.positive(mass_node, "value")?;
         let i = self.required_child(node, "inertia")?;
         let [ixx, iyy, izz] = [self.positive(i, "ixx")?, self.positive(i, "iyy")?, self.positive(i, "izz")?];
         let [ixy, ixz, iyz] =
@@ -532,7 +546,13 @@ impl<'a, 'input> Parser<'a, 'input> {
                 return Err(self.error(i, UrdfErrorKind::InertiaTriangle { names, values }));
             }
         }
-        Ok(Inertial { origin, mass, inertia: [ixx, ixy, ixz, iyy, iyz, izz] })
+        let inertial = Inertial { origin, mass, inertia: [ixx, ixy, ixz, iyy, iyz, izz] };
+        if let Some((name, value, max)) = inertial.too_large() {
+            let (at, tag, attribute) = if name == "mass" { (mass_node, "mass", "value") } else { (i, "inertia", name) };
+            let kind = UrdfErrorKind::TooLarge { tag: tag.into(), attribute: attribute.into(), value, max };
+            return Err(self.error_at_attr(at, attribute, kind));
+        }
+        Ok(inertial)
     }
 
     fn shape(&mut self, node: Node<'a, 'input>, visual: bool) -> Result<Shape> {

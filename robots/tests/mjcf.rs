@@ -718,6 +718,21 @@ fn several_top_level_bodies_hang_from_a_world_link_and_degrees_are_converted() {
 }
 
 #[test]
+fn masses_above_their_bound_are_refused_with_the_body_line() {
+    let xml = |body: &str| {
+        format!(
+            "<mujoco model=\"m\">\n  <worldbody>\n    <body name=\"a\">\n      {body}\n    </body>\n  </worldbody>\n</mujoco>\n"
+        )
+    };
+    let e = parse_mjcf(&xml(r#"<inertial pos="0 0 0" mass="1e308" diaginertia="1 1 1"/>"#), None).unwrap_err();
+    assert_eq!(e.line(), Some(4));
+    assert!(e.to_string().contains("<inertial mass>: must be at most 1e6"), "{e}");
+    let e = parse_mjcf(&xml(r#"<geom type="sphere" size="0.1" density="1e300"/>"#), None).unwrap_err();
+    assert_eq!(e.line(), Some(3));
+    assert!(e.to_string().contains("<body mass from its geoms>"), "{e}");
+}
+
+#[test]
 fn inertia_from_geoms_skips_massless_meshes_and_refuses_others() {
     let xml = |mesh_mass: &str| {
         format!(

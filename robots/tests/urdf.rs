@@ -444,6 +444,17 @@ fn mass_must_be_positive() {
 }
 
 #[test]
+fn masses_and_inertias_above_their_bound_are_refused() {
+    let xml = broken("<mass value=\"1\"/>", "<mass value=\"1e308\"/>");
+    let e = error(&xml, "<mass", &["link \"base\"", "<mass value>: at most 1e6 allowed, got 1e308"]);
+    assert_kind!(e, UrdfErrorKind::TooLarge { .. });
+    let xml = broken("izz=\"0.1\"", "izz=\"2e6\"");
+    let xml = xml.replace("ixx=\"0.1\"", "ixx=\"2e6\"").replace("iyy=\"0.1\"", "iyy=\"2e6\"");
+    let e = error(&xml, "<inertia ", &["link \"base\"", "<inertia ixx>: at most 1e6 allowed, got 2e6"]);
+    assert_kind!(e, UrdfErrorKind::TooLarge { .. });
+}
+
+#[test]
 fn inertia_must_be_physical() {
     let xml = broken("izz=\"0.1\"", "izz=\"0\"");
     let e = error(&xml, "<inertia ", &["link \"base\"", "<inertia izz>: must be > 0, got 0"]);

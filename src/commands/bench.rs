@@ -31,7 +31,7 @@ pub(crate) struct BenchFlowArgs {
     pub(crate) sft_overrides: Vec<String>,
     /// Wall-time budget of flow RL per task and seed, seconds (default 300 without
     /// `--rl-steps`, unlimited with it); RL stops at the first budget it reaches.
-    #[arg(long)]
+    #[arg(long, value_parser = super::seconds)]
     pub(crate) rl_seconds: Option<f64>,
     /// Env-step budget of flow RL per task and seed.
     #[arg(long)]
@@ -115,7 +115,7 @@ pub(crate) struct BenchDeployArgs {
     #[arg(long, default_value_t = 50.0)]
     pub(crate) hz: f64,
     /// Seconds of the timing phase.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = super::seconds)]
     pub(crate) seconds: f64,
     /// Faults to inject.
     #[arg(long, default_value_t = 1000)]
@@ -141,7 +141,7 @@ pub(crate) struct BenchVlaArgs {
     #[arg(long, default_value_t = 3000)]
     pub(crate) sft_steps: u64,
     /// Wall-time budget of RL, seconds.
-    #[arg(long, default_value_t = 1800.0)]
+    #[arg(long, default_value_t = 1800.0, value_parser = super::seconds)]
     pub(crate) rl_seconds: f64,
     /// Evaluation episodes per split (training and held-out variants), each policy.
     #[arg(long, default_value_t = 64)]

@@ -59,7 +59,7 @@ pub(crate) struct CalibrateArgs {
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
     /// Record for this many seconds instead of until Enter (non-interactive).
-    #[arg(long)]
+    #[arg(long, value_parser = super::seconds)]
     pub(crate) seconds: Option<f64>,
 }
 
@@ -91,8 +91,16 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         (Some(port), None) => anyhow::bail!(
             "no calibration for {robot}: run `embodia calibrate --port {port} --robot {robot}` and pass its file with --calibration"
         ),
-        // The emulator's servos start centred, where the uncalibrated map puts each joint's zero.
-        (None, _) => base_map,
+        // A dry run checks the calibration it was given, as the real run would, then drives the
+        // emulator with the uncalibrated map: its servos start centred, where that map puts
+        // each joint's zero.
+        (None, Some(file)) => {
+            let cal = embodia::robots::Calibration::load(file)?;
+            base_map.calibrated(&cal, &file.display().to_string())?;
+            eprintln!("{}: a valid calibration for {robot}; the emulator runs uncalibrated", file.display());
+            base_map
+        }
+        (None, None) => base_map,
     };
     let mut policy = deployment::load_policy(run, &map)?;
     let settings = DeploySettings {

@@ -256,6 +256,19 @@ impl<'a, 'i> Parser<'a, 'i> {
                 None => None,
             }
         };
+        if let Some((name, value, _)) = self.links[link].inertial.as_ref().and_then(Inertial::too_large) {
+            let (tag, attribute) = match inertial_node {
+                Some(_) if !from_geoms => ("inertial", name.to_string()),
+                _ => ("body", format!("{name} from its geoms")),
+            };
+            let kind = MjcfErrorKind::OutOfRange {
+                tag: tag.into(),
+                attribute,
+                value,
+                message: "must be at most 1e6 (kg or kg·m²)",
+            };
+            return Err(self.error(inertial_node.filter(|_| !from_geoms).unwrap_or(node), kind));
+        }
         Ok(())
     }
 
