@@ -168,6 +168,14 @@ fn calibrate_refuses_joints_that_did_not_move_and_deploy_refuses_a_missing_calib
     let (code, _, err) = embodia(&dir, &["deploy", "--run", "nowhere", "--port", emulator.path()]);
     assert_eq!(code, Some(1));
     assert!(err.contains("no calibration for so101: run `embodia calibrate"), "{err}");
+    // A port that opens but is no serial device is named as such, not as "Not a typewriter".
+    std::fs::write(dir.join("notes.txt"), "not a port").unwrap();
+    for port in ["notes.txt", "/dev/null"] {
+        let (code, _, err) = embodia(&dir, &["calibrate", "--port", port, "--seconds", "0.2", "--out", "c.json"]);
+        assert_eq!(code, Some(1));
+        assert!(err.contains(&format!("{port}: not a serial device")), "{err}");
+    }
+    assert!(!dir.join("c.json").exists());
 }
 
 #[test]

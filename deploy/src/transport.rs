@@ -29,8 +29,21 @@ impl SerialBusPort {
     /// Opens `path` at `baud` (1 000 000 for STS3215 servos as shipped), 8N1, no flow control.
     pub fn open(path: &str, baud: u32) -> Result<Self, serialport::Error> {
         let timeout = Duration::from_millis(10);
-        let port = serialport::new(path, baud).timeout(timeout).open_native()?;
+        let port = serialport::new(path, baud).timeout(timeout).open_native().map_err(|e| not_a_tty(path, e))?;
         Ok(Self { port, timeout })
+    }
+}
+
+/// A path that opens but is no terminal (a regular file, `/dev/null`) fails with the OS's
+/// "Not a typewriter": say what is wrong with it instead.
+fn not_a_tty(path: &str, e: serialport::Error) -> serialport::Error {
+    use std::io::IsTerminal;
+    match std::fs::File::open(path) {
+        Ok(file) if !file.is_terminal() => serialport::Error::new(
+            serialport::ErrorKind::InvalidInput,
+            "not a serial device (it opens, but is no terminal): give the servo bus's port, e.g. /dev/ttyUSB0 or /dev/ttyACM0",
+        ),
+        _ => e,
     }
 }
 
