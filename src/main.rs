@@ -380,6 +380,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ..
         }) => {
             // Every output is checked before the evaluation, whose result would be lost.
+            if record_episodes.is_some() {
+                embodia::viz::check_built("`--record-episodes`")?;
+            }
             for (path, flag) in [(&render, "--render"), (&episodes_csv, "--episodes-csv"), (&steps_csv, "--steps-csv")]
             {
                 if let Some(path) = path {

@@ -22,12 +22,12 @@ pub enum LockError {
         holder: String,
     },
     /// The lock file could not be opened or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The lock file.
         path: String,
         /// What failed.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -46,7 +46,7 @@ impl RunLock {
     /// it.
     pub fn acquire(dir: &Path) -> Result<Self, LockError> {
         let path = dir.join(LOCK_FILE);
-        let io = |source: std::io::Error| LockError::Io { path: path.display().to_string(), source };
+        let io = |cause: std::io::Error| LockError::Io { path: path.display().to_string(), cause };
         let mut file =
             OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {

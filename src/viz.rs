@@ -37,6 +37,12 @@ pub const RERUN_BIN_VAR: &str = "EMBODIA_RERUN";
 /// File name of episode recordings inside a run directory.
 pub const EPISODES_FILE: &str = "episodes.rrd";
 
+/// Fails with [`VizError::NotBuilt`] naming `what` unless this binary records with rerun: what
+/// a command checks before the work it would record.
+pub fn check_built(what: &'static str) -> Result<(), VizError> {
+    if cfg!(feature = "rerun") { Ok(()) } else { Err(VizError::NotBuilt(what)) }
+}
+
 /// Errors of recording and viewing.
 #[derive(Debug, thiserror::Error)]
 pub enum VizError {

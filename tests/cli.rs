@@ -1161,6 +1161,7 @@ fn sft_then_flow_rl_from_the_command_line() {
     let e =
         fail(d, &["train", "--task", "reach", "--algo", "sft", "--dataset", "data/x", "--run-dir", "ds", "--quiet"]);
     assert_mentions(&e, &["data/x", "info.json"]);
+    assert_eq!(e.matches("No such file or directory").count(), 1, "the cause is printed once: {e}");
     assert!(!d.join("ds").exists(), "a failed start leaves no run directory");
 
     // SFT from a recorded LeRobot dataset instead of in-memory demonstrations.

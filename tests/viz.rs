@@ -89,10 +89,11 @@ fn viewer_flags_say_the_binary_lacks_rerun() {
         assert!(!t.0.join("r").exists(), "a refused train created its run directory");
     }
     ok(&t.0, &["train", "--steps", "1000", "--set", "eval_episodes=1", "--run-dir", "r", "--quiet"]);
-    let (code, _, stderr) =
+    let (code, stdout, stderr) =
         embodia_env(&t.0, &["eval", "--run", "r", "--episodes", "1", "--record-episodes", "1"], &[]);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("built without the `rerun` feature"), "{stderr}");
+    assert!(stdout.is_empty(), "refused before evaluating, not after: {stdout}");
 }
 
 #[test]

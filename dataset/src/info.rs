@@ -172,7 +172,7 @@ impl Info {
     pub fn load(root: &Path) -> Result<Self, DatasetError> {
         let path = root.join(INFO_PATH);
         let text = std::fs::read_to_string(&path).map_err(crate::io_err(&path))?;
-        serde_json::from_str(&text).map_err(|source| DatasetError::Json { path, source })
+        serde_json::from_str(&text).map_err(|cause| DatasetError::Json { path, cause })
     }
 
     /// The data file of `(chunk, file)`, from the `data_path` template.

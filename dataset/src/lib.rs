@@ -41,28 +41,28 @@ pub use write::{WriteOptions, check_output, save, write};
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     /// The file system refused (missing file, permission, full disk).
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// File or directory.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A Parquet file could not be read or written (corrupt file, unsupported codec).
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Parquet {
         /// The Parquet file.
         path: PathBuf,
         /// The underlying error.
-        source: parquet::errors::ParquetError,
+        cause: parquet::errors::ParquetError,
     },
     /// A JSON metadata file is not valid JSON or misses a field.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Json {
         /// The JSON file.
         path: PathBuf,
         /// The underlying error.
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     /// A column's values are wrong: missing column, wrong type or shape, NaN, or rows that
     /// disagree with the episode index.
@@ -110,10 +110,10 @@ pub enum DatasetError {
 
 /// Shorthand for an [`DatasetError::Io`] at `path`.
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DatasetError + '_ {
-    move |source| DatasetError::Io { path: path.to_path_buf(), source }
+    move |cause| DatasetError::Io { path: path.to_path_buf(), cause }
 }
 
 /// Shorthand for an [`DatasetError::Parquet`] at `path`.
 fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> DatasetError + '_ {
-    move |source| DatasetError::Parquet { path: path.to_path_buf(), source }
+    move |cause| DatasetError::Parquet { path: path.to_path_buf(), cause }
 }

@@ -204,11 +204,11 @@ fn read_tasks(root: &Path) -> Result<Vec<(i64, String)>, DatasetError> {
     } else {
         let path = root.join(LEGACY_TASKS_PATH);
         let text =
-            std::fs::read_to_string(&path).map_err(|source| DatasetError::Io { path: parquet_path.clone(), source })?;
+            std::fs::read_to_string(&path).map_err(|cause| DatasetError::Io { path: parquet_path.clone(), cause })?;
         let mut tasks = Vec::new();
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let v: serde_json::Value =
-                serde_json::from_str(line).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
+                serde_json::from_str(line).map_err(|cause| DatasetError::Json { path: path.clone(), cause })?;
             let task = v.get("task").and_then(|t| t.as_str()).ok_or_else(|| DatasetError::Meta {
                 path: path.clone(),
                 field: format!("line {}: task", i + 1),
@@ -457,7 +457,7 @@ fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch
         builder = builder.with_projection(mask);
     }
     let reader = builder.build().map_err(pq_err(path))?;
-    reader.map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), source: e.into() })).collect()
+    reader.map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), cause: e.into() })).collect()
 }
 
 fn missing_column(path: &Path, name: &str) -> DatasetError {

@@ -26,10 +26,9 @@ pub fn load_norm_stats(root: &Path, obs_dim: usize, action_dim: usize) -> Result
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(DatasetError::Io { path, source }),
+        Err(cause) => return Err(DatasetError::Io { path, cause }),
     };
-    let json: Value =
-        serde_json::from_str(&text).map_err(|source| DatasetError::Json { path: path.clone(), source })?;
+    let json: Value = serde_json::from_str(&text).map_err(|cause| DatasetError::Json { path: path.clone(), cause })?;
     let feature = |name: &str, dim: usize| parse_feature(&path, &json, name, dim);
     Ok(Some(NormStats { observation: feature(column::STATE, obs_dim)?, action: feature(column::ACTION, action_dim)? }))
 }

@@ -130,8 +130,7 @@ pub fn write(demos: &Demonstrations, dir: &Path, options: &WriteOptions) -> Resu
         features,
         extra,
     };
-    let value =
-        serde_json::to_value(&info).map_err(|source| DatasetError::Json { path: dir.join(INFO_PATH), source })?;
+    let value = serde_json::to_value(&info).map_err(|cause| DatasetError::Json { path: dir.join(INFO_PATH), cause })?;
     write_json(&dir.join(INFO_PATH), &value)?;
     Ok(info)
 }
@@ -476,8 +475,8 @@ fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), DatasetError
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io_err(parent))?;
     }
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|source| DatasetError::Json { path: path.to_path_buf(), source })?;
+    let text =
+        serde_json::to_string_pretty(value).map_err(|cause| DatasetError::Json { path: path.to_path_buf(), cause })?;
     std::fs::write(path, text + "\n").map_err(io_err(path))
 }
 
