@@ -158,6 +158,10 @@ enum BenchCommand {
     /// Environment steps per second with uniformly random actions, resets and observation and
     /// reward computation included, for each combination of batch size and thread count.
     Sim(bench::BenchSimArgs),
+    /// Every parser of user or device input (URDF, MJCF, configs, checkpoints, datasets,
+    /// calibrations, observation text, servo-bus bytes) on mutated inputs: panics (must be 0)
+    /// and the slowest input, per target.
+    Fuzz(bench::BenchFuzzArgs),
 }
 
 #[derive(Subcommand)]
@@ -482,6 +486,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { bench: BenchCommand::Mcu(BenchMcuArgs { run, rust, rltools, keep, json }) } => {
             bench_mcu(&run, rust, rltools, keep, json)
         }
+        Command::Bench { bench: BenchCommand::Fuzz(args) } => bench::bench_fuzz(&args),
         Command::Deploy(args) => deploy(&args),
         Command::Calibrate(CalibrateArgs { port, import, robot, out, seconds }) => {
             calibrate(port.as_deref(), import.as_deref(), &robot, out, seconds)

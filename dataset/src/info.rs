@@ -181,6 +181,9 @@ impl Info {
     }
 }
 
+/// Widest zero padding of an index in a path template, digits.
+const MAX_INDEX_WIDTH: usize = 32;
+
 /// Fills a LeRobot path template's `{chunk_index…}` and `{file_index…}` fields (Python format
 /// syntax; `:0Nd` pads to N digits).
 pub fn format_path(template: &str, chunk: i64, file: i64) -> String {
@@ -198,7 +201,14 @@ pub fn format_path(template: &str, chunk: i64, file: i64) -> String {
         };
         match value {
             Some(v) => {
-                let width = spec.trim_start_matches('0').trim_end_matches('d').parse::<usize>().unwrap_or(0);
+                // Wider than any index needs: a hostile template's width (up to 2^64) would
+                // overflow the formatter, so it is capped (the file then is not found, by name).
+                let width = spec
+                    .trim_start_matches('0')
+                    .trim_end_matches('d')
+                    .parse::<usize>()
+                    .unwrap_or(0)
+                    .min(MAX_INDEX_WIDTH);
                 out.push_str(&format!("{v:0width$}"));
             }
             None => out.push_str(&rest[start..start + len + 1]),
@@ -218,6 +228,8 @@ mod tests {
         assert_eq!(format_path(DATA_PATH, 0, 7), "data/chunk-000/file-007.parquet");
         assert_eq!(format_path(DATA_PATH, 12, 1234), "data/chunk-012/file-1234.parquet");
         assert_eq!(format_path("d/{chunk_index}/{file_index:05d}.p", 3, 4), "d/3/00004.p");
+        // A width past what any index needs is capped instead of overflowing the formatter.
+        assert_eq!(format_path("{file_index:4294967296d}", 0, 7).len(), MAX_INDEX_WIDTH);
         // Fields it does not know are left as they are.
         assert_eq!(format_path(VIDEO_PATH, 1, 2), "videos/{video_key}/chunk-001/file-002.mp4");
     }

@@ -444,7 +444,22 @@ fn read_frames(
 }
 
 /// Reads a whole Parquet file; with `columns`, only those top-level columns (each must exist).
+/// The parquet crate panics on some corrupt files (`not implemented: Type <UNKNOWN 131>`, found
+/// by `embodia bench fuzz`): such a file is an error naming it, not a panic of the caller.
 fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {
+    std::panic::catch_unwind(|| read_parquet_unguarded(path, columns)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        let cause =
+            parquet::errors::ParquetError::General(format!("corrupt file: the Parquet reader failed ({message})"));
+        Err(DatasetError::Parquet { path: path.to_path_buf(), cause })
+    })
+}
+
+fn read_parquet_unguarded(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {
     let file = File::open(path).map_err(io_err(path))?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq_err(path))?;
     if let Some(names) = columns {

@@ -1,6 +1,7 @@
 //! The measurements behind `embodia bench`, one module per benchmark family: [`vla`] (πRL's
 //! recipe on the VLA), [`lang`] (language generalization), [`mcu`] (the microcontroller),
-//! [`vla_model`] (VLA latency), [`export_latency`] (exported policies per call); this module
+//! [`vla_model`] (VLA latency), [`export_latency`] (exported policies per call), [`fuzz`] (the
+//! parsers on mutated input); this module
 //! holds `bench solve`, `bench sim`, `bench flow` and the tensor-environment throughput.
 //!
 //! `embodia bench solve`: steps and wall time until a policy first solves a task.
@@ -18,6 +19,7 @@
 //! the figure to hold against the criterion.
 
 pub mod export_latency;
+pub mod fuzz;
 pub mod lang;
 pub mod mcu;
 pub mod vla;

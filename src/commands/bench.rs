@@ -223,6 +223,66 @@ pub(crate) struct BenchLangArgs {
     pub(crate) json: bool,
 }
 
+/// The arguments of `embodia bench fuzz`.
+#[derive(Args)]
+pub(crate) struct BenchFuzzArgs {
+    /// Targets, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) targets: Vec<String>,
+    /// Mutated inputs per target.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) inputs: u64,
+    /// Seed of the mutations.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print one JSON line per target.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `embodia bench fuzz`: fails (exit 1) when any input panicked or took over a second.
+pub(crate) fn bench_fuzz(args: &BenchFuzzArgs) -> anyhow::Result<()> {
+    use embodia::bench::fuzz::{TARGETS, run_target, target};
+    let names: Vec<String> =
+        if args.targets.is_empty() { TARGETS.iter().map(|t| t.to_string()).collect() } else { args.targets.clone() };
+    // A directory of this process's own, removed at the end.
+    let scratch = std::env::temp_dir().join(format!("embodia-fuzz-{}", std::process::id()));
+    anyhow::ensure!(!scratch.exists(), "{}: exists already; remove it or run again", scratch.display());
+    let mut failures = Vec::new();
+    for name in &names {
+        let built = target(name, &scratch);
+        let mut t = match built {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&scratch);
+                return Err(e);
+            }
+        };
+        let r = run_target(&mut t, args.inputs, args.seed);
+        if args.json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            println!(
+                "{:<20} {:>9} inputs, {:>9} accepted, {} panics, slowest {:.4} s, {} over 1 s, {:.0} s  ({})",
+                r.target, r.inputs, r.accepted, r.panics, r.slowest_seconds, r.over_one_second, r.seconds, t.what
+            );
+        }
+        if let Some((message, input)) = &r.first_panic {
+            eprintln!(
+                "{}: first panic: {message}
+  input: {input:?}",
+                r.target
+            );
+        }
+        if r.panics > 0 || r.over_one_second > 0 {
+            failures.push(r.target);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    anyhow::ensure!(failures.is_empty(), "inputs panicked or took over 1 s in: {}", failures.join(", "));
+    Ok(())
+}
+
 /// The arguments of `embodia bench render`.
 #[derive(Args)]
 pub(crate) struct BenchRenderArgs {
