@@ -356,11 +356,16 @@ pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) ->
         }
         AlgoConfig::VlaSft(c) => {
             let mut demos = match &c.dataset {
-                Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
+                Some(dir) => {
+                    let demos = embodia_dataset::read(Path::new(dir))?.demonstrations;
+                    refuse_held_out(config, &demos, &format!("algo.dataset: {dir}"))?;
+                    demos
+                }
                 None => record_vla_demos(config, c)?,
             };
             for dir in &c.policy_datasets {
                 let episodes = embodia_dataset::read(Path::new(dir))?.demonstrations;
+                refuse_held_out(config, &episodes, &format!("algo.policy_datasets: {dir}"))?;
                 demos.insert_episodes(0, episodes).map_err(|message| RunError::Io {
                     path: format!("algo.policy_datasets: {dir}"),
                     message: format!("its episodes have {message}"),
@@ -862,6 +867,37 @@ fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str
         }));
     }
     Ok(())
+}
+
+/// Fails when `demos` (read from `source`) hold episodes of an instruction the run's task holds
+/// out of training: training on them would void every held-out evaluation.
+fn refuse_held_out(
+    config: &TrainConfig,
+    demos: &embodia_sim::demonstrations::Demonstrations,
+    source: &str,
+) -> Result<(), RunError> {
+    let task = config.env.clone().or_else(|| embodia_sim::task_config(&config.task));
+    let held_out = task.and_then(|t| t.command.language).map(|l| l.held_out).unwrap_or_default();
+    let mut found: Vec<&str> = demos
+        .episodes
+        .iter()
+        .filter_map(|e| e.instruction.as_deref())
+        .filter(|i| held_out.iter().any(|h| h == i))
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    let episodes = found.len();
+    found.sort_unstable();
+    found.dedup();
+    Err(RunError::Io {
+        path: source.into(),
+        message: format!(
+            "{episodes} episodes are of instructions task `{}` holds out of training ({}): training on them voids the held-out evaluation; remove them from the dataset, or train a task without them held out (env.command.language.held_out)",
+            config.task,
+            found.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
+        ),
+    })
 }
 
 /// The checkpoint of the run `init` (`algo.init`) an RL run starts from; `missing` says what

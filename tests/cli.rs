@@ -1484,6 +1484,21 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     args.extend(["--set", "algo.updates_per_iteration=5", "--set", "algo.num_envs=1", "--set", "eval_episodes=1"]);
     args.extend(["--run-dir", "ds"]);
     ok(d, &[&args[..], &small[..]].concat());
+    // A dataset holding an instruction the task holds out of training is refused, naming it.
+    let mut held = embodia::dataset::read(&d.join("data/vla")).unwrap().demonstrations;
+    let held_out = embodia::sim::rapier::builtin_tasks::LANG_CUBES_HELD_OUT[0];
+    held.episodes[0].instruction = Some(held_out.to_string());
+    embodia::dataset::write(&held, &d.join("data/held"), &Default::default()).unwrap();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| match *a {
+            "data/vla" => "data/held",
+            "ds" => "ds-held",
+            a => a,
+        })
+        .collect();
+    let e = fail(d, &[&args[..], &small[..]].concat());
+    assert_mentions(&e, &["algo.dataset: data/held", "1 episodes", held_out, "held-out evaluation"]);
 
     // A policy's own episodes (`record --run`, images included) train beside the
     // demonstrations; a dataset of other observations is refused, naming it.

@@ -300,12 +300,17 @@ impl ModeSuccess {
         learner: &dyn Learner,
         config: &TrainConfig,
         episodes: usize,
-    ) -> Result<(Self, Vec<EvalResult>), RunError> {
+    ) -> Result<(Self, Vec<Option<EvalResult>>), RunError> {
+        // A policy that picks its own initial noise (`dsrl`) has no fixed draw: that mode is
+        // not measured (NaN), not stood in for by another.
         let evals = EvalMode::ALL
             .into_iter()
-            .map(|mode| evaluate_learner_in(learner, config, episodes, mode, None))
+            .map(|mode| match mode {
+                EvalMode::FixedDraw if learner.initial_noise().is_none() => Ok(None),
+                _ => evaluate_learner_in(learner, config, episodes, mode, None).map(Some),
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let rate = |k: usize| evals[k].success_rate.unwrap_or(0.0);
+        let rate = |k: usize| evals[k].as_ref().map_or(f64::NAN, |e| e.success_rate.unwrap_or(0.0));
         Ok((Self { sampled: rate(0), zero: rate(1), fixed_draw: rate(2) }, evals))
     }
 }
@@ -324,9 +329,11 @@ pub struct ModeGain {
 
 impl ModeGain {
     /// `after − before`, paired episode by episode; evaluations in [`EvalMode::ALL`]'s order.
-    fn between(before: &[EvalResult], after: &[EvalResult], seed: u64) -> Result<Self, RunError> {
+    /// A mode either side was not measured in has a NaN gain.
+    fn between(before: &[Option<EvalResult>], after: &[Option<EvalResult>], seed: u64) -> Result<Self, RunError> {
         let gain = |k: usize| {
-            let c = crate::compare::pair(&before[k], &after[k], seed)
+            let (Some(before), Some(after)) = (&before[k], &after[k]) else { return Ok([f64::NAN; 3]) };
+            let c = crate::compare::pair(before, after, seed)
                 .map_err(|message| RunError::Io { path: "bench flow".into(), message })?;
             Ok::<_, RunError>([c.difference, c.ci95[0], c.ci95[1]])
         };

@@ -526,15 +526,20 @@ pub(crate) fn bench_flow(
 
 /// `sampled 0.46 / zero 0.40 / fixed-draw 0.15`: success in every evaluation mode.
 pub(crate) fn mode_rates(r: &embodia::bench::ModeSuccess) -> String {
-    EvalMode::ALL.map(|m| format!("{m} {:.2}", r.get(m))).join(" / ")
+    EvalMode::ALL
+        .map(|m| match r.get(m) {
+            v if v.is_nan() => format!("{m} n/a"),
+            v => format!("{m} {v:.2}"),
+        })
+        .join(" / ")
 }
 
 /// `sampled +0.12 [+0.03, +0.21] / …`: a paired difference in every evaluation mode.
 pub(crate) fn mode_gains(g: &embodia::bench::ModeGain) -> String {
     EvalMode::ALL
-        .map(|m| {
-            let [d, lo, hi] = g.get(m);
-            format!("{m} {d:+.2} [{lo:+.2}, {hi:+.2}]")
+        .map(|m| match g.get(m) {
+            [d, ..] if d.is_nan() => format!("{m} n/a"),
+            [d, lo, hi] => format!("{m} {d:+.2} [{lo:+.2}, {hi:+.2}]"),
         })
         .join(" / ")
 }
