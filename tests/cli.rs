@@ -1366,6 +1366,9 @@ fn bench_solve_judges_mountain_car_by_its_return_not_its_success_flag() {
     assert_eq!(seed["solved"], true, "{}", out.stdout);
     assert!(seed["last_eval_return"].as_f64().unwrap() >= 90.0, "{}", out.stdout);
     assert!(out.stdout.contains("threshold 90,"), "{}", out.stdout);
+    // The solving policy holds on 1,000 fresh initial states, not only on the 10 screened.
+    assert!(seed["confirm_return"].as_f64().is_some_and(|r| r >= 90.0), "{}", out.stdout);
+    assert!(seed["confirm_success"].is_null(), "{}", out.stdout);
 }
 
 // ---------------------------------------------------------------------------------------------

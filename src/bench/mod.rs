@@ -15,8 +15,8 @@
 //! so for tasks with a success criterion 10/10 is only a screen: a policy that passes it is run
 //! on [`GATE_EPISODES`] more (also fixed, inside the timing), and the task is solved when the
 //! success rate there reaches the threshold. The policy that solved is then run from
-//! [`CONFIRM_EPISODES`] fresh initial states (outside the timing): its success rate there is
-//! the figure to hold against the criterion.
+//! [`CONFIRM_EPISODES`] fresh initial states (outside the timing): its success rate there (its
+//! mean return, for tasks judged by return) is the figure to hold against the criterion.
 
 pub mod export_latency;
 pub mod fuzz;
@@ -63,6 +63,11 @@ pub struct SolveResult {
     /// Success rate of the solving policy over [`CONFIRM_EPISODES`] episodes from fresh initial
     /// states (deterministic actions); `None` if unsolved or the task has no success criterion.
     pub confirm_success: Option<f64>,
+    /// Mean return of the solving policy over [`CONFIRM_EPISODES`] episodes from fresh initial
+    /// states, for tasks judged by return (the 10 screening episodes start from the same
+    /// states at every evaluation, so passing them once can be luck); `None` if unsolved or
+    /// judged by success.
+    pub confirm_return: Option<f64>,
 }
 
 /// Trains `config` (with its seed) until solved or `config.total_steps` is spent. After every
@@ -97,12 +102,12 @@ pub fn solve(
         };
         if solved {
             let wall_seconds = start.elapsed().as_secs_f64();
-            let confirm_success = if by_success {
-                let confirm = TrainConfig { seed: config.seed + CONFIRM_SEED_OFFSET, ..config.clone() };
-                evaluate_learner(learner.as_ref(), &confirm, CONFIRM_EPISODES, learner.default_eval_mode())?
-                    .success_rate
-            } else {
-                None
+            let confirm = TrainConfig { seed: config.seed + CONFIRM_SEED_OFFSET, ..config.clone() };
+            let confirmed =
+                evaluate_learner(learner.as_ref(), &confirm, CONFIRM_EPISODES, learner.default_eval_mode())?;
+            let (confirm_success, confirm_return) = match by_success {
+                true => (confirmed.success_rate, None),
+                false => (None, Some(confirmed.mean_return)),
             };
             return Ok(SolveResult {
                 seed: config.seed,
@@ -111,6 +116,7 @@ pub fn solve(
                 wall_seconds,
                 last_eval_return: last,
                 confirm_success,
+                confirm_return,
             });
         }
     }
@@ -121,6 +127,7 @@ pub fn solve(
         wall_seconds: start.elapsed().as_secs_f64(),
         last_eval_return: last,
         confirm_success: None,
+        confirm_return: None,
     })
 }
 

@@ -389,10 +389,11 @@ pub(crate) fn bench_solve(settings: &Settings, seeds: u64, json: bool) -> anyhow
                 eprintln!("  seed={seed} env_steps={steps} wall_s={wall:.0} eval_return={ret:.1}{success}");
             }
         })?;
-        let confirm = r
-            .confirm_success
-            .map(|s| format!(" confirm_success={s:.3} ({CONFIRM_EPISODES} fresh initial states)"))
-            .unwrap_or_default();
+        let confirm = match (r.confirm_success, r.confirm_return) {
+            (Some(s), _) => format!(" confirm_success={s:.3} ({CONFIRM_EPISODES} fresh initial states)"),
+            (None, Some(ret)) => format!(" confirm_return={ret:.1} ({CONFIRM_EPISODES} fresh initial states)"),
+            (None, None) => String::new(),
+        };
         println!(
             "seed={} solved={} env_steps={} wall_s={:.2} last_eval_return={:.1}{confirm}",
             r.seed, r.solved, r.env_steps, r.wall_seconds, r.last_eval_return
