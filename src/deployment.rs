@@ -728,6 +728,32 @@ fn emulated_robot(
     Ok((emulator, robot))
 }
 
+/// Whether the safety layer's intervention for `reason` is the detection of `fault` injected
+/// into servo `id`: a read fault (lost, late, corrupt or cut reply, silence) by a failed read
+/// naming that servo, a reported fault by that servo's joint reporting it. An intervention for
+/// another cause or servo is not credited to the fault.
+fn detects(fault: embodia_deploy::Fault, id: u8, reason: &Reason, map: &HardwareMap) -> bool {
+    use embodia_deploy::Fault;
+    let joint_is_servo = |joint: usize| map.joints.get(joint).is_some_and(|j| j.id == id);
+    let reports = |words: &[&str]| match reason {
+        Reason::ServoFault { joint, what } => joint_is_servo(*joint) && words.iter().any(|w| what.contains(w)),
+        _ => false,
+    };
+    match fault {
+        Fault::Undervoltage(_) => reports(&["voltage"]),
+        Fault::Overheat(_) => reports(&["overheat", "temperature"]),
+        Fault::Overload(_) => reports(&["overload"]),
+        Fault::Drop | Fault::Delay(_) | Fault::Corrupt | Fault::Truncate | Fault::Silence(_) => match reason {
+            // The bus errors name the servo: `servo 3: no reply…`, `servo 3 reports…`, or in a
+            // sync read whose reply is missing, `expected a reply from servo 3, got one from…`.
+            Reason::ReadFailed(message) => [format!("servo {id}:"), format!("servo {id} "), format!("servo {id},")]
+                .iter()
+                .any(|m| message.starts_with(m.as_str()) || message.contains(&format!("from {m}"))),
+            _ => false,
+        },
+    }
+}
+
 /// `embodia bench deploy`: a loop at `hz` for `seconds` against the emulator on a
 /// pseudo-terminal (the run's policy reaching targets, or a sweep), then `faults` injected
 /// faults, every kind in turn on random servos, one at a time, under the sweep policy.
@@ -837,6 +863,8 @@ pub fn bench(
     };
     // The fault under way: its kind, index in the emulator's log, end, cycle, detected.
     let mut current: Option<(Fault, usize, Instant, u64, bool)> = None;
+    // The servo of the fault under way.
+    let mut servo = 0u8;
     let (mut injected, mut gap, mut events_seen) = (0usize, 2u32, 0usize);
     // A loop that cannot get back to Active (an overloaded machine starving the emulator makes
     // real bus faults, which latch a stop nobody re-arms) would wait for its next injection
@@ -865,6 +893,7 @@ pub fn bench(
             None => {
                 let fault = kinds(injected, rng.random_bool(0.25));
                 let id = map.joints[rng.random_range(0..map.joints.len())].id;
+                servo = id;
                 let mut r = responder.lock().expect("emulator");
                 let index = r.chain.fault_log().len();
                 r.chain.inject(id, fault, now);
@@ -887,9 +916,11 @@ pub fn bench(
                 let at = responder.lock().expect("emulator").chain.fault_log().get(*index).map(|f| f.at);
                 let s = stats.entry(fault.kind().to_string()).or_default();
                 if let (Some(at), false) = (at, *detected) {
-                    let first = lp.events[events_seen..]
-                        .iter()
-                        .find(|e| matches!(e.action, Action::Hold | Action::TorqueOff) && e.at >= at);
+                    let first = lp.events[events_seen..].iter().find(|e| {
+                        matches!(e.action, Action::Hold | Action::TorqueOff)
+                            && e.at >= at
+                            && detects(*fault, servo, &e.reason, &map)
+                    });
                     if let Some(e) = first {
                         let dt = e.at - at;
                         *detected = true;
@@ -977,4 +1008,41 @@ pub fn describe_bench(r: &BenchReport) -> String {
         r.fault_cycles, r.commands_checked, r.commands_outside_limits, r.commands_over_step
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use embodia_deploy::Fault;
+    use std::time::Duration;
+
+    #[test]
+    fn a_fault_is_detected_only_by_an_intervention_for_its_servo_and_kind() {
+        let model = embodia_robots::builtin("so101").unwrap();
+        let map = HardwareMap::builtin("so101", &model).unwrap();
+        let (id, other) = (map.joints[2].id, map.joints[3].id);
+        let read = |m: String| Reason::ReadFailed(m);
+        let silence = Fault::Silence(Duration::from_millis(60));
+        assert!(detects(silence, id, &read(format!("servo {id}: no reply within 10ms")), &map));
+        assert!(detects(
+            silence,
+            id,
+            &read(format!("expected a reply from servo {id}, got one from servo {other}")),
+            &map
+        ));
+        assert!(!detects(silence, id, &read(format!("servo {other}: no reply within 10ms")), &map));
+        assert!(!detects(
+            silence,
+            id,
+            &read(format!("expected a reply from servo {other}, got one from servo {id}")),
+            &map
+        ));
+        assert!(!detects(silence, id, &Reason::StaleState { age: Duration::from_millis(40) }, &map));
+        let overheat = Fault::Overheat(Duration::from_millis(60));
+        let fault = |joint: usize, what: &str| Reason::ServoFault { joint, what: what.into() };
+        assert!(detects(overheat, id, &fault(2, "temperature 66 °C > 65 °C"), &map));
+        assert!(!detects(overheat, id, &fault(3, "overheat"), &map), "another servo's fault");
+        assert!(!detects(overheat, id, &fault(2, "overload"), &map), "another kind of fault");
+        assert!(!detects(Fault::Drop, id, &fault(2, "overload"), &map), "a read fault is not a reported one");
+    }
 }
