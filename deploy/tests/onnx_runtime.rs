@@ -142,3 +142,57 @@ fn corrupt_or_missing_models_and_ragged_inputs_are_reported() {
     }
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// tract on mutated `model.onnx` files (bit flips, random bytes, cut and duplicated ranges):
+/// every one is refused or runs, none panics. 2,000 inputs; `EMBODIA_FUZZ_INPUTS` asks for more
+/// (the campaign's figure is in docs/results/robustness.md).
+#[test]
+fn mutated_models_never_panic_tract() {
+    let dir = scratch_dir("fuzz");
+    let model = export(&dir, "seed", &policies()[0]);
+    let seed = fs::read(&model).unwrap();
+    let inputs: usize = std::env::var("EMBODIA_FUZZ_INPUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let path = dir.join("mutated.onnx");
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let (mut panics, mut loaded, mut first) = (0usize, 0usize, None);
+    for _ in 0..inputs {
+        let mut bytes = seed.clone();
+        for _ in 0..rng.random_range(1..=8) {
+            let at = rng.random_range(0..bytes.len());
+            match rng.random_range(0..4) {
+                0 => bytes[at] ^= 1 << rng.random_range(0..8),
+                1 => bytes[at] = rng.random(),
+                2 => {
+                    let end = (at + rng.random_range(1..=64)).min(bytes.len() - 1);
+                    bytes.drain(at..end);
+                }
+                _ => {
+                    let end = (at + rng.random_range(1..=64)).min(bytes.len());
+                    let copy = bytes[at..end].to_vec();
+                    bytes.splice(at..at, copy);
+                }
+            }
+        }
+        fs::write(&path, &bytes).unwrap();
+        let outcome = std::panic::catch_unwind(|| match load(&path, &Runtime::Tract) {
+            Ok(mut policy) => {
+                let _ = policy.run(&[0.1; 5], &mut [0.0; 3]);
+                true
+            }
+            Err(_) => false,
+        });
+        match outcome {
+            Ok(ok) => loaded += usize::from(ok),
+            Err(payload) => {
+                panics += 1;
+                first = first.or_else(|| payload.downcast_ref::<String>().cloned());
+            }
+        }
+    }
+    std::panic::set_hook(hook);
+    fs::remove_dir_all(&dir).unwrap();
+    eprintln!("{inputs} mutated models: {loaded} loaded, {panics} panics");
+    assert_eq!(panics, 0, "tract panicked on {panics} of {inputs} mutated models; first: {first:?}");
+}

@@ -509,7 +509,10 @@ pub(crate) fn bench_flow(
                 .map_or_else(|| "-".to_string(), |m| format!("{m:.2}"))
         };
         let medians = |f: &dyn Fn(&embodia::bench::FlowBenchResult) -> embodia::bench::ModeSuccess| {
-            EvalMode::ALL.map(|m| format!("{} {}", m, median(&|r| Some(f(r).get(m))))).join(" / ")
+            // A mode not measured (NaN: no fixed draw for dsrl) has no median.
+            EvalMode::ALL
+                .map(|m| format!("{} {}", m, median(&|r| Some(f(r).get(m)).filter(|v| !v.is_nan()))))
+                .join(" / ")
         };
         println!(
             "task={task} median over {seeds} seed(s): S0={} S1={}{}",
