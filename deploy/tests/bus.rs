@@ -111,9 +111,9 @@ fn a_sync_read_has_one_deadline_for_all_its_replies() {
         r.chain.inject(3, Fault::Delay(Duration::from_millis(28)), now);
     }
     // Servo 3 answers 28 ms after the request: within 20 ms of servo 2's reply, but late for
-    // the request, so the read fails rather than passing off a late reply as fresh state.
-    assert_eq!(
-        bus.sync_read(ct::PRESENT_POSITION.addr, 2, &[1, 2, 3], &mut out, &mut flags),
-        Err(BusError::Timeout { id: 3, timeout: FAST.timeout })
-    );
+    // the request, so the read fails rather than passing off a late reply as fresh state. (It
+    // names servo 3 unless a stalled host also made servo 2's reply late: the machine's load,
+    // not the driver, decides which.)
+    let read = bus.sync_read(ct::PRESENT_POSITION.addr, 2, &[1, 2, 3], &mut out, &mut flags);
+    assert!(matches!(read, Err(BusError::Timeout { id: 2 | 3, timeout }) if timeout == FAST.timeout), "{read:?}");
 }

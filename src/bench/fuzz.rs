@@ -24,15 +24,20 @@ use serde::Serialize;
 
 use crate::config::{ConfigSources, TrainConfig, resolve};
 
+/// Inputs, each a byte string.
+type Corpus = Vec<Vec<u8>>;
+
+/// Parses one input; `true` when it was accepted.
+type Parse = Box<dyn FnMut(&[u8]) -> bool>;
+
 /// One parser and the inputs it starts from.
 pub struct FuzzTarget {
     /// Name on the command line (`--targets`).
     pub name: &'static str,
     /// What it parses.
     pub what: &'static str,
-    seeds: Vec<Vec<u8>>,
-    /// Parses one input; `true` when it was accepted.
-    parse: Box<dyn FnMut(&[u8]) -> bool>,
+    seeds: Corpus,
+    parse: Parse,
 }
 
 /// What one target did over its inputs.
@@ -52,6 +57,9 @@ pub struct FuzzReport {
     pub slowest_seconds: f64,
     /// Inputs that took over one second.
     pub over_one_second: u64,
+    /// The inputs that panicked or took over one second, by index (at most 16 kept).
+    #[serde(skip)]
+    pub failing_inputs: Vec<(u64, Vec<u8>)>,
     /// Wall time of the whole target, seconds.
     pub seconds: f64,
 }
@@ -152,6 +160,7 @@ pub fn run_target(target: &mut FuzzTarget, inputs: u64, seed: u64) -> FuzzReport
         first_panic: None,
         slowest_seconds: 0.0,
         over_one_second: 0,
+        failing_inputs: Vec::new(),
         seconds: 0.0,
     };
     // Panics are counted here, not printed by the default hook.
@@ -167,7 +176,11 @@ pub fn run_target(target: &mut FuzzTarget, inputs: u64, seed: u64) -> FuzzReport
         let elapsed = t.elapsed();
         report.inputs += 1;
         report.slowest_seconds = report.slowest_seconds.max(elapsed.as_secs_f64());
-        report.over_one_second += u64::from(elapsed > Duration::from_secs(1));
+        let slow = elapsed > Duration::from_secs(1);
+        report.over_one_second += u64::from(slow);
+        if (slow || outcome.is_err()) && report.failing_inputs.len() < 16 {
+            report.failing_inputs.push((i, input.clone()));
+        }
         match outcome {
             Ok(accepted) => report.accepted += u64::from(accepted),
             Err(payload) => {
@@ -276,7 +289,7 @@ pub fn target(name: &str, scratch: &Path) -> anyhow::Result<FuzzTarget> {
 }
 
 /// Whole configurations as runs write them: Gaussian, flow and VLA algorithms.
-fn full_configs() -> anyhow::Result<Vec<Vec<u8>>> {
+fn full_configs() -> anyhow::Result<Corpus> {
     [("pendulum", "sac"), ("pick-cube", "sft"), ("push-t", "ppo-flow-sde"), ("lang-cubes", "vla-sft")]
         .iter()
         .map(|&(task, algorithm)| {
@@ -287,12 +300,12 @@ fn full_configs() -> anyhow::Result<Vec<Vec<u8>>> {
 }
 
 /// The shipped robot descriptions with extension `ext`.
-fn robot_files(ext: &str) -> anyhow::Result<Vec<Vec<u8>>> {
+fn robot_files(ext: &str) -> anyhow::Result<Corpus> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/robots");
     files_with_extension(&dir, ext)
 }
 
-fn files_with_extension(dir: &Path, ext: &str) -> anyhow::Result<Vec<Vec<u8>>> {
+fn files_with_extension(dir: &Path, ext: &str) -> anyhow::Result<Corpus> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == ext))
@@ -435,7 +448,7 @@ fn chain(dynamixel: bool) -> embodia_deploy::ServoChain {
 
 /// Each transaction's request and the emulator's replies to it, for both protocols, each
 /// prefixed by its `(protocol, transaction)` byte: `protocol · 3 + transaction`.
-fn emulated_traffic() -> anyhow::Result<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+fn emulated_traffic() -> anyhow::Result<(Corpus, Corpus)> {
     use embodia_deploy::emulator::Responder;
     use embodia_deploy::{Bus, BusConfig, Dynamixel};
     let config = BusConfig { timeout: Duration::ZERO, retries: 0 };

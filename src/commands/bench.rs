@@ -238,6 +238,10 @@ pub(crate) struct BenchFuzzArgs {
     /// Print one JSON line per target.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write the inputs that panicked or took over 1 s into this directory, as
+    /// `<target>-<index>.bin` (at most 16 per target), to reproduce them.
+    #[arg(long)]
+    pub(crate) keep: Option<std::path::PathBuf>,
 }
 
 /// `embodia bench fuzz`: fails (exit 1) when any input panicked or took over a second.
@@ -273,6 +277,14 @@ pub(crate) fn bench_fuzz(args: &BenchFuzzArgs) -> anyhow::Result<()> {
   input: {input:?}",
                 r.target
             );
+        }
+        if let Some(dir) = &args.keep {
+            std::fs::create_dir_all(dir)?;
+            for (index, input) in &r.failing_inputs {
+                let path = dir.join(format!("{}-{index}.bin", r.target));
+                std::fs::write(&path, input)?;
+                eprintln!("{}: kept input {index} in {}", r.target, path.display());
+            }
         }
         if r.panics > 0 || r.over_one_second > 0 {
             failures.push(r.target);
