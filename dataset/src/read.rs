@@ -460,7 +460,9 @@ fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch
 }
 
 fn read_parquet_unguarded(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {
-    let file = File::open(path).map_err(io_err(path))?;
+    let mut file = File::open(path).map_err(io_err(path))?;
+    let file_bytes = file.metadata().map_err(io_err(path))?.len();
+    check_footer_length(path, &mut file, file_bytes)?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq_err(path))?;
     if let Some(names) = columns {
         let schema = builder.schema().clone();
@@ -473,6 +475,27 @@ fn read_parquet_unguarded(path: &Path, columns: Option<&[&str]>) -> Result<Vec<R
     }
     let reader = builder.build().map_err(pq_err(path))?;
     reader.map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), cause: e.into() })).collect()
+}
+
+/// Refuses a file whose footer (its last 8 bytes: the metadata's length, then `PAR1`) declares
+/// more metadata than the file holds: the reader would allocate that much before finding out.
+fn check_footer_length(path: &Path, file: &mut File, file_bytes: u64) -> Result<(), DatasetError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = [0u8; 8];
+    let read = file_bytes >= 8
+        && file.seek(SeekFrom::End(-8)).is_ok()
+        && file.read_exact(&mut tail).is_ok()
+        && file.seek(SeekFrom::Start(0)).is_ok();
+    let declared = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if read && &tail[4..] == b"PAR1" && declared + 8 <= file_bytes {
+        return Ok(());
+    }
+    let what = match read && &tail[4..] == b"PAR1" {
+        true => format!("{declared} bytes of metadata declared in a file of {file_bytes} bytes"),
+        false => "no Parquet footer (the file does not end with PAR1)".to_string(),
+    };
+    let cause = parquet::errors::ParquetError::General(format!("corrupt footer: {what}"));
+    Err(DatasetError::Parquet { path: path.to_path_buf(), cause })
 }
 
 fn missing_column(path: &Path, name: &str) -> DatasetError {

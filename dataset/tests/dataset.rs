@@ -442,3 +442,23 @@ fn instructions_and_images_round_trip() {
     assert!(e.contains("episode 1") && e.contains("front"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A Parquet footer that declares more metadata than the file holds is refused by name before
+/// the reader allocates what it declares; a file without the `PAR1` trailer likewise.
+#[test]
+fn a_footer_declaring_more_than_the_file_holds_is_refused() {
+    let dir = written("footer", &synthetic(2));
+    let path = data_file(&dir);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let e = embodia_dataset::read(&dir).unwrap_err().to_string();
+    assert!(
+        e.contains(&path.display().to_string()) && e.contains("corrupt footer: 4294967295 bytes of metadata"),
+        "{e}"
+    );
+    std::fs::write(&path, &bytes[..n - 2]).unwrap();
+    let e = embodia_dataset::read(&dir).unwrap_err().to_string();
+    assert!(e.contains("does not end with PAR1"), "{e}");
+}
