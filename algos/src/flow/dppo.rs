@@ -364,8 +364,7 @@ impl Dppo {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
-        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
-        check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
+        config.reward.check_task(env)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" {
             return Err(AlgoError::Checkpoint(format!(

@@ -275,8 +275,7 @@ impl Dsrl {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
-        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
-        check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
+        config.reward.check_task(env)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" || init.meta.contains_key(DIFFUSION_KEY) {
             return Err(AlgoError::Checkpoint(format!(

@@ -46,7 +46,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::check_finite;
 use crate::flow::gae_collection::{ChunkSampler, collect_chunk_steps};
 use crate::flow::grpo::grpo_episodes;
-use crate::flow::ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig, RewardSource};
+use crate::flow::ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig};
 use crate::flow::ppo_loss::{
     GroupBatch, PpoStats, epoch_minibatches, gather_chains, kl_guarded_minibatches, ppo_group_loss,
     stochastic_step_groups,
@@ -117,9 +117,7 @@ impl PpoFlow {
         config.validate()?;
         let sil = config.self_imitation_coef;
         check_range("self_imitation_coef", sil, sil == 0.0, "0: not implemented for ppo-flow (vla-ppo-flow has it)")?;
-        let has_success = env.info().has_success;
-        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
-        check_range("reward", "success", config.reward == RewardSource::Task || has_success, &allowed)?;
+        config.reward.check_task(env)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" {
             return Err(AlgoError::Checkpoint(format!(

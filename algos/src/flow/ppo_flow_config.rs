@@ -78,6 +78,14 @@ pub enum RewardSource {
     Success,
 }
 
+impl RewardSource {
+    /// Fails when the success reward is asked of a task without a success criterion.
+    pub(crate) fn check_task(self, env: &dyn embodia_sim::VecEnv) -> Result<(), crate::AlgoError> {
+        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
+        crate::check_range("reward", "success", self == RewardSource::Task || env.info().has_success, &allowed)
+    }
+}
+
 /// How per-element log-probabilities `[C, D]` become PPO ratios (`logprob_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

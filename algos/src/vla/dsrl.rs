@@ -218,8 +218,7 @@ impl VlaDsrl {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
-        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
-        check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
+        config.reward.check_task(env)?;
         let (actor, model) = VlaActor::from_sft_checkpoint(init, &config.init, env, &device.clone().inner())?;
         let critic_dim = match (config.privileged_critic, &env.obs_spec().critic) {
             (false, _) => 0,

@@ -70,7 +70,7 @@ use crate::transfer::{to_host, to_tensor};
 use crate::vla::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
 use crate::{
     Adam, AdvantageEstimator, AlgoError, Checkpoint, CriticInput, EpisodeStats, EvalMode, FlowRlMethod, InitialNoise,
-    Learner, MetricRow, PpoFlowConfig, RewardSource, check_range,
+    Learner, MetricRow, PpoFlowConfig, check_range,
 };
 
 /// What one iteration stores, row `step·n + env` for chunk step `step`.
@@ -210,8 +210,7 @@ impl VlaPpo {
             config.distill_during_rl.is_none(),
             "absent: not implemented for the VLA",
         )?;
-        let allowed = format!("task (`{}` has no success criterion)", env.info().name);
-        check_range("reward", "success", config.reward == RewardSource::Task || env.info().has_success, &allowed)?;
+        config.reward.check_task(env)?;
         let (actor, model) = VlaActor::from_sft_checkpoint(init, &config.init, env, &device)?;
         let state_critic = config.advantage == AdvantageEstimator::Gae && config.critic == CriticInput::Observation;
         let critic = state_critic.then(|| {
