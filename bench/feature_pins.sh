@@ -14,7 +14,7 @@ trap 'rm -rf "$dir"' EXIT
 graph() { RUSTC_BOOTSTRAP=1 cargo "$@" --unit-graph -Z unstable-options --release; }
 graph build --workspace --features "$base_features" > "$dir/base.json"
 graph test --no-run --workspace --features "$base_features" > "$dir/test.json"
-graph build --features "$features" > "$dir/feature.json"
+if [ "$features" = python ]; then graph build -p embodia-py > "$dir/feature.json"; else graph build --features "$features" > "$dir/feature.json"; fi
 python3 - "$dir" <<'PY'
 import json, sys
 def load(path):

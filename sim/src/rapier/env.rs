@@ -168,10 +168,17 @@ impl VecEnv for RapierEnv {
     }
 
     fn reset(&mut self, seed: u64) {
-        let od = self.spec.obs_dim;
+        let (od, spec) = (self.spec.obs_dim, &self.spec);
         self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
             |(i, (scene, obs))| {
-                scene.set_rng(env_rng(seed, i));
+                // Every world is built anew: a used world keeps contact and broad-phase state
+                // from its past episodes (warm-start impulses, the order of contact pairs), so
+                // resetting it in place would make the rollout of a seed depend on what the
+                // environment did before. Building cannot fail here: the same spec built it.
+                match Scene::new(spec, env_rng(seed, i)) {
+                    Ok(fresh) => *scene = fresh,
+                    Err(_) => scene.set_rng(env_rng(seed, i)),
+                }
                 scene.reset();
                 scene.observe_policy(true, obs);
             },
