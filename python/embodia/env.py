@@ -150,7 +150,8 @@ class EmbodiaVectorEnv(VectorEnv):
         info = {
             "success": success,
             "_success": np.ones(self.num_envs, dtype=bool),
-            "final_obs": _observation(self.core, final_obs, []) if self._cameras == [] else {"state": final_obs},
+            # With cameras, only the state: the cameras render after the autoreset.
+            "final_obs": {"state": final_obs} if self._cameras else final_obs,
             "_final_obs": done,
             "final_info": {"success": success, "_success": done},
             "_final_info": done,
@@ -201,6 +202,7 @@ class EmbodiaEnv(gym.Env):
         self.observation_space, self.action_space = _spaces(self.core)
         self._seeded = False
         self._ended = False
+        self._last: dict = {}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Starts an episode: from `seed`; without one, the first reset uses the seed given to
@@ -215,8 +217,7 @@ class EmbodiaEnv(gym.Env):
             seed = int(self.np_random.integers(_SEED_BOUND))
         self._seeded = True
         self._ended = False
-        state = self.core.reset(_seed(seed))
-        return self._one(_observation(self.core, state, self._cameras)), self._info(None)
+        return self._observe(self.core.reset(_seed(seed))), self._info(None)
 
     def step(self, action: Any):
         """One step with `action` (`[action_dim]`); returns `(obs, reward, terminated,
@@ -228,20 +229,22 @@ class EmbodiaEnv(gym.Env):
             raise ValueError(f"action has shape {array.shape}; expected {(self.core.action_dim,)}")
         obs, reward, terminated, truncated, success, final_obs, _, _ = self.core.step(array.reshape(1, -1))
         self._ended = bool(terminated[0] or truncated[0])
-        if self._ended:
-            # The core has already started the next episode; the caller sees the ended one's
-            # last observation (its images are not rendered: the cameras show the new episode).
-            observation = self._one(_observation(self.core, final_obs, [])) if not self._cameras else None
-            if observation is None:
-                observation = self._one(_observation(self.core, final_obs, self._cameras))
+        if not self._ended:
+            observation = self._observe(obs)
+        elif self._cameras:
+            # The cameras render after the core's autoreset, so they already show the next
+            # episode: the last observation of the ended one keeps the frames of the step before.
+            observation = {"state": final_obs[0], **{k: v for k, v in self._last.items() if k != "state"}}
         else:
-            observation = self._one(_observation(self.core, obs, self._cameras))
+            observation = final_obs[0]
         return observation, float(reward[0]), bool(terminated[0]), bool(truncated[0]), self._info(success[0])
 
-    def _one(self, batched: Any) -> Any:
-        if isinstance(batched, dict):
-            return {k: v[0] for k, v in batched.items()}
-        return batched[0]
+    def _observe(self, state: np.ndarray) -> Any:
+        """The observation of the environment: its state row and (with cameras) its images."""
+        if not self._cameras:
+            return state[0]
+        self._last = {k: v[0] for k, v in _observation(self.core, state, self._cameras).items()}
+        return self._last
 
     def _info(self, success: Optional[bool]) -> dict:
         info: dict = {}
