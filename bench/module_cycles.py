@@ -112,5 +112,5 @@ def main(dirs):
 
 if __name__ == '__main__':
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    dirs = sys.argv[1:] or [os.path.join(root, d, 'src') for d in ('.', 'robots', 'sim', 'policies', 'algos', 'dataset', 'deploy')]
+    dirs = sys.argv[1:] or [os.path.join(root, d, 'src') for d in ('.', 'robots', 'sim', 'policies', 'algos', 'dataset', 'deploy', 'python')]
     sys.exit(main([os.path.normpath(d) for d in dirs]))
