@@ -45,7 +45,13 @@ pub struct RapierEnv {
     buffers: StepBuffers,
     /// Made at the first [`VecEnv::expert_actions`] call.
     expert: Option<ExpertLabeler>,
+    /// The reward terms of [`RapierEnv::add_reward_term`], added again to every world a seeded
+    /// reset builds.
+    added_rewards: Vec<AddedReward>,
 }
+
+/// Adds one user reward term to a scene.
+type AddedReward = Arc<dyn Fn(&mut Scene) + Send + Sync>;
 
 impl RapierEnv {
     /// Builds `num_envs` worlds of `config` with `model`, reset with seed 0. `info` names the
@@ -78,6 +84,7 @@ impl RapierEnv {
             action_spec: ActionSpec { bounds: BoxSpace::uniform(spec.num_actions(), -clip, clip) },
             buffers,
             expert: None,
+            added_rewards: Vec::new(),
             outcomes: vec![Outcome::default(); num_envs],
             scenes,
             spec,
@@ -113,10 +120,16 @@ impl RapierEnv {
     /// ones: a task's own term, written as a bevy system over the resources of
     /// [`super::terms`] (e.g. `|joints: Res<Joints>| joints.qd[0].abs()`), without a new
     /// [`RewardKind`](super::task_config::RewardKind). Takes effect from the next step.
-    pub fn add_reward_term<M>(&mut self, weight: f32, system: impl IntoSystem<(), f32, M> + Clone) {
+    pub fn add_reward_term<M: 'static>(
+        &mut self,
+        weight: f32,
+        system: impl IntoSystem<(), f32, M> + Clone + Send + Sync + 'static,
+    ) {
+        let add: AddedReward = Arc::new(move |scene: &mut Scene| scene.add_reward_term(weight, system.clone()));
         for scene in &mut self.scenes {
-            scene.add_reward_term(weight, system.clone());
+            add(scene);
         }
+        self.added_rewards.push(add);
     }
 
     /// The environments' worlds and robots (read-only), for viewers and tests.
@@ -168,7 +181,7 @@ impl VecEnv for RapierEnv {
     }
 
     fn reset(&mut self, seed: u64) {
-        let (od, spec) = (self.spec.obs_dim, &self.spec);
+        let (od, spec, added_rewards) = (self.spec.obs_dim, &self.spec, &self.added_rewards);
         self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
             |(i, (scene, obs))| {
                 // Every world is built anew: a used world keeps contact and broad-phase state
@@ -176,7 +189,10 @@ impl VecEnv for RapierEnv {
                 // resetting it in place would make the rollout of a seed depend on what the
                 // environment did before. Building cannot fail here: the same spec built it.
                 match Scene::new(spec, env_rng(seed, i)) {
-                    Ok(fresh) => *scene = fresh,
+                    Ok(fresh) => {
+                        *scene = fresh;
+                        added_rewards.iter().for_each(|add| add(scene));
+                    }
                     Err(_) => scene.set_rng(env_rng(seed, i)),
                 }
                 scene.reset();
