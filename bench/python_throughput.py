@@ -3,14 +3,18 @@ random actions drawn in numpy every step) against `embodia bench sim` on the sam
 batch (the Rust loop without Python), and, for ant-run, against gymnasium's MuJoCo Ant-v5
 vector environment (64 environments, synchronous), all in this one run.
 
+Each figure is the median of --repeat measurements, Python's and the CLI's taken in turn (their
+difference is within the machine's noise from one measurement to the next). embodia steps the
+batch on every core (rayon); gymnasium's synchronous vector environment steps on one.
 Output: one line per task with the three figures, Python's overhead over the CLI and the ratio
 to MuJoCo; with --json, one JSON object per line as well.
-Usage: python bench/python_throughput.py [--steps N] [--envs N] [--tasks ant-run,reach] [--json]
+Usage: python bench/python_throughput.py [--steps N] [--envs N] [--repeat N] [--tasks ant-run,reach] [--json]
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import time
 
@@ -61,16 +65,20 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=40_000)
     parser.add_argument("--envs", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tasks", default="ant-run,reach")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     for task in args.tasks.split(","):
-        python = python_steps_per_s(task, args.envs, args.steps)
-        cli = cli_steps_per_s(task, args.envs, args.steps)
+        pythons, clis = [], []
+        for _ in range(args.repeat):
+            pythons.append(python_steps_per_s(task, args.envs, args.steps))
+            clis.append(cli_steps_per_s(task, args.envs, args.steps))
+        python, cli = statistics.median(pythons), statistics.median(clis)
         result = {"task": task, "envs": args.envs, "python": python, "cli": cli, "overhead": cli / python - 1}
         line = f"task={task} envs={args.envs} python={python:.0f} cli={cli:.0f} env-steps/s, python overhead {result['overhead']:+.1%}"
         if task == "ant-run":
-            mujoco = mujoco_ant_steps_per_s(args.envs, args.steps)
+            mujoco = statistics.median(mujoco_ant_steps_per_s(args.envs, args.steps) for _ in range(args.repeat))
             result["mujoco_ant_v5"] = mujoco
             line += f"; gymnasium MuJoCo Ant-v5 {mujoco:.0f} env-steps/s, embodia/MuJoCo {python / mujoco:.2f}x"
         print(line, flush=True)
