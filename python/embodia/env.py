@@ -119,6 +119,7 @@ class EmbodiaVectorEnv(VectorEnv):
         self.num_envs = int(num_envs)
         self.task = task
         self._cameras = [c[0] for c in self.core.cameras()]
+        self._has_instructions = self.core.instructions()[0] is not None
         self.single_observation_space, self.single_action_space = _spaces(self.core)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -158,7 +159,7 @@ class EmbodiaVectorEnv(VectorEnv):
             "episode": {"r": ret, "l": length.astype(np.int64), "_r": done, "_l": done},
             "_episode": done,
         }
-        if self._instructions():
+        if self._has_instructions:
             info["instruction"] = np.array(self.core.instructions(), dtype=object)
         return _observation(self.core, obs, self._cameras), reward, terminated, truncated, info
 
@@ -166,12 +167,9 @@ class EmbodiaVectorEnv(VectorEnv):
         """The scripted expert's actions for the present states (see `embodia.expert`)."""
         return self.core.expert_actions()
 
-    def _instructions(self) -> bool:
-        return self.task.startswith("lang-")
-
     def _reset_info(self) -> dict:
         info: dict = {}
-        if self._instructions():
+        if self._has_instructions:
             info["instruction"] = np.array(self.core.instructions(), dtype=object)
         return info
 
@@ -199,6 +197,7 @@ class EmbodiaEnv(gym.Env):
         self.core = VecEnvCore(task, 1, self._first_seed, config_overrides(config), camera_size)
         self.task = task
         self._cameras = [c[0] for c in self.core.cameras()]
+        self._has_instructions = self.core.instructions()[0] is not None
         self.observation_space, self.action_space = _spaces(self.core)
         self._seeded = False
         self._ended = False
@@ -250,7 +249,7 @@ class EmbodiaEnv(gym.Env):
         info: dict = {}
         if success is not None:
             info["success"] = bool(success)
-        if self.task.startswith("lang-"):
+        if self._has_instructions:
             info["instruction"] = self.core.instructions()[0]
         return info
 

@@ -52,7 +52,7 @@ pub struct VecEnvCore {
 
 impl VecEnvCore {
     fn lock(&self) -> PyResult<MutexGuard<'_, Box<dyn VecEnv>>> {
-        self.env.lock().map_err(|_| PyRuntimeError::new_err("the environment was poisoned by an earlier failure"))
+        self.env.lock().map_err(poisoned)
     }
 }
 
@@ -132,8 +132,8 @@ impl VecEnvCore {
     /// `(seed, i)`); returns the observation, `float32 [num_envs, obs_dim]`.
     fn reset<'py>(&self, py: Python<'py>, seed: u64) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let env = &self.env;
-        py.detach(|| env.lock().map(|mut e| e.reset(seed)).map_err(|_| ()))
-            .map_err(|_| PyRuntimeError::new_err("the environment was poisoned by an earlier failure"))?;
+        // A poisoned lock's error holds its guard, which may not leave the detached thread.
+        py.detach(|| env.lock().map(|mut e| e.reset(seed)).map_err(|_| ())).map_err(poisoned)?;
         self.obs(py)
     }
 
@@ -163,13 +163,8 @@ impl VecEnvCore {
             .as_slice()
             .map_err(|_| value_error("actions must be C-contiguous (numpy.ascontiguousarray makes a copy that is)"))?;
         let env = &self.env;
-        let stepped = py.detach(|| match env.lock() {
-            Ok(mut e) => Ok(e.step(values)),
-            Err(_) => Err(()),
-        });
-        stepped
-            .map_err(|()| PyRuntimeError::new_err("the environment was poisoned by an earlier failure"))?
-            .map_err(|e| value_error(step_error(e)))?;
+        let stepped = py.detach(|| env.lock().map(|mut e| e.step(values)).map_err(|_| ()));
+        stepped.map_err(poisoned)?.map_err(|e| value_error(step_error(e)))?;
         let env = self.lock()?;
         let b = env.buffers();
         let flags = |v: &[f32]| PyArray1::from_iter(py, v.iter().map(|&x| x > 0.0));
@@ -217,6 +212,12 @@ impl VecEnvCore {
         self.lock()?.expert_actions(&mut actions).map_err(|e| value_error(expert_error(&self.task, e)))?;
         rows(py, &actions, self.action_dim)
     }
+}
+
+/// The error of an environment whose lock a panicking call left poisoned (embodia's library
+/// code does not panic on input; this guards against what should not happen).
+fn poisoned<E>(_: E) -> PyErr {
+    PyRuntimeError::new_err("the environment was poisoned by an earlier failure")
 }
 
 /// `values` (`[rows, width]`, row-major) as a 2-D numpy array: one copy of the buffer.
