@@ -327,7 +327,7 @@ fn preset(task: &str, algorithm: &str) -> Option<&'static str> {
         ("mountain-car-continuous", "sac") => include_str!("../assets/configs/mountain-car-continuous-sac.toml"),
         ("mountain-car-continuous", "ppo") => include_str!("../assets/configs/mountain-car-continuous-ppo.toml"),
         ("quadrotor-hover", "sac") => include_str!("../assets/configs/quadrotor-hover-sac.toml"),
-        ("reach", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
+        ("reach" | "reach-koch", "ppo") => include_str!("../assets/configs/reach-ppo.toml"),
         ("ant-run", "ppo") => include_str!("../assets/configs/ant-run-ppo.toml"),
         ("pick-cube-ee", "ppo") => include_str!("../assets/configs/pick-cube-ee-ppo.toml"),
         ("push-t", "sft") => include_str!("../assets/configs/push-t-sft.toml"),
