@@ -8,6 +8,7 @@ from typing import Any, Mapping, Optional
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -96,6 +97,23 @@ def _seed(seed: Any) -> int:
     )
 
 
+def _reset_seed(env: Any, seed: Any, options: Optional[dict]) -> int:
+    """The seed a reset of `env` uses (gymnasium's rule): `seed`, which also seeds the
+    environment's generator; without one, the seed given at construction on the first reset and
+    a draw from the generator after."""
+    if options:
+        raise ValueError(f"reset options {sorted(options)} are not supported (embodia resets the whole batch)")
+    if seed is None and not env._seeded:
+        seed = env._first_seed
+    if seed is None:
+        seed = int(env.np_random.integers(_SEED_BOUND))
+    else:
+        seed = _seed(seed)
+        env._np_random, env._np_random_seed = seeding.np_random(seed)
+    env._seeded = True
+    return seed
+
+
 class EmbodiaVectorEnv(VectorEnv):
     """`num_envs` environments of one embodia task, stepped together in Rust (see
     `embodia.make_vec`). `info` of `step` holds `success` (bool `[num_envs]`), `final_obs`
@@ -128,16 +146,8 @@ class EmbodiaVectorEnv(VectorEnv):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Resets every environment: with `seed`, from it; without, the first reset uses the
         seed given to `make_vec` and later ones draw a seed from the vector env's generator."""
-        if options:
-            raise ValueError(f"reset options {sorted(options)} are not supported (embodia resets the whole batch)")
-        if seed is None and not self._seeded:
-            seed = self._first_seed
-        if seed is not None:
-            super().reset(seed=_seed(seed))
-        else:
-            seed = int(self.np_random.integers(_SEED_BOUND))
-        self._seeded = True
-        state = self.core.reset(_seed(seed))
+        seed = _reset_seed(self, seed, options)
+        state = self.core.reset(seed)
         return _observation(self.core, state, self._cameras), self._reset_info()
 
     def step(self, actions: Any):
@@ -206,17 +216,9 @@ class EmbodiaEnv(gym.Env):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Starts an episode: from `seed`; without one, the first reset uses the seed given to
         `make` and later ones draw a seed from the environment's generator."""
-        if options:
-            raise ValueError(f"reset options {sorted(options)} are not supported")
-        if seed is None and not self._seeded:
-            seed = self._first_seed
-        if seed is not None:
-            super().reset(seed=_seed(seed))
-        else:
-            seed = int(self.np_random.integers(_SEED_BOUND))
-        self._seeded = True
+        seed = _reset_seed(self, seed, options)
         self._ended = False
-        return self._observe(self.core.reset(_seed(seed))), self._info(None)
+        return self._observe(self.core.reset(seed)), self._info(None)
 
     def step(self, action: Any):
         """One step with `action` (`[action_dim]`); returns `(obs, reward, terminated,
