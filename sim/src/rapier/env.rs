@@ -89,8 +89,29 @@ impl RapierEnv {
             scenes,
             spec,
         };
-        env.reset(0);
+        env.start_episodes(0, false);
         Ok(env)
+    }
+
+    /// Starts an episode in every environment with generators derived from `seed`, in worlds
+    /// built anew when `rebuild` (see [`VecEnv::reset`]; [`RapierEnv::new`]'s worlds are new).
+    fn start_episodes(&mut self, seed: u64, rebuild: bool) {
+        let (od, spec, added_rewards) = (self.spec.obs_dim, &self.spec, &self.added_rewards);
+        self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
+            |(i, (scene, obs))| {
+                // Building cannot fail here: the same spec built the world before.
+                if rebuild && let Ok(fresh) = Scene::new(spec, env_rng(seed, i)) {
+                    *scene = fresh;
+                    added_rewards.iter().for_each(|add| add(scene));
+                } else {
+                    scene.set_rng(env_rng(seed, i));
+                }
+                scene.reset();
+                scene.observe_policy(true, obs);
+            },
+        );
+        self.observe_critic();
+        self.clear_step_results();
     }
 
     /// Fills `buffers.critic_obs` from the current states (no noise: the critic's copy is
@@ -181,26 +202,10 @@ impl VecEnv for RapierEnv {
     }
 
     fn reset(&mut self, seed: u64) {
-        let (od, spec, added_rewards) = (self.spec.obs_dim, &self.spec, &self.added_rewards);
-        self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
-            |(i, (scene, obs))| {
-                // Every world is built anew: a used world keeps contact and broad-phase state
-                // from its past episodes (warm-start impulses, the order of contact pairs), so
-                // resetting it in place would make the rollout of a seed depend on what the
-                // environment did before. Building cannot fail here: the same spec built it.
-                match Scene::new(spec, env_rng(seed, i)) {
-                    Ok(fresh) => {
-                        *scene = fresh;
-                        added_rewards.iter().for_each(|add| add(scene));
-                    }
-                    Err(_) => scene.set_rng(env_rng(seed, i)),
-                }
-                scene.reset();
-                scene.observe_policy(true, obs);
-            },
-        );
-        self.observe_critic();
-        self.clear_step_results();
+        // Every world is built anew: a used world keeps contact and broad-phase state from its
+        // past episodes (warm-start impulses, the order of contact pairs), so resetting it in
+        // place would make the rollout of a seed depend on what the environment did before.
+        self.start_episodes(seed, true);
     }
 
     fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {
