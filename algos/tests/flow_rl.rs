@@ -94,11 +94,6 @@ fn flow_ppo_recomputes_stored_chains_and_updates_the_right_parameters() {
     use AdvantageEstimator::{Gae, Grpo};
     use embodia_algos::SdeSteps::{All, One};
     use embodia_algos::{AdvantageEstimator, CriticInput};
-    // Self-imitation is the VLA's alone: refused here, naming the field.
-    let env = embodia_sim::make("reach", 4).unwrap();
-    let config = PpoFlowConfig { self_imitation_coef: 0.5, ..Default::default() };
-    let e = PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).err().unwrap().to_string();
-    assert!(e.contains("self_imitation_coef") && e.contains("not implemented"), "{e}");
     for (init, critic, advantage, replay_failed_states, sde_steps) in [
         ("sde", CriticInput::Observation, Gae, 0.0, One),
         ("noise", CriticInput::Observation, Gae, 0.0, One),
@@ -324,4 +319,47 @@ fn failure_progress_ranks_the_members_of_groups_that_all_fail() {
     let env = embodia_sim::make("reach", 16).unwrap();
     let err = PpoFlow::new(gae, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).err().unwrap().to_string();
     assert!(err.contains("failure_progress_coef") && err.contains("grpo"), "{err}");
+}
+
+/// Self-imitation needs whole episodes (GRPO's collection) and has no instructions to balance:
+/// other settings are refused by name. Under GRPO it adds the flow-matching loss on the
+/// successful episodes' chunks, reported as `aux_loss`, and changes the update.
+#[test]
+fn self_imitation_trains_on_successful_grpo_episodes_only() {
+    use embodia_algos::AdvantageEstimator::{Gae, Grpo};
+    let (sft, _) = sft_on_reach(150);
+    let ckpt = sft.checkpoint().unwrap();
+    let config = |self_imitation_coef: f64| PpoFlowConfig {
+        advantage: Grpo,
+        num_envs: 16,
+        group_size: 4,
+        self_imitation_coef,
+        ..Default::default()
+    };
+    let new = |config: PpoFlowConfig| {
+        let env = embodia_sim::make("reach", 16).unwrap();
+        PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).map(|learner| (learner, env))
+    };
+    let gae = PpoFlowConfig { advantage: Gae, ..config(1.0) };
+    let err = new(gae).err().unwrap().to_string();
+    assert!(err.contains("self_imitation_coef") && err.contains("grpo"), "{err}");
+    let balanced = PpoFlowConfig { self_imitation_balance: true, ..config(1.0) };
+    let err = new(balanced).err().unwrap().to_string();
+    assert!(err.contains("self_imitation_balance") && err.contains("vla"), "{err}");
+
+    let obs = embodia_sim::make("reach", 4).unwrap().buffers().obs.clone();
+    let mut after = Vec::new();
+    for coef in [0.0, 1.0] {
+        let (mut ppo, mut env) = new(config(coef)).unwrap();
+        let row = ppo.iterate(env.as_mut()).unwrap();
+        assert!(row.success_rate.unwrap() > 0.0, "the clone must succeed sometimes: {row:?}");
+        match coef > 0.0 {
+            true => assert!(row.aux_loss.is_some_and(|l| l > 0.0 && l.is_finite()), "{row:?}"),
+            false => assert_eq!(row.aux_loss, None),
+        }
+        let mut actions = vec![0.0f32; 4 * 4 * 6];
+        ppo.act(&obs, &mut actions, None).unwrap();
+        after.push(actions);
+    }
+    assert_ne!(after[0], after[1], "self-imitation must change the update");
 }

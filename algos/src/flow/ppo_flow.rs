@@ -19,7 +19,11 @@
 //! With `advantage = grpo` (RLinf's GRPO), steps 2–4 become: reset the environments so that
 //! groups of `group_size` share an initial state, run every environment's episode to its end,
 //! and give each episode's chunk steps its group-normalized return as advantage; there is no
-//! critic and no value loss.
+//! critic and no value loss. With `self_imitation_coef` (GRPO only), each mini-batch's loss adds
+//! that weight times the flow-matching loss on chunks that the iteration's successful episodes
+//! executed, every group's (self-imitation), reported as `aux_loss`: the policy gradient moves
+//! the velocity field only through the density of its stochastic steps, while this trains it,
+//! with the objective it was cloned with, towards what worked.
 //!
 //! Deliberate differences from the reference: the value function is by default an MLP on the
 //! observation, not a head on the expert's features ([`CriticInput`]); environments auto-reset
@@ -37,7 +41,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use embodia_policies::{
     Activation, FlowPolicy, NoiseMethod, StochasticSteps, ValueCritic, ValueCriticConfig, load_params, named_params,
-    seeded_init,
+    sample_flow_time, seeded_init,
 };
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
@@ -48,7 +52,7 @@ use crate::flow::gae_collection::{ChunkSampler, collect_chunk_steps};
 use crate::flow::grpo::grpo_episodes;
 use crate::flow::ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig};
 use crate::flow::ppo_loss::{
-    GroupBatch, PpoStats, epoch_minibatches, gather_chains, kl_guarded_minibatches, ppo_group_loss,
+    GroupBatch, PpoStats, gather_chains, kl_guarded_minibatches, minibatches_with_imitation, ppo_group_loss,
     stochastic_step_groups,
 };
 use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor, DIFFUSION_KEY};
@@ -78,6 +82,8 @@ struct Rollout {
     /// Samples the update uses, indices into `[steps·n]` (GRPO leaves out chunk steps after an
     /// episode's end and filtered groups).
     used: Vec<usize>,
+    /// Rows of the iteration's successful episodes, whatever their group (GRPO; self-imitation).
+    successful: Vec<usize>,
 }
 
 /// PPO for a flow policy started from an SFT checkpoint.
@@ -102,6 +108,8 @@ pub struct PpoFlow {
     last_split: TimeSplit,
     /// GRPO: share of the last collection's groups with differing returns.
     mixed_groups: Option<f64>,
+    /// Self-imitation loss summed over the last update's mini-batches, and their count.
+    self_imitation_loss: (f64, usize),
 }
 
 impl PpoFlow {
@@ -115,8 +123,11 @@ impl PpoFlow {
         seed: u64,
     ) -> Result<Self, AlgoError> {
         config.validate()?;
+        let grpo = config.advantage == AdvantageEstimator::Grpo;
         let sil = config.self_imitation_coef;
-        check_range("self_imitation_coef", sil, sil == 0.0, "0: not implemented for ppo-flow (vla-ppo-flow has it)")?;
+        check_range("self_imitation_coef", sil, sil == 0.0 || grpo, "0 unless advantage = \"grpo\"")?;
+        let balance = config.self_imitation_balance;
+        check_range("self_imitation_balance", balance, !balance, "false (instructions: vla-ppo-flow only)")?;
         config.reward.check_task(env)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" {
@@ -154,6 +165,7 @@ impl PpoFlow {
             failed_states: FailedStateReplay::new(config.num_envs / config.group_size.max(1)),
             last_split: TimeSplit::default(),
             mixed_groups: None,
+            self_imitation_loss: (0.0, 0),
             actor,
             model,
             critic,
@@ -195,6 +207,7 @@ impl PpoFlow {
         }
         r.stochastic_step.clear();
         r.used.clear();
+        r.successful.clear();
     }
 
     /// Samples one chunk for every environment from its present observation with the rollout
@@ -280,6 +293,7 @@ impl PpoFlow {
         let r = &mut self.rollout;
         r.advantages = episodes.row_advantages();
         r.used = episodes.used;
+        r.successful = episodes.successful_rows;
         // Read by the (zero-weighted) value loss only.
         r.returns.clear();
         r.returns.resize(episodes.steps * n, 0.0);
@@ -288,10 +302,48 @@ impl PpoFlow {
         Ok(())
     }
 
-    /// Losses of one mini-batch of rollout samples (`indices` into `[steps·n]`), with backward
-    /// pass and optimizer steps unless the KL guard refuses it. Returns (policy loss, value
-    /// loss, entropy, approx KL, clip fraction) and whether it stepped.
-    fn update_minibatch(&mut self, indices: &[usize], n: usize) -> Result<(PpoStats, bool), AlgoError> {
+    /// `self_imitation_coef` times the flow-matching loss on the chunks executed at rollout rows
+    /// `rows` (of successful episodes; indices into `[steps·n]`), `[1]`; records its value. `None`
+    /// without rows or weight.
+    fn self_imitation_loss(&mut self, rows: &[usize], n: usize) -> Result<Option<Tensor<1>>, AlgoError> {
+        let coef = self.config.self_imitation_coef;
+        if coef == 0.0 || rows.is_empty() {
+            return Ok(None);
+        }
+        let p = &self.actor.policy;
+        let (od, hd, k, b) = (p.obs_dim, p.chunk_width(), p.denoise_steps, rows.len());
+        let d = self.device.clone();
+        let mut noise = vec![0.0f32; b * hd];
+        fill_normal(&mut self.rng, &mut noise);
+        let t: Vec<f32> = (0..b).map(|_| sample_flow_time(self.rng.random::<f32>())).collect();
+        let r = &self.rollout;
+        let obs: Vec<f32> = rows.iter().flat_map(|&i| r.obs[i * od..(i + 1) * od].iter().copied()).collect();
+        // The executed chunk is the chain's last element, in the policy's normalized action units.
+        let chains = gather_chains(&r.chains, rows, n, k, hd);
+        let actions = chains[k * b * hd..].to_vec();
+        let loss = self.model.flow_matching_loss(
+            to_tensor(&obs, b, od, &d),
+            to_tensor(&actions, b, hd, &d),
+            to_tensor(&noise, b, hd, &d),
+            to_tensor(&t, b, 1, &d),
+        );
+        let value = to_host(loss.clone())?[0] as f64;
+        check_finite("flow PPO self-imitation loss", value, self.env_steps)?;
+        let (sum, count) = self.self_imitation_loss;
+        self.self_imitation_loss = (sum + value, count + 1);
+        Ok(Some(loss.mul_scalar(coef)))
+    }
+
+    /// Losses of one mini-batch (PPO on rollout rows `indices`, self-imitation on rows
+    /// `imitated`; both into `[steps·n]`), with backward pass and optimizer steps unless the KL
+    /// guard refuses it. Returns (policy loss, value loss, entropy, approx KL, clip fraction)
+    /// and whether it stepped.
+    fn update_minibatch(
+        &mut self,
+        (indices, imitated): &(Vec<usize>, Vec<usize>),
+        n: usize,
+    ) -> Result<(PpoStats, bool), AlgoError> {
+        let mut total = self.self_imitation_loss(imitated, n)?;
         let p = &self.actor.policy;
         let (od, hd, cd, k) = (p.obs_dim, p.chunk_width(), p.chunk * p.action_dim, p.denoise_steps);
         let d = self.device.clone();
@@ -300,7 +352,6 @@ impl PpoFlow {
         let b = indices.len();
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.joint_log_prob());
         let r = &self.rollout;
-        let mut total: Option<Tensor<1>> = None;
         let mut stats = PpoStats::default();
         for (g, members) in groups.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
             let m = members.len();
@@ -346,7 +397,7 @@ impl PpoFlow {
                 None => loss,
             });
         }
-        let loss = total.expect("a non-empty mini-batch");
+        let Some(loss) = total else { return Ok((stats, true)) };
         check_finite("flow PPO loss", stats.policy_loss + stats.value_loss, self.env_steps)?;
         if cfg.kl_stops_update(stats.approx_kl) {
             return Ok((stats, false));
@@ -381,7 +432,10 @@ impl PpoFlow {
 
     fn update(&mut self, n: usize) -> Result<PpoStats, AlgoError> {
         let c = &self.config;
-        let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
+        self.self_imitation_loss = (0.0, 0);
+        let imitated: &[usize] = if c.self_imitation_coef > 0.0 { &self.rollout.successful } else { &[] };
+        let batches =
+            minibatches_with_imitation(&self.rollout.used, imitated, c.update_epochs, c.mini_batches, &mut self.rng);
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
         self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means.approx_kl);
         Ok(means)
@@ -442,6 +496,8 @@ impl Learner for PpoFlow {
         self.episodes.drain_into(&mut row, env.info().has_success);
         stats.write_to(&mut row);
         row.mixed_groups = self.mixed_groups;
+        let (sil_sum, sil_count) = self.self_imitation_loss;
+        row.aux_loss = (sil_count > 0).then(|| sil_sum / sil_count as f64);
         row.learning_rate = Some(self.policy_lr);
         Ok(row)
     }

@@ -198,7 +198,8 @@ pub struct PpoFlowConfig {
     /// (self-imitation, Oh et al. 2018: reward-weighted flow matching with 0/1 weights on the
     /// policy's own samples). Where the policy gradient moves the velocity field only through
     /// the log-density of its stochastic steps, this trains it with the objective it was cloned
-    /// with, towards what worked. VLA only (`vla-ppo-flow-*`); 0 turns it off. Default 0.
+    /// with, towards what worked. Needs `advantage = "grpo"` (whole episodes) in `ppo-flow-*`;
+    /// the VLA's collection always runs whole episodes. 0 turns it off. Default 0.
     pub self_imitation_coef: f64,
     /// Self-imitation: weight each successful episode by one over the number of the
     /// iteration's successful episodes with its instruction, so that every instruction that

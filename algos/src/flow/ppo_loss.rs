@@ -92,6 +92,24 @@ pub(crate) fn epoch_minibatches(
     batches
 }
 
+/// The mini-batches of one update with self-imitation's rows riding along: `update_epochs`
+/// passes over the PPO rows `used` paired with as many passes over `imitated` (the rows of the
+/// iteration's successful episodes), `(ppo rows, imitation rows)` per mini-batch, either side
+/// empty where one has run out. Without `imitated`, the PPO mini-batches alone.
+pub(crate) fn minibatches_with_imitation(
+    used: &[usize],
+    imitated: &[usize],
+    update_epochs: usize,
+    mini_batches: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let ppo = epoch_minibatches(used, update_epochs, mini_batches, rng);
+    let imitation = epoch_minibatches(imitated, update_epochs, mini_batches, rng);
+    (0..ppo.len().max(imitation.len()))
+        .map(|i| (ppo.get(i).cloned().unwrap_or_default(), imitation.get(i).cloned().unwrap_or_default()))
+        .collect()
+}
+
 /// Mini-batch rows `indices` (into `[steps·n]`) grouped by the denoising step `k*` that was
 /// stochastic when their chunk step was sampled (`stochastic_step`, `[steps]`): one-step
 /// Flow-SDE log-probs of different `k*` are evaluated separately. With a joint log-prob over

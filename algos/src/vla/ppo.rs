@@ -59,7 +59,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::check_finite;
 use crate::flow::grpo::grpo_episodes;
 use crate::flow::ppo_loss::{
-    GroupBatch, PpoStats, epoch_minibatches, gather_chains, kl_guarded_minibatches, ppo_group_loss,
+    GroupBatch, PpoStats, gather_chains, kl_guarded_minibatches, minibatches_with_imitation, ppo_group_loss,
     stochastic_step_groups,
 };
 use crate::metrics::TimeSplit;
@@ -498,15 +498,9 @@ impl VlaPpo {
     fn update(&mut self, n: usize) -> Result<PpoStats, AlgoError> {
         let c = &self.config;
         self.self_imitation_loss = (0.0, 0);
-        let batches = epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng);
-        // Self-imitation's rows ride along, as many mini-batches of them per pass.
-        let imitated = match c.self_imitation_coef > 0.0 {
-            true => epoch_minibatches(&self.rollout.successful, c.update_epochs, c.mini_batches, &mut self.rng),
-            false => Vec::new(),
-        };
-        let batches: Vec<(Vec<usize>, Vec<usize>)> = (0..batches.len().max(imitated.len()))
-            .map(|i| (batches.get(i).cloned().unwrap_or_default(), imitated.get(i).cloned().unwrap_or_default()))
-            .collect();
+        let imitated: &[usize] = if c.self_imitation_coef > 0.0 { &self.rollout.successful } else { &[] };
+        let batches =
+            minibatches_with_imitation(&self.rollout.used, imitated, c.update_epochs, c.mini_batches, &mut self.rng);
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
         self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means.approx_kl);
         Ok(means)
