@@ -154,6 +154,13 @@ impl fmt::Display for UrdfError {
 
 impl std::error::Error for UrdfError {}
 
+/// A number as an error message shows it: plainly, or in scientific notation when its plain
+/// form would be long (a fuzzed `1e300` printed in full is 301 digits).
+pub(crate) fn readable_number(value: f64) -> String {
+    let plain = value.to_string();
+    if plain.len() > 16 { format!("{value:e}") } else { plain }
+}
+
 /// What is wrong with a URDF (the message of a [`UrdfError`], which adds the location).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -207,7 +214,7 @@ pub enum UrdfErrorKind {
     },
     /// A quantity that must be positive is not: a mass, a diagonal inertia entry, a joint's
     /// effort or velocity limit.
-    #[error("<{tag} {attribute}>: must be > 0, got {value}")]
+    #[error("<{tag} {attribute}>: must be > 0, got {}", readable_number(*.value))]
     NotPositive {
         /// The element.
         tag: String,
@@ -230,7 +237,7 @@ pub enum UrdfErrorKind {
         max: f64,
     },
     /// A quantity that must not be negative is: a geometry size, damping or friction.
-    #[error("<{tag} {attribute}>: must be ≥ 0, got {value}")]
+    #[error("<{tag} {attribute}>: must be ≥ 0, got {}", readable_number(*.value))]
     Negative {
         /// The element.
         tag: String,

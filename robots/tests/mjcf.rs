@@ -656,6 +656,8 @@ fn bad_references_numbers_and_classes_are_errors() {
         ("size=\"0.05 0.2\"", "size=\"0.05\"", 9, "expected a positive half-length as number 2 of size"),
         ("pos=\"0 0 0.5\"", "pos=\"0 0 x\"", 7, "<body pos=\"0 0 x\">: expected 3 finite numbers"),
         ("mass=\"1\"", "mass=\"-1\"", 5, "<inertial mass>: must be ≥ 0, got -1"),
+        // A long number reads in scientific notation, not as its 301 digits.
+        ("mass=\"1\"", "mass=\"-1e300\"", 5, "<inertial mass>: must be ≥ 0, got -1e300"),
         ("diaginertia=\"0.1 0.1 0.1\"", "diaginertia=\"0.1 0.1 0.5\"", 5, "0.1 + 0.1 < 0.5, which no rigid body has"),
         ("<body name=\"b\"", "<body name=\"a\"", 7, "body name \"a\" is already used on line 4"),
         ("range=\"-1 1\"", "range=\"1 -1\"", 8, "the lower limit must not exceed the upper limit"),

@@ -483,6 +483,10 @@ fn geometry_sizes_must_not_be_negative() {
 
     let xml = broken("damping=\"0.1\"", "damping=\"-0.1\"");
     error(&xml, "damping=", &["joint \"elbow\"", "<dynamics damping>: must be ≥ 0, got -0.1"]);
+
+    // A long number reads in scientific notation, not as its 301 digits.
+    let xml = broken("damping=\"0.1\"", "damping=\"-1e300\"");
+    error(&xml, "damping=", &["joint \"elbow\"", "<dynamics damping>: must be ≥ 0, got -1e300"]);
 }
 
 #[test]

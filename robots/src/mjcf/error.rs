@@ -129,7 +129,7 @@ pub enum MjcfErrorKind {
         expected: String,
     },
     /// A number outside its allowed range.
-    #[error("<{tag} {attribute}>: {message}, got {value}")]
+    #[error("<{tag} {attribute}>: {message}, got {}", crate::urdf::readable_number(*.value))]
     OutOfRange {
         /// The element.
         tag: String,
