@@ -283,6 +283,13 @@ fn main() -> ExitCode {
             }
         };
     }
+    // A panic the dataset reader catches and reports as an error naming the file is not printed.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !embodia_dataset::panic_becomes_error() {
+            default_hook(info);
+        }
+    }));
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1170,6 +1170,14 @@ fn sft_then_flow_rl_from_the_command_line() {
     args.extend(["--set", "algo.updates_per_iteration=20", "--set", "algo.num_envs=2", "--run-dir", "ds"]);
     ok(d, &[&args[..], &small[..]].concat());
     assert_eq!(metrics(&d.join("ds")).1.len(), 1, "one row per 20 gradient steps");
+    // A Parquet file that makes the Parquet reader panic reads as one error naming the file, with
+    // no panic message before it (`embodia` asserts "panicked" is absent from stderr).
+    ok(d, &["record", "--task", "reach", "--episodes", "1", "--out", "data/corrupt"]);
+    let file = d.join("data/corrupt/data/chunk-000/file-000.parquet");
+    let corrupt = Path::new(env!("CARGO_MANIFEST_DIR")).join("dataset/tests/data/arrow-schema-panic.parquet");
+    std::fs::copy(corrupt, &file).unwrap();
+    let e = fail(d, &["dataset", "info", "data/corrupt"]);
+    assert_mentions(&e, &["data/corrupt/data/chunk-000/file-000.parquet", "corrupt file"]);
     let e = fail(
         d,
         &["train", "--task", "cartpole", "--algo", "sft", "--dataset", "data/reach-4", "--run-dir", "ds2", "--quiet"],

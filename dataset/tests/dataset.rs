@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, ListArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -475,5 +476,30 @@ fn a_page_header_that_reads_past_the_end_of_the_file_is_refused() {
     std::fs::copy(&corrupt, &path).unwrap();
     let e = embodia_dataset::read(&dir).unwrap_err().to_string();
     assert!(e.contains(&path.display().to_string()) && e.contains("reads on past the end of the file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Parquet file (found by mutation, shipped under `tests/data/`) whose embedded Arrow schema
+/// makes the arrow crate panic ("Int type with bit width of 6291520 … not supported"): the
+/// panic is an error naming the file, and a panic hook can tell it will be one.
+#[test]
+fn a_panic_of_the_parquet_reader_is_an_error_naming_the_file() {
+    let dir = written("arrow-panic", &synthetic(2));
+    let path = data_file(&dir);
+    let corrupt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/arrow-schema-panic.parquet");
+    std::fs::copy(&corrupt, &path).unwrap();
+    let flagged = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = flagged.clone();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |_| {
+        if embodia_dataset::panic_becomes_error() {
+            seen.store(true, Ordering::SeqCst);
+        }
+    }));
+    let e = embodia_dataset::read(&dir).unwrap_err().to_string();
+    std::panic::set_hook(previous);
+    assert!(e.contains(&path.display().to_string()) && e.contains("the Parquet reader failed"), "{e}");
+    assert!(flagged.load(Ordering::SeqCst), "the hook must see the panic as one that becomes an error");
+    assert!(!embodia_dataset::panic_becomes_error(), "the flag must be cleared after the read");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,6 +23,14 @@ mod policy;
 /// The module's contents; `embodia/__init__.py` re-exports what users call.
 #[pymodule]
 fn _embodia(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A panic the dataset reader catches and reports as an error naming the file is not printed
+    // (as in the `embodia` binary); any other panic prints as before.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !embodia_dataset::panic_becomes_error() {
+            default_hook(info);
+        }
+    }));
     m.add_class::<env::VecEnvCore>()?;
     m.add_class::<policy::PolicyCore>()?;
     m.add_function(wrap_pyfunction!(env::task_names, m)?)?;

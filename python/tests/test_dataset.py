@@ -1,6 +1,7 @@
 """Datasets recorded by the CLI read in Python; datasets written in Python read back."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,3 +67,15 @@ def test_reading_a_missing_or_malformed_dataset_names_the_file(tmp_path):
     (tmp_path / "bad" / "meta" / "info.json").write_text("{ not json")
     with pytest.raises(ValueError, match="info.json"):
         embodia.dataset.read(tmp_path / "bad")
+
+
+def test_a_parquet_file_that_makes_the_reader_panic_is_one_error_and_prints_nothing(tmp_path, embodia_bin, capfd):
+    out = tmp_path / "corrupt"
+    run_cli(embodia_bin, "record", "--task", "reach", "--episodes", "1", "--out", str(out))
+    data_file = out / "data" / "chunk-000" / "file-000.parquet"
+    corrupt = Path(__file__).resolve().parents[2] / "dataset" / "tests" / "data" / "arrow-schema-panic.parquet"
+    data_file.write_bytes(corrupt.read_bytes())
+    capfd.readouterr()
+    with pytest.raises(ValueError, match="corrupt file"):
+        embodia.dataset.read(out)
+    assert "panicked" not in capfd.readouterr().err
