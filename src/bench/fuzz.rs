@@ -288,9 +288,18 @@ pub fn target(name: &str, scratch: &Path) -> anyhow::Result<FuzzTarget> {
     })
 }
 
-/// Whole configurations as runs write them: Gaussian, flow and VLA algorithms.
+/// Whole configurations as runs write them, one per algorithm of the registry, each on a task
+/// of its family (VLA algorithms on lang-cubes, the other chunk policies on pick-cube, SAC and
+/// PPO on pendulum) and on push-t for the flow presets' other layout.
 fn full_configs() -> anyhow::Result<Corpus> {
-    [("pendulum", "sac"), ("pick-cube", "sft"), ("push-t", "ppo-flow-sde"), ("lang-cubes", "vla-sft")]
+    let task_of = |algorithm: &str| match algorithm {
+        "sac" | "ppo" => "pendulum",
+        a if a.starts_with("vla-") => "lang-cubes",
+        _ => "pick-cube",
+    };
+    let mut pairs: Vec<(&str, &str)> = crate::config::ALGORITHMS.iter().map(|a| (task_of(a.name), a.name)).collect();
+    pairs.push(("push-t", "ppo-flow-sde"));
+    pairs
         .iter()
         .map(|&(task, algorithm)| {
             let sources = ConfigSources { task: Some(task), algorithm: Some(algorithm), ..Default::default() };
