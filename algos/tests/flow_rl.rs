@@ -289,6 +289,37 @@ fn success_reward_needs_a_task_with_a_success_criterion() {
         .unwrap()
         .to_string();
     assert!(err.contains("algo.reward") && err.contains("pendulum"), "{err}");
+    let config = PpoFlowConfig { success_bonus: 20.0, ..Default::default() };
+    let err = PpoFlow::new(config, env.as_ref(), &sft.checkpoint().unwrap(), Device::flex().autodiff(), 3)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("algo.success_bonus") && err.contains("pendulum"), "{err}");
+}
+
+/// The success bonus changes what GRPO learns from the same rollouts (same seeds, the first
+/// iteration, some episodes successful): their group advantages, hence the policy loss. (Which
+/// steps it pays is `step_rewards`' unit test.)
+#[test]
+fn success_bonus_changes_the_advantages_of_the_same_rollouts() {
+    let (sft, _) = sft_on_reach(150);
+    let ckpt = sft.checkpoint().unwrap();
+    let run = |success_bonus: f64| {
+        let config = PpoFlowConfig {
+            advantage: embodia_algos::AdvantageEstimator::Grpo,
+            num_envs: 16,
+            group_size: 4,
+            success_bonus,
+            ..Default::default()
+        };
+        let mut env = embodia_sim::make("reach", 16).unwrap();
+        let mut ppo = PpoFlow::new(config, env.as_ref(), &ckpt, Device::flex().autodiff(), 3).unwrap();
+        ppo.iterate(env.as_mut()).unwrap()
+    };
+    let (plain, bonus) = (run(0.0), run(100.0));
+    assert_eq!(plain.success_rate, bonus.success_rate, "the rollouts must be the same");
+    assert!(plain.success_rate.unwrap() > 0.0, "{plain:?}");
+    assert!(plain.policy_loss != bonus.policy_loss, "the bonus must change the advantages");
 }
 
 /// With the sparse success reward, groups whose members all fail carry no signal; with

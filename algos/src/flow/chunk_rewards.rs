@@ -37,13 +37,18 @@ pub fn chunk_rewards(
     }
 }
 
-/// Rewards `[n]` of the last step from `source`.
-pub(crate) fn step_rewards(b: &embodia_sim::StepBuffers, source: RewardSource) -> impl Iterator<Item = f32> + '_ {
+/// Rewards `[n]` of the last step from `source`, plus `success_bonus` where the task's success
+/// criterion holds.
+pub(crate) fn step_rewards(
+    b: &embodia_sim::StepBuffers,
+    source: RewardSource,
+    success_bonus: f32,
+) -> impl Iterator<Item = f32> + '_ {
     let rewards = match source {
         RewardSource::Task => &b.reward,
         RewardSource::Success => &b.success,
     };
-    rewards.iter().copied()
+    rewards.iter().zip(&b.success).map(move |(&r, &s)| r + success_bonus * s)
 }
 
 /// Copies chunk step `j` of `chunks` (`[n, C, D]`) into `out` (`[n, D]`).
@@ -57,6 +62,17 @@ pub(crate) fn chunk_column(chunks: &[f32], j: usize, c: usize, d: usize, out: &m
 mod tests {
     use super::*;
     use crate::compute_gae;
+
+    #[test]
+    fn the_success_bonus_is_paid_exactly_where_success_holds() {
+        let mut b = embodia_sim::StepBuffers::new(3, 1);
+        b.reward.copy_from_slice(&[1.0, 2.0, 3.0]);
+        b.success.copy_from_slice(&[0.0, 1.0, 0.0]);
+        let task: Vec<f32> = step_rewards(&b, RewardSource::Task, 10.0).collect();
+        assert_eq!(task, [1.0, 12.0, 3.0]);
+        let success: Vec<f32> = step_rewards(&b, RewardSource::Success, 0.0).collect();
+        assert_eq!(success, [0.0, 1.0, 0.0]);
+    }
 
     /// Two environments, chunks of C = 2, three chunk steps. Env 0 terminates in the first
     /// primitive step of chunk 1 (the chunk's remaining reward is dropped); env 1 is truncated

@@ -270,6 +270,7 @@ impl DppoConfig {
             equal_episode_weights: self.equal_episode_weights,
             replay_failed_states: 0.0,
             reward: self.reward,
+            success_bonus: 0.0,
             reward_scale: self.reward_scale,
             failure_progress: 0.0,
             divide_by_group_std: true,

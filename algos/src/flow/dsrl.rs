@@ -182,6 +182,7 @@ pub(crate) fn dsrl_collection(reward: RewardSource, reward_scale: f64) -> GrpoSe
         equal_episode_weights: false,
         replay_failed_states: 0.0,
         reward,
+        success_bonus: 0.0,
         reward_scale,
         failure_progress: 0.0,
         divide_by_group_std: false,

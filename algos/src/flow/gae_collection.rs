@@ -25,6 +25,8 @@ pub(crate) struct GaeSettings {
     pub lambda: f64,
     /// Which buffer is the reward.
     pub reward: RewardSource,
+    /// Added to the reward where the task's success criterion holds.
+    pub success_bonus: f32,
     /// Factor on every reward.
     pub reward_scale: f64,
 }
@@ -109,7 +111,7 @@ pub(crate) fn collect_chunk_steps(
             out.env_steps += n as u64;
             let b = env.buffers();
             sampler.episodes().push_ended(b);
-            step_reward.extend(step_rewards(b, settings.reward).map(|r| r * scale));
+            step_reward.extend(step_rewards(b, settings.reward, settings.success_bonus).map(|r| r * scale));
             terminated.extend_from_slice(&b.terminated);
             truncated.extend_from_slice(&b.truncated);
             let base = trunc_values.len();
@@ -148,6 +150,7 @@ impl super::PpoFlowConfig {
             gamma: self.gamma,
             lambda: self.lambda,
             reward: self.reward,
+            success_bonus: self.success_bonus as f32,
             reward_scale: self.reward_scale,
         }
     }
@@ -161,6 +164,7 @@ impl super::DppoConfig {
             gamma: self.gamma,
             lambda: self.lambda,
             reward: self.reward,
+            success_bonus: 0.0,
             reward_scale: self.reward_scale,
         }
     }

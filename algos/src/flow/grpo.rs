@@ -145,6 +145,8 @@ pub(crate) struct GrpoSettings {
     pub equal_episode_weights: bool,
     pub replay_failed_states: f64,
     pub reward: RewardSource,
+    /// [`PpoFlowConfig::success_bonus`].
+    pub success_bonus: f32,
     pub reward_scale: f64,
     /// [`PpoFlowConfig::failure_progress_coef`].
     pub failure_progress: f32,
@@ -209,7 +211,7 @@ pub(crate) fn grpo_episodes(
             env_steps += n as u64;
             let b = env.buffers();
             let scale = config.reward_scale as f32;
-            for (i, reward) in step_rewards(b, config.reward).enumerate() {
+            for (i, reward) in step_rewards(b, config.reward, config.success_bonus).enumerate() {
                 if !running[i] {
                     continue;
                 }
@@ -293,6 +295,7 @@ impl PpoFlowConfig {
             equal_episode_weights: self.equal_episode_weights,
             replay_failed_states: self.replay_failed_states,
             reward: self.reward,
+            success_bonus: self.success_bonus as f32,
             reward_scale: self.reward_scale,
             failure_progress: self.failure_progress_coef as f32,
             divide_by_group_std: self.divide_by_group_std,

@@ -128,7 +128,7 @@ impl PpoFlow {
         check_range("self_imitation_coef", sil, sil == 0.0 || grpo, "0 unless advantage = \"grpo\"")?;
         let balance = config.self_imitation_balance;
         check_range("self_imitation_balance", balance, !balance, "false (instructions: vla-ppo-flow only)")?;
-        config.reward.check_task(env)?;
+        config.check_task(env)?;
         let algo: String = init.get("algo")?;
         if algo != "sft" {
             return Err(AlgoError::Checkpoint(format!(

@@ -210,7 +210,7 @@ impl VlaPpo {
             config.distill_during_rl.is_none(),
             "absent: not implemented for the VLA",
         )?;
-        config.reward.check_task(env)?;
+        config.check_task(env)?;
         let (actor, model) = VlaActor::from_sft_checkpoint(init, &config.init, env, &device)?;
         let state_critic = config.advantage == AdvantageEstimator::Gae && config.critic == CriticInput::Observation;
         let critic = state_critic.then(|| {
