@@ -11,8 +11,10 @@
 //! 3. the target parses it under `catch_unwind`: an error is a correct answer, a panic is a
 //!    failure (the first one's message and input are kept), and every input is timed.
 //!
-//! Generation is seeded, so a run is reproducible; there is no coverage guidance (the stable
-//! toolchain has none without extra tooling).
+//! Generation is seeded, so a run is reproducible; there is no coverage guidance here. The
+//! parsers with few dependencies (robot files, calibrations, the emulator's requests) also have
+//! coverage-guided AFL++ harnesses (`fuzz/afl/`, `bench/fuzz_afl.sh`), which start from the
+//! seed corpora this module writes (`bench fuzz --write-seeds DIR`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -38,6 +40,13 @@ pub struct FuzzTarget {
     pub what: &'static str,
     seeds: Corpus,
     parse: Parse,
+}
+
+impl FuzzTarget {
+    /// The valid inputs the mutations start from.
+    pub fn seeds(&self) -> &[Vec<u8>] {
+        &self.seeds
+    }
 }
 
 /// What one target did over its inputs.

@@ -242,6 +242,11 @@ pub(crate) struct BenchFuzzArgs {
     /// `<target>-<index>.bin` (at most 16 per target), to reproduce them.
     #[arg(long)]
     pub(crate) keep: Option<std::path::PathBuf>,
+    /// Write each target's seed corpus (the valid inputs the mutations start from) into
+    /// `DIR/<target>/seed-<N>` and fuzz nothing: the starting corpus of the coverage-guided
+    /// harnesses (`bench/fuzz_afl.sh`). DIR must not exist.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) write_seeds: Option<std::path::PathBuf>,
 }
 
 /// `embodia bench fuzz`: fails (exit 1) when any input panicked or took over a second.
@@ -252,6 +257,9 @@ pub(crate) fn bench_fuzz(args: &BenchFuzzArgs) -> anyhow::Result<()> {
     // A directory of this process's own, removed at the end.
     let scratch = std::env::temp_dir().join(format!("embodia-fuzz-{}", std::process::id()));
     anyhow::ensure!(!scratch.exists(), "{}: exists already; remove it or run again", scratch.display());
+    if let Some(dir) = &args.write_seeds {
+        anyhow::ensure!(!dir.exists(), "--write-seeds {}: exists already; name a new directory", dir.display());
+    }
     let mut failures = Vec::new();
     for name in &names {
         let built = target(name, &scratch);
@@ -262,6 +270,15 @@ pub(crate) fn bench_fuzz(args: &BenchFuzzArgs) -> anyhow::Result<()> {
                 return Err(e);
             }
         };
+        if let Some(dir) = &args.write_seeds {
+            let dir = dir.join(name);
+            std::fs::create_dir_all(&dir)?;
+            for (i, seed) in t.seeds().iter().enumerate() {
+                std::fs::write(dir.join(format!("seed-{i}")), seed)?;
+            }
+            println!("{name}: {} seeds in {}", t.seeds().len(), dir.display());
+            continue;
+        }
         let r = run_target(&mut t, args.inputs, args.seed);
         if args.json {
             println!("{}", serde_json::to_string(&r)?);
