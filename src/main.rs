@@ -283,10 +283,11 @@ fn main() -> ExitCode {
             }
         };
     }
-    // A panic the dataset reader catches and reports as an error naming the file is not printed.
+    // A third-party parser's panic that embodia catches and reports as an error naming the file
+    // (a corrupt dataset or ONNX file) is not printed.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !embodia_dataset::panic_becomes_error() {
+        if !embodia_robots::parser_panics::panic_becomes_error() {
             default_hook(info);
         }
     }));

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 pub use embodia_sim::demonstrations::{Demonstrations, Episode, FeatureStats, NormStats};
 pub use info::{Feature, Info};
-pub use read::{Dataset, panic_becomes_error, read};
+pub use read::{Dataset, read};
 pub use write::{WriteOptions, check_output, save, write};
 
 /// Errors of reading or writing a dataset; each names the file at fault, and where it applies

@@ -1,6 +1,5 @@
 //! Reading a LeRobot v3 dataset (ours or LeRobot's) into [`Demonstrations`].
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -446,50 +445,17 @@ fn read_frames(
     Ok(())
 }
 
-thread_local! {
-    /// Set while this thread reads a Parquet file under `catch_unwind` ([`read_parquet`]).
-    static IN_GUARDED_READ: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether a panic on this thread now would happen inside the reader's guarded Parquet read,
-/// where it becomes an error naming the file ([`DatasetError::Parquet`]): a program's panic hook
-/// may leave it unprinted (the `embodia` binary does), so that a corrupt file reads as one error
-/// line rather than a panic message and a backtrace before it.
-pub fn panic_becomes_error() -> bool {
-    IN_GUARDED_READ.with(Cell::get)
-}
-
-/// Marks this thread as inside a guarded read until dropped (unwinding included).
-struct GuardedRead;
-
-impl GuardedRead {
-    fn enter() -> Self {
-        IN_GUARDED_READ.with(|flag| flag.set(true));
-        GuardedRead
-    }
-}
-
-impl Drop for GuardedRead {
-    fn drop(&mut self) {
-        IN_GUARDED_READ.with(|flag| flag.set(false));
-    }
-}
-
 /// Reads a whole Parquet file; with `columns`, only those top-level columns (each must exist).
 /// The parquet crate panics on some corrupt files (`not implemented: Type <UNKNOWN 131>`, found
 /// by `embodia bench fuzz`): such a file is an error naming it, not a panic of the caller.
 fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {
-    let _guarded = GuardedRead::enter();
-    std::panic::catch_unwind(|| read_parquet_unguarded(path, columns)).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        let cause =
-            parquet::errors::ParquetError::General(format!("corrupt file: the Parquet reader failed ({message})"));
-        Err(DatasetError::Parquet { path: path.to_path_buf(), cause })
-    })
+    embodia_robots::parser_panics::catch_parser_panic(|| read_parquet_unguarded(path, columns)).unwrap_or_else(
+        |message| {
+            let cause =
+                parquet::errors::ParquetError::General(format!("corrupt file: the Parquet reader failed ({message})"));
+            Err(DatasetError::Parquet { path: path.to_path_buf(), cause })
+        },
+    )
 }
 
 fn read_parquet_unguarded(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {

@@ -492,7 +492,7 @@ fn a_panic_of_the_parquet_reader_is_an_error_naming_the_file() {
     let seen = flagged.clone();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |_| {
-        if embodia_dataset::panic_becomes_error() {
+        if embodia_robots::parser_panics::panic_becomes_error() {
             seen.store(true, Ordering::SeqCst);
         }
     }));
@@ -500,6 +500,6 @@ fn a_panic_of_the_parquet_reader_is_an_error_naming_the_file() {
     std::panic::set_hook(previous);
     assert!(e.contains(&path.display().to_string()) && e.contains("the Parquet reader failed"), "{e}");
     assert!(flagged.load(Ordering::SeqCst), "the hook must see the panic as one that becomes an error");
-    assert!(!embodia_dataset::panic_becomes_error(), "the flag must be cleared after the read");
+    assert!(!embodia_robots::parser_panics::panic_becomes_error(), "the flag must be cleared after the read");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -145,7 +145,8 @@ fn corrupt_or_missing_models_and_ragged_inputs_are_reported() {
 
 /// tract on mutated `model.onnx` files (bit flips, random bytes, cut and duplicated ranges):
 /// every one is refused or runs, none panics. 2,000 inputs; `EMBODIA_FUZZ_INPUTS` asks for more
-/// (the campaign's figure is in docs/results/robustness.md).
+/// (the campaign's figure is in docs/results/robustness.md), and `EMBODIA_FUZZ_KEEP=DIR` keeps
+/// the models whose tract panic the runtime caught.
 #[test]
 fn mutated_models_never_panic_tract() {
     let dir = scratch_dir("fuzz");
@@ -156,7 +157,7 @@ fn mutated_models_never_panic_tract() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let (mut panics, mut loaded, mut first, mut slowest) = (0usize, 0usize, None, 0.0f64);
+    let (mut panics, mut loaded, mut first, mut slowest, mut caught) = (0usize, 0usize, None, 0.0f64, 0usize);
     for _ in 0..inputs {
         let mut bytes = seed.clone();
         for _ in 0..rng.random_range(1..=8) {
@@ -177,13 +178,23 @@ fn mutated_models_never_panic_tract() {
         }
         fs::write(&path, &bytes).unwrap();
         let start = std::time::Instant::now();
-        let outcome = std::panic::catch_unwind(|| match load(&path, &Runtime::Tract) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match load(&path, &Runtime::Tract) {
             Ok(mut policy) => {
                 let _ = policy.run(&[0.1; 5], &mut [0.0; 3]);
                 true
             }
-            Err(_) => false,
-        });
+            Err(e) => {
+                // tract's own panic, caught by the runtime and reported as a corrupt model.
+                if e.to_string().contains("tract failed") {
+                    caught += 1;
+                    if let Some(dir) = std::env::var_os("EMBODIA_FUZZ_KEEP") {
+                        let _ =
+                            fs::write(std::path::Path::new(&dir).join(format!("tract-caught-{caught}.onnx")), &bytes);
+                    }
+                }
+                false
+            }
+        }));
         // Reported, not asserted: wall-clock time depends on the machine's load.
         slowest = slowest.max(start.elapsed().as_secs_f64());
         match outcome {
@@ -196,6 +207,8 @@ fn mutated_models_never_panic_tract() {
     }
     std::panic::set_hook(hook);
     fs::remove_dir_all(&dir).unwrap();
-    eprintln!("{inputs} mutated models: {loaded} loaded, {panics} panics, slowest {slowest:.3} s");
+    eprintln!(
+        "{inputs} mutated models: {loaded} loaded, {panics} panics ({caught} caught and refused as corrupt), slowest {slowest:.3} s"
+    );
     assert_eq!(panics, 0, "tract panicked on {panics} of {inputs} mutated models; first: {first:?}");
 }

@@ -23,11 +23,12 @@ mod policy;
 /// The module's contents; `embodia/__init__.py` re-exports what users call.
 #[pymodule]
 fn _embodia(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // A panic the dataset reader catches and reports as an error naming the file is not printed
-    // (as in the `embodia` binary); any other panic prints as before.
+    // A third-party parser's panic that embodia catches and reports as an error naming the file
+    // (a corrupt dataset or ONNX file) is not printed, as in the `embodia` binary; any other
+    // panic prints as before.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !embodia_dataset::panic_becomes_error() {
+        if !embodia_robots::parser_panics::panic_becomes_error() {
             default_hook(info);
         }
     }));

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod hardware;
 pub mod mjcf;
 pub mod model;
+pub mod parser_panics;
 pub mod quadrotor_params;
 mod summary;
 pub mod urdf;
