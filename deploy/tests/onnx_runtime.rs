@@ -212,3 +212,12 @@ fn mutated_models_never_panic_tract() {
     );
     assert_eq!(panics, 0, "tract panicked on {panics} of {inputs} mutated models; first: {first:?}");
 }
+
+/// A mutated export on which tract itself panics (kept by the fuzz test above, shipped under
+/// `tests/data/`): loading it is an error naming the file as a corrupt model, not a panic.
+#[test]
+fn a_model_that_panics_tract_is_refused_as_corrupt() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tract-panic.onnx");
+    let e = load(&path, &Runtime::Tract).err().expect("the model must be refused").to_string();
+    assert!(e.contains(&path.display().to_string()) && e.contains("corrupt model: tract failed"), "{e}");
+}
