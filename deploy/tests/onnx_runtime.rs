@@ -143,23 +143,53 @@ fn corrupt_or_missing_models_and_ragged_inputs_are_reported() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// tract on mutated `model.onnx` files (bit flips, random bytes, cut and duplicated ranges):
-/// every one is refused or runs, none panics. 2,000 inputs; `EMBODIA_FUZZ_INPUTS` asks for more
-/// (the campaign's figure is in docs/results/robustness.md), and `EMBODIA_FUZZ_KEEP=DIR` keeps
-/// the models whose tract panic the runtime caught.
+/// Every runtime on mutated `model.onnx` files (bit flips, random bytes, cut and duplicated
+/// ranges): every one is refused or runs, none panics (tract's own panics are caught by the
+/// runtime and refused as corrupt models). 2,000 inputs per runtime; `EMBODIA_FUZZ_INPUTS` asks
+/// for more (the campaign's figures are in docs/results/robustness.md), and
+/// `EMBODIA_FUZZ_KEEP=DIR` keeps the models whose tract panic was caught.
 #[test]
-fn mutated_models_never_panic_tract() {
+fn mutated_models_never_panic() {
     let dir = scratch_dir("fuzz");
     let model = export(&dir, "seed", &policies()[0]);
     let seed = fs::read(&model).unwrap();
     let inputs: usize = std::env::var("EMBODIA_FUZZ_INPUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    let path = dir.join("mutated.onnx");
+    for runtime in runtimes() {
+        let name = runtime.name();
+        let fuzzed = fuzz_models(&runtime, &seed, inputs, &dir.join("mutated.onnx"));
+        eprintln!(
+            "{name}: {inputs} mutated models: {} loaded, {} panics ({} caught and refused as corrupt), slowest {:.3} s",
+            fuzzed.loaded, fuzzed.panics, fuzzed.caught, fuzzed.slowest
+        );
+        assert_eq!(
+            fuzzed.panics, 0,
+            "{name} panicked on {} of {inputs} mutated models; first: {:?}",
+            fuzzed.panics, fuzzed.first
+        );
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What one runtime did on the mutated models of [`fuzz_models`].
+struct FuzzedModels {
+    loaded: usize,
+    panics: usize,
+    /// Models refused because the runtime caught tract's own panic.
+    caught: usize,
+    first: Option<String>,
+    /// Seconds, the slowest model (reported, not asserted: it depends on the machine's load).
+    slowest: f64,
+}
+
+/// Loads (and, where it loads, runs) `inputs` mutations of `seed` (mutation seed 11) written to
+/// `path`, each under `catch_unwind`.
+fn fuzz_models(runtime: &Runtime, seed: &[u8], inputs: usize, path: &Path) -> FuzzedModels {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let (mut panics, mut loaded, mut first, mut slowest, mut caught) = (0usize, 0usize, None, 0.0f64, 0usize);
+    let mut out = FuzzedModels { loaded: 0, panics: 0, caught: 0, first: None, slowest: 0.0 };
     for _ in 0..inputs {
-        let mut bytes = seed.clone();
+        let mut bytes = seed.to_vec();
         for _ in 0..rng.random_range(1..=8) {
             let at = rng.random_range(0..bytes.len());
             match rng.random_range(0..4) {
@@ -176,41 +206,34 @@ fn mutated_models_never_panic_tract() {
                 }
             }
         }
-        fs::write(&path, &bytes).unwrap();
+        fs::write(path, &bytes).unwrap();
         let start = std::time::Instant::now();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match load(&path, &Runtime::Tract) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match load(path, runtime) {
             Ok(mut policy) => {
                 let _ = policy.run(&[0.1; 5], &mut [0.0; 3]);
                 true
             }
             Err(e) => {
-                // tract's own panic, caught by the runtime and reported as a corrupt model.
                 if e.to_string().contains("tract failed") {
-                    caught += 1;
+                    out.caught += 1;
                     if let Some(dir) = std::env::var_os("EMBODIA_FUZZ_KEEP") {
-                        let _ =
-                            fs::write(std::path::Path::new(&dir).join(format!("tract-caught-{caught}.onnx")), &bytes);
+                        let _ = fs::write(Path::new(&dir).join(format!("tract-caught-{}.onnx", out.caught)), &bytes);
                     }
                 }
                 false
             }
         }));
-        // Reported, not asserted: wall-clock time depends on the machine's load.
-        slowest = slowest.max(start.elapsed().as_secs_f64());
+        out.slowest = out.slowest.max(start.elapsed().as_secs_f64());
         match outcome {
-            Ok(ok) => loaded += usize::from(ok),
+            Ok(ok) => out.loaded += usize::from(ok),
             Err(payload) => {
-                panics += 1;
-                first = first.or_else(|| payload.downcast_ref::<String>().cloned());
+                out.panics += 1;
+                out.first = out.first.take().or_else(|| payload.downcast_ref::<String>().cloned());
             }
         }
     }
     std::panic::set_hook(hook);
-    fs::remove_dir_all(&dir).unwrap();
-    eprintln!(
-        "{inputs} mutated models: {loaded} loaded, {panics} panics ({caught} caught and refused as corrupt), slowest {slowest:.3} s"
-    );
-    assert_eq!(panics, 0, "tract panicked on {panics} of {inputs} mutated models; first: {first:?}");
+    out
 }
 
 /// A mutated export on which tract itself panics (kept by the fuzz test above, shipped under
