@@ -242,6 +242,19 @@ pub fn plain_device() -> Device {
     SELECTED_DEVICE.get().cloned().unwrap_or_else(Device::flex)
 }
 
+/// The run's training environments: `algo.num_envs` of them, as one batch, or as the two
+/// groups of PPO's `env_groups = 2` (simulation of one overlapping inference for the other).
+pub fn make_train_env(config: &TrainConfig) -> Result<Box<dyn VecEnv>, RunError> {
+    let n = config.algo.num_envs();
+    match &config.algo {
+        AlgoConfig::Ppo(ppo) if ppo.env_groups == 2 => {
+            let groups = vec![make_env(config, n / 2)?, make_env(config, n / 2)?];
+            Ok(Box::new(embodia_sim::EnvGroups::new(groups)?))
+        }
+        _ => make_env(config, n),
+    }
+}
+
 /// `num_envs` environments of the run's task (with its `[env]` table), with the cameras its VLA
 /// reads (`vla-*` algorithms) rendered after every reset and step.
 pub fn make_env(config: &TrainConfig, num_envs: usize) -> Result<Box<dyn VecEnv>, RunError> {
@@ -525,7 +538,7 @@ impl Run {
         }
         // The learner first: a bad config, init run or dataset leaves no run directory behind.
         adopt_vla_sft_init(&mut config)?;
-        let mut env = make_env(&config, config.algo.num_envs())?;
+        let mut env = make_train_env(&config)?;
         env.reset(config.seed);
         let learner = build_learner(&config, env.as_ref(), &default_device())?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -571,7 +584,7 @@ impl Run {
             config.total_steps = steps;
         }
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-        let mut env = make_env(&config, config.algo.num_envs())?;
+        let mut env = make_train_env(&config)?;
         let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
         let snapshot: EnvSnapshot = ckpt.get("env")?;
         env.restore(&snapshot)?;

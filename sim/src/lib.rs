@@ -24,11 +24,13 @@ pub mod camera;
 pub mod classic;
 pub mod demonstrations;
 pub mod dynamics;
+mod env_groups;
 pub mod rapier;
 pub mod tensor;
 mod vec_env;
 pub mod view;
 
+pub use env_groups::{EnvGroups, EnvGroupsView};
 pub use rapier::TaskConfig;
 use std::sync::LazyLock;
 pub use vec_env::{

@@ -247,6 +247,12 @@ pub trait VecEnv: Send {
         let _ = actions;
         Err(SimError::Unsupported(format!("task `{}` has no scripted expert to label states", self.info().name)))
     }
+
+    /// The batch as [`crate::EnvGroups`], for a learner that overlaps one group's simulation with
+    /// its work on another; `None` (the default) for a batch that steps as one.
+    fn groups_mut(&mut self) -> Option<&mut crate::EnvGroups> {
+        None
+    }
 }
 
 /// Serializable state of a [`VecEnv`], for exact resume.

@@ -83,6 +83,11 @@ pub struct PpoConfig {
     pub activation: Activation,
     /// Normalize observations with running statistics (saved in checkpoints). Default true.
     pub normalize_obs: bool,
+    /// 2: the training environments are two groups of `num_envs / 2`, one simulating while the
+    /// other's actions are sampled ([`embodia_sim::EnvGroups`]; the runner builds them). 1: one
+    /// batch. The two groups run different episodes from one batch of the same seed, and the
+    /// observation statistics are updated per group. Default 1.
+    pub env_groups: usize,
 }
 
 impl Default for PpoConfig {
@@ -106,6 +111,7 @@ impl Default for PpoConfig {
             hidden: vec![64, 64],
             activation: Activation::Elu,
             normalize_obs: true,
+            env_groups: 1,
         }
     }
 }
@@ -115,6 +121,9 @@ impl PpoConfig {
     pub fn validate(&self) -> Result<(), AlgoError> {
         check_num_envs(self.num_envs)?;
         check_range("steps_per_env", self.steps_per_env, self.steps_per_env > 0, "≥ 1")?;
+        let groups = self.env_groups;
+        let allowed = "1, or 2 with an even num_envs";
+        check_range("env_groups", groups, groups == 1 || (groups == 2 && self.num_envs % 2 == 0), allowed)?;
         check_range("epochs", self.epochs, self.epochs > 0, "≥ 1")?;
         let batch = self.num_envs * self.steps_per_env;
         check_range(
@@ -302,13 +311,70 @@ impl Ppo {
         to_host(model.critic.forward(to_tensor(input, n, self.critic_dim, &self.device.clone().inner())))
     }
 
-    /// Collects one rollout of `steps_per_env` steps from every environment.
+    /// Collects one rollout of `steps_per_env` steps from every environment: one batch, or two
+    /// groups whose simulation overlaps the sampling of the other's actions
+    /// ([`Ppo::collect_pipelined`]).
     fn collect(&mut self, env: &mut dyn VecEnv) -> Result<(), AlgoError> {
-        let (n, od, ad, steps) = (env.num_envs(), self.obs_dim, self.action_dim, self.config.steps_per_env);
-        let plain = self.device.clone().inner();
         let model = self.model.valid();
         let log_std = to_host(model.actor.log_std())?;
-        let log_prob_const: f32 = log_std.iter().sum::<f32>() + ad as f32 * LOG_SQRT_2PI as f32;
+        self.clear_rollout();
+        let mut env_actions = std::mem::take(&mut self.env_actions);
+        let collected = match env.groups_mut().filter(|groups| groups.num_groups() == 2) {
+            Some(groups) => self.collect_pipelined(groups, &model, &log_std, &mut env_actions),
+            None => (0..self.config.steps_per_env).try_for_each(|_| {
+                let b = env.buffers();
+                self.act_rows(&model, &log_std, &b.obs, &b.critic_obs, &mut env_actions)?;
+                env.step(&env_actions)?;
+                self.record_rows(&model, env.buffers())
+            }),
+        };
+        self.env_actions = env_actions;
+        collected?;
+        self.finish_rollout(&model, env.buffers())
+    }
+
+    /// [`Ppo::collect`] over two groups A and B (`env_actions` holds both groups' actions,
+    /// A's then B's): A's actions are sampled, then A steps while B's are sampled, then B steps
+    /// while A's step is recorded and its next actions sampled, and so on. The rollout rows come
+    /// out in the batch's order (A's environments, then B's, at every step), and the result is
+    /// that of the same calls without overlap ([`embodia_sim::EnvGroups::set_overlap`]).
+    fn collect_pipelined(
+        &mut self,
+        groups: &mut embodia_sim::EnvGroups,
+        model: &ActorCritic,
+        log_std: &[f32],
+        env_actions: &mut [f32],
+    ) -> Result<(), AlgoError> {
+        let (actions_a, actions_b) = env_actions.split_at_mut(env_actions.len() / 2);
+        let steps = self.config.steps_per_env;
+        let b = groups.group(0).buffers();
+        self.act_rows(model, log_std, &b.obs, &b.critic_obs, actions_a)?;
+        for t in 0..steps {
+            let (stepped, work) = groups.step_group_while(0, actions_a, |others| {
+                let b = others.buffers(1).expect("group B is not stepping");
+                if t > 0 {
+                    self.record_rows(model, b)?;
+                }
+                self.act_rows(model, log_std, &b.obs, &b.critic_obs, actions_b)
+            });
+            stepped?;
+            work?;
+            let (stepped, work) = groups.step_group_while(1, actions_b, |others| {
+                let b = others.buffers(0).expect("group A is not stepping");
+                self.record_rows(model, b)?;
+                match t + 1 < steps {
+                    true => self.act_rows(model, log_std, &b.obs, &b.critic_obs, actions_a),
+                    false => Ok(()),
+                }
+            });
+            stepped?;
+            work?;
+        }
+        self.record_rows(model, groups.group(1).buffers())
+    }
+
+    /// Empties the rollout for a new collection.
+    fn clear_rollout(&mut self) {
         let r = &mut self.rollout;
         for buf in [&mut r.obs, &mut r.critic_obs, &mut r.actions, &mut r.means] {
             buf.clear();
@@ -316,73 +382,101 @@ impl Ppo {
         for buf in [&mut r.log_probs, &mut r.rewards, &mut r.dones, &mut r.values] {
             buf.clear();
         }
-        for _ in 0..steps {
-            let raw = &env.buffers().obs;
+    }
+
+    /// Samples the actions of the environments whose raw observations are `raw` (`[m, obs_dim]`;
+    /// `raw_critic` `[m, critic_dim]` for a task with a critic observation, else empty):
+    /// updates the normalizers, appends the rollout rows (observations, actions, means, values,
+    /// log-probs) and writes the actions, clipped to the bounds, to `env_actions`
+    /// (`[m, action_dim]`).
+    fn act_rows(
+        &mut self,
+        model: &ActorCritic,
+        log_std: &[f32],
+        raw: &[f32],
+        raw_critic: &[f32],
+        env_actions: &mut [f32],
+    ) -> Result<(), AlgoError> {
+        let (od, ad) = (self.obs_dim, self.action_dim);
+        let m = raw.len() / od;
+        let log_prob_const: f32 = log_std.iter().sum::<f32>() + ad as f32 * LOG_SQRT_2PI as f32;
+        if self.config.normalize_obs {
+            self.normalizer.update(raw);
+        }
+        self.normalized(raw);
+        if let Some(norm) = self.critic_normalizer.as_mut() {
             if self.config.normalize_obs {
-                self.normalizer.update(raw);
+                norm.update(raw_critic);
             }
-            self.normalized(raw);
-            if let Some(norm) = self.critic_normalizer.as_mut() {
-                let raw = &env.buffers().critic_obs;
-                if self.config.normalize_obs {
-                    norm.update(raw);
-                }
-                self.critic_normalized(raw);
-            }
-            let obs = to_tensor(&self.obs, n, od, &plain);
-            let (mean, _) = model.actor.forward(obs);
-            let mean = to_host(mean)?;
-            let values = self.values(&model)?;
-            fill_normal(&mut self.rng, &mut self.noise);
-            let r = &mut self.rollout;
-            r.obs.extend_from_slice(&self.obs);
-            if self.critic_normalizer.is_some() {
-                r.critic_obs.extend_from_slice(&self.critic_obs);
-            }
-            r.means.extend_from_slice(&mean);
-            r.values.extend_from_slice(&values);
-            for i in 0..n {
-                let mut sq = 0.0;
-                for (j, ls) in log_std.iter().enumerate() {
-                    let k = i * ad + j;
-                    let eps = self.noise[k];
-                    let a = mean[k] + ls.exp() * eps;
-                    sq += eps * eps;
-                    r.actions.push(a);
-                    self.env_actions[k] = a.clamp(self.action_low[j], self.action_high[j]);
-                }
-                r.log_probs.push(-0.5 * sq - log_prob_const);
-            }
-            env.step(&self.env_actions)?;
-            self.env_steps += n as u64;
-            let b = env.buffers();
-            self.episodes.push_ended(b);
-            if b.obs.iter().any(|x| !x.is_finite()) {
-                return Err(AlgoError::NonFinite { what: "observations".into(), env_steps: self.env_steps });
-            }
-            let start = self.rollout.rewards.len();
-            for i in 0..n {
-                self.rollout.rewards.push(b.reward[i]);
-                self.rollout.dones.push(if b.done(i) { 1.0 } else { 0.0 });
-            }
-            // Truncated episodes did not end in the MDP: bootstrap them with γ·V(final obs).
-            let truncated = |i: usize| b.truncated[i] > 0.0 && b.terminated[i] == 0.0;
-            if (0..n).any(truncated) {
-                self.normalized(&b.final_obs);
-                if self.critic_normalizer.is_some() {
-                    self.critic_normalized(&b.final_critic_obs);
-                }
-                let v = self.values(&model)?;
-                for i in (0..n).filter(|&i| truncated(i)) {
-                    self.rollout.rewards[start + i] += self.config.gamma as f32 * v[i];
-                }
-            }
+            self.critic_normalized(raw_critic);
         }
-        self.normalized(&env.buffers().obs);
+        let obs = to_tensor(&self.obs, m, od, &self.device.clone().inner());
+        let (mean, _) = model.actor.forward(obs);
+        let mean = to_host(mean)?;
+        let values = self.values(model)?;
+        let noise = &mut self.noise[..m * ad];
+        fill_normal(&mut self.rng, noise);
+        let r = &mut self.rollout;
+        r.obs.extend_from_slice(&self.obs);
         if self.critic_normalizer.is_some() {
-            self.critic_normalized(&env.buffers().critic_obs);
+            r.critic_obs.extend_from_slice(&self.critic_obs);
         }
-        let last_values = self.values(&model)?;
+        r.means.extend_from_slice(&mean);
+        r.values.extend_from_slice(&values);
+        for i in 0..m {
+            let mut sq = 0.0;
+            for (j, ls) in log_std.iter().enumerate() {
+                let k = i * ad + j;
+                let eps = noise[k];
+                let a = mean[k] + ls.exp() * eps;
+                sq += eps * eps;
+                r.actions.push(a);
+                env_actions[k] = a.clamp(self.action_low[j], self.action_high[j]);
+            }
+            r.log_probs.push(-0.5 * sq - log_prob_const);
+        }
+        Ok(())
+    }
+
+    /// Appends the rewards and done flags of one step of the environments whose buffers are `b`
+    /// (`[m, …]`), counts their ended episodes, and bootstraps the truncated ones with
+    /// `γ·V(final obs)`.
+    fn record_rows(&mut self, model: &ActorCritic, b: &embodia_sim::StepBuffers) -> Result<(), AlgoError> {
+        let m = b.reward.len();
+        self.env_steps += m as u64;
+        self.episodes.push_ended(b);
+        if b.obs.iter().any(|x| !x.is_finite()) {
+            return Err(AlgoError::NonFinite { what: "observations".into(), env_steps: self.env_steps });
+        }
+        let start = self.rollout.rewards.len();
+        for i in 0..m {
+            self.rollout.rewards.push(b.reward[i]);
+            self.rollout.dones.push(if b.done(i) { 1.0 } else { 0.0 });
+        }
+        // Truncated episodes did not end in the MDP: bootstrap them with γ·V(final obs).
+        let truncated = |i: usize| b.truncated[i] > 0.0 && b.terminated[i] == 0.0;
+        if (0..m).any(truncated) {
+            self.normalized(&b.final_obs);
+            if self.critic_normalizer.is_some() {
+                self.critic_normalized(&b.final_critic_obs);
+            }
+            let v = self.values(model)?;
+            for i in (0..m).filter(|&i| truncated(i)) {
+                self.rollout.rewards[start + i] += self.config.gamma as f32 * v[i];
+            }
+        }
+        Ok(())
+    }
+
+    /// GAE over the collected rollout, bootstrapped from the values of the batch's present
+    /// observations (`b`).
+    fn finish_rollout(&mut self, model: &ActorCritic, b: &embodia_sim::StepBuffers) -> Result<(), AlgoError> {
+        let n = b.reward.len();
+        self.normalized(&b.obs);
+        if self.critic_normalizer.is_some() {
+            self.critic_normalized(&b.critic_obs);
+        }
+        let last_values = self.values(model)?;
         let r = &mut self.rollout;
         r.advantages.resize(r.rewards.len(), 0.0);
         r.returns.resize(r.rewards.len(), 0.0);
