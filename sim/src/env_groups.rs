@@ -239,7 +239,10 @@ impl VecEnv for EnvGroups {
 
     fn restore(&mut self, snapshot: &EnvSnapshot) -> Result<(), SimError> {
         let (n, g_count) = (self.num_envs(), self.groups.len());
-        if snapshot.elapsed.len() != n || snapshot.state.len() % n != 0 || snapshot.obs.len() % n != 0 {
+        if snapshot.elapsed.len() != n
+            || !snapshot.state.len().is_multiple_of(n)
+            || !snapshot.obs.len().is_multiple_of(n)
+        {
             return Err(SimError::SnapshotMismatch(format!(
                 "the snapshot holds {} environments; this grouped batch has {n}",
                 snapshot.elapsed.len()

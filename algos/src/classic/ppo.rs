@@ -123,7 +123,7 @@ impl PpoConfig {
         check_range("steps_per_env", self.steps_per_env, self.steps_per_env > 0, "≥ 1")?;
         let groups = self.env_groups;
         let allowed = "1, or 2 with an even num_envs";
-        check_range("env_groups", groups, groups == 1 || (groups == 2 && self.num_envs % 2 == 0), allowed)?;
+        check_range("env_groups", groups, groups == 1 || (groups == 2 && self.num_envs.is_multiple_of(2)), allowed)?;
         check_range("epochs", self.epochs, self.epochs > 0, "≥ 1")?;
         let batch = self.num_envs * self.steps_per_env;
         check_range(
