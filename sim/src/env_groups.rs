@@ -35,7 +35,8 @@ pub struct EnvGroups {
 }
 
 impl EnvGroups {
-    /// Groups of one task with equal sizes; errors name the group that differs.
+    /// Groups of one task with equal sizes, reset with seed 0; errors name the group that
+    /// differs.
     pub fn new(groups: Vec<Box<dyn VecEnv>>) -> Result<Self, SimError> {
         let Some(first) = groups.first() else {
             return Err(SimError::InvalidTask("env groups: at least one group is needed".into()));
@@ -64,9 +65,8 @@ impl EnvGroups {
             buffers.final_critic_obs = vec![0.0; n * critic.dim()];
         }
         let mut env = Self { groups, per_group, buffers, overlap: true };
-        for g in 0..env.groups.len() {
-            env.copy_buffers(g);
-        }
+        // As every new batch: reset with seed 0 (the groups' own resets used the same seed).
+        env.reset(0);
         Ok(env)
     }
 
