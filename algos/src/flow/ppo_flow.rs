@@ -53,7 +53,7 @@ use crate::flow::grpo::grpo_episodes;
 use crate::flow::ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig};
 use crate::flow::ppo_loss::{
     GroupBatch, PpoStats, gather_chains, kl_guarded_minibatches, minibatches_with_imitation, ppo_group_loss,
-    stochastic_step_groups,
+    stochastic_step_groups, tally_self_imitation,
 };
 use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor, DIFFUSION_KEY};
 use crate::metrics::TimeSplit;
@@ -327,11 +327,8 @@ impl PpoFlow {
             to_tensor(&noise, b, hd, &d),
             to_tensor(&t, b, 1, &d),
         );
-        let value = to_host(loss.clone())?[0] as f64;
-        check_finite("flow PPO self-imitation loss", value, self.env_steps)?;
-        let (sum, count) = self.self_imitation_loss;
-        self.self_imitation_loss = (sum + value, count + 1);
-        Ok(Some(loss.mul_scalar(coef)))
+        let what = "flow PPO self-imitation loss";
+        tally_self_imitation(loss, coef, &mut self.self_imitation_loss, what, self.env_steps).map(Some)
     }
 
     /// Losses of one mini-batch (PPO on rollout rows `indices`, self-imitation on rows

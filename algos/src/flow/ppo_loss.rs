@@ -92,6 +92,21 @@ pub(crate) fn epoch_minibatches(
     batches
 }
 
+/// A mini-batch's self-imitation loss (`[1]`, unweighted): checked finite, added to `tally`
+/// (the update's sum and count, reported as `aux_loss`), and returned times `coef`.
+pub(crate) fn tally_self_imitation(
+    loss: Tensor<1>,
+    coef: f64,
+    tally: &mut (f64, usize),
+    what: &str,
+    env_steps: u64,
+) -> Result<Tensor<1>, AlgoError> {
+    let value = crate::transfer::to_host(loss.clone())?[0] as f64;
+    crate::check_finite(what, value, env_steps)?;
+    *tally = (tally.0 + value, tally.1 + 1);
+    Ok(loss.mul_scalar(coef))
+}
+
 /// The mini-batches of one update with self-imitation's rows riding along: `update_epochs`
 /// passes over the PPO rows `used` paired with as many passes over `imitated` (the rows of the
 /// iteration's successful episodes), `(ppo rows, imitation rows)` per mini-batch, either side

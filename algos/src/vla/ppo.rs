@@ -60,7 +60,7 @@ use crate::check_finite;
 use crate::flow::grpo::grpo_episodes;
 use crate::flow::ppo_loss::{
     GroupBatch, PpoStats, gather_chains, kl_guarded_minibatches, minibatches_with_imitation, ppo_group_loss,
-    stochastic_step_groups,
+    stochastic_step_groups, tally_self_imitation,
 };
 use crate::metrics::TimeSplit;
 use crate::normalizer::RunningNormalizer;
@@ -388,11 +388,8 @@ impl VlaPpo {
         let weights: Vec<f32> = rows.iter().map(|&i| self.rollout.imitation_weights[i % n]).collect();
         let total = weights.iter().sum::<f32>() as f64;
         let loss = (losses * Tensor::from_data(TensorData::new(weights, [b]), &d)).sum().div_scalar(total);
-        let value = to_host(loss.clone())?[0] as f64;
-        check_finite("VLA PPO self-imitation loss", value, self.env_steps)?;
-        let (sum, count) = self.self_imitation_loss;
-        self.self_imitation_loss = (sum + value, count + 1);
-        Ok(Some(loss.mul_scalar(coef)))
+        let what = "VLA PPO self-imitation loss";
+        tally_self_imitation(loss, coef, &mut self.self_imitation_loss, what, self.env_steps).map(Some)
     }
 
     /// Loss of one mini-batch (PPO on rollout rows `indices`, self-imitation on rows
