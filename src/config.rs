@@ -3,176 +3,22 @@
 
 use std::path::Path;
 
-use embodia_algos::{
-    AdvantageEstimator, DistillConfig, DppoConfig, DsrlConfig, FlowRlMethod, PpoConfig, PpoFlowConfig, SacConfig,
-    SftConfig, VlaDsrlConfig, VlaSftConfig,
-};
+use embodia_algos::PpoConfig;
 use embodia_sim::TaskConfig;
 use serde::{Deserialize, Serialize};
 
-/// What a run's step budget (`total_steps`) counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Budget {
-    /// Environment steps, summed over environments (the RL algorithms).
-    EnvSteps,
-    /// Gradient steps (behaviour cloning and distillation).
-    GradientSteps,
-}
-
-impl Budget {
-    /// The unit in words, as `train` prints it.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Budget::EnvSteps => "env steps",
-            Budget::GradientSteps => "gradient steps",
-        }
-    }
-}
-
-/// One algorithm `embodia train` can run: its name, what `embodia list` says about it, and how
-/// its `[algo]` table is defaulted, checked and read. [`ALGORITHMS`] is the registry; adding an
-/// algorithm is its learner in `embodia-algos`, an [`AlgoConfig`] variant and one entry there
-/// (the compiler then points at every `match` on `AlgoConfig` that builds, exports or
-/// benchmarks it).
-pub struct Algorithm {
-    /// The name `--algo` takes.
-    pub name: &'static str,
-    /// One line for `embodia list`.
-    pub summary: &'static str,
-    /// What its step budget counts.
-    pub budget: Budget,
-    /// The `[algo]` table every run starts from, before presets, files and `--set`.
-    defaults: fn() -> AlgoConfig,
-    /// Reads a merged configuration table with this algorithm's `[algo]` schema.
-    typed: fn(&toml::Table) -> Result<TrainConfig, String>,
-    /// Reads a user's file strictly with this schema (unknown keys, wrong types).
-    check_file: fn(&str) -> Result<(), toml::de::Error>,
-}
-
-/// The registry of algorithms, in the order `embodia list` prints them.
-pub const ALGORITHMS: [Algorithm; 12] = [
-    Algorithm {
-        name: "sac",
-        summary: "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::Sac(SacConfig::default()),
-        typed: |t| typed(t, AlgoConfig::Sac),
-        check_file: check_file_as::<SacConfig>,
-    },
-    Algorithm {
-        name: "ppo",
-        summary: "Proximal Policy Optimization (RSL-RL style): clipped surrogate, GAE, KL-adaptive learning rate",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::Ppo(PpoConfig::default()),
-        typed: |t| typed(t, AlgoConfig::Ppo),
-        check_file: check_file_as::<PpoConfig>,
-    },
-    Algorithm {
-        name: "sft",
-        summary: "flow-matching (or, with --set algo.model=diffusion, DDPM) behaviour cloning of an action-chunk policy from demonstrations (--demos N)",
-        budget: Budget::GradientSteps,
-        defaults: || AlgoConfig::Sft(SftConfig::default()),
-        typed: |t| typed(t, AlgoConfig::Sft),
-        check_file: check_file_as::<SftConfig>,
-    },
-    Algorithm {
-        name: "ppo-flow-sde",
-        summary: "πRL Flow-SDE: PPO on a flow policy with one stochastic denoising step (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::PpoFlow(PpoFlowConfig::default()),
-        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
-        check_file: check_file_as::<PpoFlowConfig>,
-    },
-    Algorithm {
-        name: "ppo-flow-noise",
-        summary: "πRL Flow-Noise: PPO on a flow policy with a learned noise head (--init runs/<sft-run>; --distill-during-rl adds a one-step student)",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::PpoFlow(PpoFlowConfig::default()),
-        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::PpoFlow(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
-        check_file: check_file_as::<PpoFlowConfig>,
-    },
-    Algorithm {
-        name: "dppo",
-        summary: "DPPO: PPO over the last K′ denoising steps of a diffusion policy (--init runs/<diffusion-sft-run>)",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::Dppo(DppoConfig::default()),
-        typed: |t| typed(t, AlgoConfig::Dppo),
-        check_file: check_file_as::<DppoConfig>,
-    },
-    Algorithm {
-        name: "dsrl",
-        summary: "DSRL: SAC on the initial noise of a frozen flow policy (--init runs/<sft-run>)",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::Dsrl(DsrlConfig::default()),
-        typed: |t| typed(t, AlgoConfig::Dsrl),
-        check_file: check_file_as::<DsrlConfig>,
-    },
-    Algorithm {
-        name: "distill",
-        summary: "one-step student of a flow policy's K-step sampler (`embodia distill --run runs/<flow-run>`)",
-        budget: Budget::GradientSteps,
-        defaults: || AlgoConfig::Distill(DistillConfig::default()),
-        typed: |t| typed(t, AlgoConfig::Distill),
-        check_file: check_file_as::<DistillConfig>,
-    },
-    Algorithm {
-        name: "vla-sft",
-        summary: "flow-matching behaviour cloning of the vision-language-action model from demonstrations with camera images and instructions (language tasks: lang-cubes)",
-        budget: Budget::GradientSteps,
-        defaults: || AlgoConfig::VlaSft(VlaSftConfig::default()),
-        typed: |t| typed(t, AlgoConfig::VlaSft),
-        check_file: check_file_as::<VlaSftConfig>,
-    },
-    Algorithm {
-        name: "vla-ppo-flow-sde",
-        summary: "πRL Flow-SDE on the VLA (GRPO, or GAE with its value head), every instruction at once (--init runs/<vla-sft-run>)",
-        budget: Budget::EnvSteps,
-        defaults: || {
-            AlgoConfig::VlaPpo(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
-        },
-        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Sde, ..c })),
-        check_file: check_file_as::<PpoFlowConfig>,
-    },
-    Algorithm {
-        name: "vla-ppo-flow-noise",
-        summary: "πRL Flow-Noise on the VLA (GRPO, or GAE with its value head) (--init runs/<vla-sft-run>)",
-        budget: Budget::EnvSteps,
-        defaults: || {
-            AlgoConfig::VlaPpo(PpoFlowConfig { advantage: AdvantageEstimator::Grpo, ..PpoFlowConfig::default() })
-        },
-        typed: |t| typed(t, |c: PpoFlowConfig| AlgoConfig::VlaPpo(PpoFlowConfig { method: FlowRlMethod::Noise, ..c })),
-        check_file: check_file_as::<PpoFlowConfig>,
-    },
-    Algorithm {
-        name: "vla-dsrl",
-        summary: "DSRL: SAC on the initial noise of a frozen VLA, every instruction at once (--init runs/<vla-sft-run>)",
-        budget: Budget::EnvSteps,
-        defaults: || AlgoConfig::VlaDsrl(VlaDsrlConfig::default()),
-        typed: |t| typed(t, AlgoConfig::VlaDsrl),
-        check_file: check_file_as::<VlaDsrlConfig>,
-    },
-];
-
-/// The registered algorithm called `name`.
-pub fn algorithm(name: &str) -> Result<&'static Algorithm, ConfigError> {
-    ALGORITHMS.iter().find(|a| a.name == name).ok_or_else(|| ConfigError::UnknownAlgorithm(name.to_string()))
-}
-
-/// The registered algorithms' names, comma-separated.
-fn algorithm_names() -> String {
-    ALGORITHMS.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
-}
+use crate::algorithms::{AlgoConfig, RunContext, algorithm, check_file_as};
+pub use crate::error::ConfigError;
 
 /// The most episodes one evaluation or recording may ask for.
 pub const MAX_EPISODES: usize = 1_000_000;
 
 /// Everything a training run needs; written to `runs/<name>/config.toml`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrainConfig {
     /// Task name from the registry (`embodia list`).
     pub task: String,
-    /// Algorithm name: `sac` or `ppo`.
+    /// Algorithm name (`embodia list`).
     pub algorithm: String,
     /// Seed of networks, environments and sampling.
     pub seed: u64,
@@ -189,125 +35,15 @@ pub struct TrainConfig {
     pub env: Option<TaskConfig>,
 }
 
-/// Hyperparameters of one algorithm (the `[algo]` table).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum AlgoConfig {
-    /// SAC.
-    Sac(SacConfig),
-    /// PPO.
-    Ppo(PpoConfig),
-    /// Flow-policy behaviour cloning.
-    Sft(SftConfig),
-    /// PPO on a flow policy (`ppo-flow-sde`, `ppo-flow-noise`).
-    PpoFlow(PpoFlowConfig),
-    /// One-step distillation of a flow policy.
-    Distill(DistillConfig),
-    /// DPPO on a diffusion policy.
-    Dppo(DppoConfig),
-    /// SAC on the initial noise of a frozen flow policy (`dsrl`).
-    Dsrl(DsrlConfig),
-    /// Behaviour cloning of the VLA.
-    VlaSft(VlaSftConfig),
-    /// PPO with GRPO or GAE advantages on the VLA (`vla-ppo-flow-sde`, `vla-ppo-flow-noise`).
-    VlaPpo(PpoFlowConfig),
-    /// SAC on the initial noise of a frozen VLA (`vla-dsrl`).
-    VlaDsrl(VlaDsrlConfig),
-}
-
-impl AlgoConfig {
-    /// Number of parallel training environments.
-    pub fn num_envs(&self) -> usize {
-        match self {
-            Self::Sac(c) => c.num_envs,
-            Self::Ppo(c) => c.num_envs,
-            Self::Sft(c) => c.num_envs,
-            Self::PpoFlow(c) => c.num_envs,
-            Self::Distill(c) => c.num_envs,
-            Self::Dppo(c) => c.num_envs,
-            Self::Dsrl(c) => c.num_envs,
-            Self::VlaSft(c) => c.num_envs,
-            Self::VlaPpo(c) => c.num_envs,
-            Self::VlaDsrl(c) => c.num_envs,
-        }
-    }
-
-    /// The cameras the policy reads, by name, and their square resolution, pixels; `None` for
-    /// policies of the observation vector alone. RL from a VLA checkpoint reads them there.
-    pub fn vla_cameras(&self) -> Option<(Vec<String>, usize)> {
-        match self {
-            Self::VlaSft(c) => Some((c.cameras.clone(), c.model.vision.image_size)),
-            _ => None,
-        }
-    }
-}
-
-/// A configuration problem, in words that name the file, line or field.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// Unknown algorithm name.
-    #[error("unknown algorithm `{0}`; valid algorithms: {names}", names = algorithm_names())]
-    UnknownAlgorithm(String),
-    /// The TOML file could not be read or parsed.
-    #[error("{path}: {message}")]
-    File {
-        /// The file.
-        path: String,
-        /// What is wrong, with line and column.
-        message: String,
-    },
-    /// A `--set key=value` override is malformed or names an unknown key.
-    #[error("--set {arg}: {message}")]
-    Override {
-        /// The override as given.
-        arg: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A value is out of its allowed range.
-    #[error("invalid value for `{field}`: {value} (allowed: {allowed})")]
-    OutOfRange {
-        /// Dotted key, e.g. `algo.learning_rate`.
-        field: String,
-        /// The value given.
-        value: String,
-        /// The allowed range, in words.
-        allowed: String,
-    },
-    /// A key that is not a setting (dotted, e.g. `algo.model.vision.flim`).
-    #[error("unknown key `{0}`")]
-    UnknownKey(String),
-    /// A value is of the wrong type, or the task is unknown.
-    #[error("{0}")]
-    Invalid(String),
-}
-
 /// Default settings every run starts from, before the per-task preset.
 fn base_table(task: &str, name: &str) -> Result<toml::Table, ConfigError> {
-    let entry = algorithm(name)?;
-    let algo = match (entry.defaults)() {
-        AlgoConfig::Sac(c) => toml::Table::try_from(c),
-        AlgoConfig::Ppo(c) => toml::Table::try_from(c),
-        AlgoConfig::Sft(c) => toml::Table::try_from(c),
-        AlgoConfig::PpoFlow(c) | AlgoConfig::VlaPpo(c) => toml::Table::try_from(c),
-        AlgoConfig::Distill(c) => toml::Table::try_from(c),
-        AlgoConfig::Dppo(c) => toml::Table::try_from(c),
-        AlgoConfig::Dsrl(c) => toml::Table::try_from(c),
-        AlgoConfig::VlaSft(c) => toml::Table::try_from(c),
-        AlgoConfig::VlaDsrl(c) => toml::Table::try_from(c),
-    }
-    .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let defaults = (algorithm(name)?.defaults)();
+    let algo = toml::Table::try_from(&defaults).map_err(|e| ConfigError::Invalid(e.to_string()))?;
     let mut t = toml::Table::new();
     t.insert("task".into(), task.into());
     t.insert("algorithm".into(), name.into());
     t.insert("seed".into(), toml::Value::Integer(1));
-    // Behaviour cloning and distillation train to the end of their learning-rate schedule.
-    let total_steps = match (entry.defaults)() {
-        AlgoConfig::Sft(c) => c.decay_steps as i64,
-        AlgoConfig::Distill(c) => c.decay_steps as i64,
-        AlgoConfig::VlaSft(c) => c.decay_steps as i64,
-        _ => 100_000,
-    };
+    let total_steps = i64::try_from(defaults.default_total_steps()).unwrap_or(i64::MAX);
     t.insert("total_steps".into(), toml::Value::Integer(total_steps));
     t.insert("eval_episodes".into(), toml::Value::Integer(10));
     t.insert("checkpoint_every".into(), toml::Value::Integer(1));
@@ -390,31 +126,11 @@ fn parse_override(arg: &str) -> Result<toml::Table, ConfigError> {
     Ok(table)
 }
 
-/// Reads a user's file strictly with the `[algo]` schema `A`, so that unknown keys and wrong
-/// types are reported with their line.
-fn check_file_as<A: serde::de::DeserializeOwned>(text: &str) -> Result<(), toml::de::Error> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)] // Read only to check the file.
-    struct File<A> {
-        task: Option<String>,
-        algorithm: Option<String>,
-        seed: Option<u64>,
-        total_steps: Option<u64>,
-        eval_episodes: Option<usize>,
-        checkpoint_every: Option<u64>,
-        algo: Option<A>,
-        // Partial [env] tables are merged over the task's defaults and checked whole afterwards.
-        env: Option<toml::Table>,
-    }
-    toml::from_str::<File<A>>(text).map(|_| ())
-}
-
 /// Checks a user's file strictly with the schema of `algorithm` (PPO's for an unknown name,
 /// which is reported later), naming the line of an unknown key or a wrong type.
 fn check_file(path: &Path, text: &str, algorithm: &str) -> Result<(), ConfigError> {
     let fallback: fn(&str) -> Result<(), toml::de::Error> = check_file_as::<PpoConfig>;
-    let check = ALGORITHMS.iter().find(|a| a.name == algorithm).map_or(fallback, |a| a.check_file);
+    let check = crate::algorithms::algorithm(algorithm).map_or(fallback, |a| a.check_file);
     let result = check(text);
     match result {
         // A file overlays the defaults, so a nested table may set only some of its fields
@@ -670,25 +386,21 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
 
 /// Deserializes a merged table with the algorithm's schema.
 fn from_table(table: &toml::Table, name: &str) -> Result<TrainConfig, String> {
-    (algorithm(name).map_err(|e| e.to_string())?.typed)(table)
-}
-
-/// Deserializes a merged table whose `[algo]` table has the schema `A`, wrapped by `wrap`.
-fn typed<A: serde::de::DeserializeOwned>(t: &toml::Table, wrap: fn(A) -> AlgoConfig) -> Result<TrainConfig, String> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    struct Typed<A> {
+    struct Untyped {
         task: String,
         algorithm: String,
         seed: u64,
         total_steps: u64,
         eval_episodes: usize,
         checkpoint_every: u64,
-        algo: A,
+        algo: toml::Value,
         #[serde(default)]
         env: Option<TaskConfig>,
     }
-    let c: Typed<A> = toml::Table::try_into(t.clone()).map_err(|e| e.message().trim_end().to_string())?;
+    let entry = algorithm(name).map_err(|e| e.to_string())?;
+    let c: Untyped = toml::Table::try_into(table.clone()).map_err(|e| e.message().trim_end().to_string())?;
     Ok(TrainConfig {
         task: c.task,
         algorithm: c.algorithm,
@@ -696,12 +408,17 @@ fn typed<A: serde::de::DeserializeOwned>(t: &toml::Table, wrap: fn(A) -> AlgoCon
         total_steps: c.total_steps,
         eval_episodes: c.eval_episodes,
         checkpoint_every: c.checkpoint_every,
-        algo: wrap(c.algo),
+        algo: (entry.read)(c.algo)?,
         env: c.env,
     })
 }
 
 impl TrainConfig {
+    /// What the algorithm's learner is built for: task, `[env]` table, seed, algorithm name.
+    pub fn context(&self) -> RunContext<'_> {
+        RunContext { task: &self.task, env: self.env.as_ref(), seed: self.seed, algorithm: &self.algorithm }
+    }
+
     /// Checks ranges of the run settings and the algorithm's hyperparameters.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field: &str, value: &dyn std::fmt::Display, allowed: &str| {
@@ -712,11 +429,6 @@ impl TrainConfig {
         }
         if !(1..=MAX_EPISODES).contains(&self.eval_episodes) {
             return bad("eval_episodes", &self.eval_episodes, &format!("1 ..= {MAX_EPISODES}"));
-        }
-        if let AlgoConfig::Sac(c) = &self.algo
-            && c.batch_size > c.buffer_size
-        {
-            return bad("algo.batch_size", &c.batch_size, &format!("≤ algo.buffer_size ({})", c.buffer_size));
         }
         if self.checkpoint_every == 0 {
             return bad("checkpoint_every", &self.checkpoint_every, "≥ 1");
@@ -729,21 +441,7 @@ impl TrainConfig {
             (None, Some(_)) => return Err(ConfigError::Invalid(format!("task `{}` needs its [env] table", self.task))),
             (None, None) => {}
         }
-        match &self.algo {
-            AlgoConfig::Sac(c) => c.validate(),
-            AlgoConfig::Ppo(c) => c.validate(),
-            AlgoConfig::Sft(c) => c.validate_fields(),
-            AlgoConfig::PpoFlow(c) => {
-                c.validate().and_then(|()| c.distill_during_rl.as_ref().map_or(Ok(()), |d| d.validate()))
-            }
-            AlgoConfig::Distill(c) => c.validate(),
-            AlgoConfig::Dppo(c) => c.validate(),
-            AlgoConfig::Dsrl(c) => c.validate(),
-            AlgoConfig::VlaSft(c) => c.validate_fields(),
-            AlgoConfig::VlaPpo(c) => c.validate(),
-            AlgoConfig::VlaDsrl(c) => c.validate(),
-        }
-        .map_err(|e| match e {
+        self.algo.validate().map_err(|e| match e {
             embodia_algos::AlgoError::Config { field, value, allowed } => {
                 ConfigError::OutOfRange { field, value, allowed }
             }
@@ -754,16 +452,7 @@ impl TrainConfig {
     /// Settings that are valid but probably not what was meant, in words, for the command to
     /// print before it starts.
     pub fn warnings(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let AlgoConfig::Sac(c) = &self.algo
-            && c.learning_starts >= self.total_steps
-        {
-            out.push(format!(
-                "algo.learning_starts ({}) ≥ total_steps ({}): the run acts at random and never updates",
-                c.learning_starts, self.total_steps
-            ));
-        }
-        out
+        self.algo.warnings(self.total_steps)
     }
 
     /// The configuration as TOML text.
@@ -796,7 +485,7 @@ mod tests {
     fn every_embedded_preset_resolves_and_sets_what_it_says() {
         let mut checked = 0;
         for task in embodia_sim::tasks() {
-            for algorithm in ALGORITHMS.iter().map(|a| a.name) {
+            for algorithm in crate::algorithms::ALGORITHMS.iter().map(|a| a.name) {
                 let Some(text) = preset(task.name, algorithm) else { continue };
                 let sources = ConfigSources { task: Some(task.name), algorithm: Some(algorithm), ..Default::default() };
                 let config = resolve(&sources).unwrap_or_else(|e| panic!("{} {algorithm}: {e}", task.name));

@@ -14,11 +14,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use embodia_algos::{ConsistencyLoss, DistillMethod, EvalMode, InitialNoise, Learner, evaluate};
+use embodia_algos::{ConsistencyLoss, DistillConfig, DistillMethod, EvalMode, InitialNoise, Learner, evaluate};
 use embodia_deploy::export::PolicySpec;
 use serde::Serialize;
 
-use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
+use crate::config::{ConfigSources, TrainConfig, resolve};
 use crate::run::{CHECKPOINT_DIR, CONFIG_FILE, EVAL_SEED_OFFSET, RunError, check_run_dir, load_learner};
 
 /// What `embodia distill` is asked to do.
@@ -46,7 +46,8 @@ pub fn distill_config(req: &DistillRequest) -> Result<TrainConfig, RunError> {
     check_run_dir(&req.teacher)?;
     let teacher = TrainConfig::from_file(&req.teacher.join(CONFIG_FILE))?;
     let flow_sft = |c: &embodia_algos::SftConfig| c.model == embodia_algos::ChunkModel::Flow;
-    if !matches!(&teacher.algo, AlgoConfig::Sft(c) if flow_sft(c)) && !matches!(teacher.algo, AlgoConfig::PpoFlow(_)) {
+    let flow_rl = teacher.algo.get::<embodia_algos::PpoFlowConfig>().is_some();
+    if !teacher.algo.get::<embodia_algos::SftConfig>().is_some_and(flow_sft) && !flow_rl {
         return Err(RunError::Io {
             path: req.teacher.display().to_string(),
             message: format!(
@@ -85,7 +86,7 @@ pub fn distill_config(req: &DistillRequest) -> Result<TrainConfig, RunError> {
     // `--steps` is the schedule's length too, unless `algo.decay_steps` is set: a budget past
     // the cosine's end would otherwise run at the final learning rate.
     let decay_set = req.overrides.iter().any(|o| o.trim_start().starts_with("algo.decay_steps"));
-    if let (Some(steps), AlgoConfig::Distill(c), false) = (req.steps, &mut config.algo, decay_set) {
+    if let (Some(steps), Some(c), false) = (req.steps, config.algo.get_mut::<DistillConfig>(), decay_set) {
         c.decay_steps = steps.max(c.warmup_steps + 1);
     }
     config.validate()?;
@@ -220,7 +221,7 @@ pub struct ReportSettings {
 pub fn report(student: &Path, settings: ReportSettings) -> Result<DistillReport, RunError> {
     let ReportSettings { episodes, seeds, calls, stochastic } = settings;
     let (config, student_learner) = load_learner(student)?;
-    let AlgoConfig::Distill(c) = &config.algo else {
+    let Some(c) = config.algo.get::<DistillConfig>() else {
         return Err(RunError::Io { path: student.display().to_string(), message: "is not a distill run".into() });
     };
     let teacher_dir = Path::new(&c.teacher);

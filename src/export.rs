@@ -14,7 +14,8 @@ use embodia_algos::{Checkpoint, ChunkActor, RunningNormalizer};
 use embodia_deploy::export::{self, ActionHead, Activation, Dense, Format, ObsNormalizer, PolicySpec, StateOffset};
 use embodia_policies::{Activation as NetActivation, FlowPolicyConfig, NamedParams, OneStepPolicyConfig};
 
-use crate::config::{AlgoConfig, TrainConfig};
+use crate::algorithms::ExportForm;
+use crate::config::TrainConfig;
 use crate::run::{CHECKPOINT_DIR, CONFIG_FILE, RunError};
 
 /// Errors of `embodia export`, naming the run, file or field at fault.
@@ -58,58 +59,9 @@ pub fn policy_of_run(dir: &Path) -> Result<PolicySpec, ExportRunError> {
 }
 
 fn check_exportable(config: &TrainConfig, run: &str) -> Result<(), ExportRunError> {
-    match &config.algo {
-        AlgoConfig::Ppo(_) | AlgoConfig::Sac(_) | AlgoConfig::Distill(_) => Ok(()),
-        AlgoConfig::Sft(_)
-        | AlgoConfig::PpoFlow(_)
-        | AlgoConfig::Dppo(_)
-        | AlgoConfig::Dsrl(_)
-        | AlgoConfig::VlaSft(_)
-        | AlgoConfig::VlaPpo(_)
-        | AlgoConfig::VlaDsrl(_) => Err(not_exportable(config, run)),
-    }
-}
-
-fn not_exportable(config: &TrainConfig, run: &str) -> ExportRunError {
-    if let AlgoConfig::PpoFlow(c) = &config.algo
-        && c.distill_during_rl.is_some()
-    {
-        return ExportRunError::NotExportable {
-            run: run.into(),
-            message: format!(
-                "a `{}` run has a multi-step flow policy, which cannot be exported as one forward pass; \
-                 this run trained a one-step student alongside: export {}",
-                config.algorithm,
-                Path::new(run).join(crate::run::STUDENT_DIR).display()
-            ),
-        };
-    }
-    if matches!(config.algo, AlgoConfig::Dsrl(_)) {
-        return ExportRunError::NotExportable {
-            run: run.into(),
-            message: "a `dsrl` run acts with a noise policy feeding a frozen flow policy's ODE; exporting \
-                      or distilling that pair is not implemented (export the clone's one-step student instead)"
-                .into(),
-        };
-    }
-    if matches!(config.algo, AlgoConfig::VlaSft(_) | AlgoConfig::VlaPpo(_) | AlgoConfig::VlaDsrl(_)) {
-        return ExportRunError::NotExportable {
-            run: run.into(),
-            message: format!(
-                "a `{}` run has a vision-language-action model, which reads images and instructions; \
-                 exporting it as a one-step policy of the observation vector is not implemented",
-                config.algorithm
-            ),
-        };
-    }
-    ExportRunError::NotExportable {
-        run: run.into(),
-        message: format!(
-            "a `{}` run has a multi-step flow policy, which cannot be exported as one forward pass; \
-             distill it into a one-step policy first: `embodia distill --run {run} --method consistency`, \
-             then export the distilled run. PPO, SAC and distill runs export directly",
-            config.algorithm
-        ),
+    match config.algo.export(&config.algorithm, run) {
+        ExportForm::Refused(message) => Err(ExportRunError::NotExportable { run: run.into(), message }),
+        ExportForm::Mlp { .. } | ExportForm::OneStepStudent => Ok(()),
     }
 }
 
@@ -124,37 +76,28 @@ pub fn policy_of_checkpoint(
     let env = embodia_sim::make_with(&config.task, 1, config.env.as_ref()).map_err(RunError::from)?;
     let bounds = &env.action_spec().bounds;
     let obs_dim = env.obs_spec().vector.dim();
-    let (prefix, activation, head, normalizer) = match &config.algo {
-        AlgoConfig::Ppo(c) => {
-            let normalizer = if c.normalize_obs {
-                let n: RunningNormalizer = ckpt.get("normalizer").map_err(|e| corrupt(e.to_string()))?;
-                if n.dim() != obs_dim {
-                    return Err(corrupt(format!("normalizer has {} features, the task observes {obs_dim}", n.dim())));
-                }
-                Some(ObsNormalizer {
-                    mean: n.mean().iter().map(|&m| m as f32).collect(),
-                    std: n.var().iter().map(|&v| (v + n.eps()).sqrt() as f32).collect(),
-                    clip: n.clip(),
-                })
-            } else {
-                None
-            };
-            ("model.actor.mean.layers", c.activation, ActionHead::Clip, normalizer)
-        }
-        AlgoConfig::Sac(c) => ("actor.net.layers", c.activation, ActionHead::SquashedAffine, None),
-        AlgoConfig::Distill(_) => {
+    let (prefix, activation, head, normalized) = match config.algo.export(&config.algorithm, source) {
+        ExportForm::Mlp { layers, activation, head, normalized } => (layers, activation, head, normalized),
+        ExportForm::OneStepStudent => {
             let mut spec = student_policy(ckpt, obs_dim, bounds.dim()).map_err(corrupt)?;
             spec.source = format!("{source} ({}, task {})", config.algorithm, config.task);
             spec.validate().map_err(|e| corrupt(e.to_string()))?;
             return Ok(spec);
         }
-        AlgoConfig::Sft(_)
-        | AlgoConfig::PpoFlow(_)
-        | AlgoConfig::Dppo(_)
-        | AlgoConfig::Dsrl(_)
-        | AlgoConfig::VlaSft(_)
-        | AlgoConfig::VlaPpo(_)
-        | AlgoConfig::VlaDsrl(_) => return Err(not_exportable(config, source)),
+        ExportForm::Refused(message) => return Err(ExportRunError::NotExportable { run: source.into(), message }),
+    };
+    let normalizer = if normalized {
+        let n: RunningNormalizer = ckpt.get("normalizer").map_err(|e| corrupt(e.to_string()))?;
+        if n.dim() != obs_dim {
+            return Err(corrupt(format!("normalizer has {} features, the task observes {obs_dim}", n.dim())));
+        }
+        Some(ObsNormalizer {
+            mean: n.mean().iter().map(|&m| m as f32).collect(),
+            std: n.var().iter().map(|&v| (v + n.eps()).sqrt() as f32).collect(),
+            clip: n.clip(),
+        })
+    } else {
+        None
     };
     let spec = PolicySpec {
         source: format!("{source} ({}, task {})", config.algorithm, config.task),

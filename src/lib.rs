@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod actions;
+pub mod algorithms;
 pub mod bench;
 pub mod camera;
 pub mod compare;
@@ -15,10 +16,12 @@ pub mod config;
 pub mod demos;
 pub mod deployment;
 pub mod distill;
+pub mod error;
 pub mod export;
 pub mod plot;
 pub mod render;
 pub mod run;
+pub mod run_dir;
 pub mod run_lock;
 pub mod viz;
 

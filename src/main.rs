@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use embodia::algos::{ConsistencyLoss, DistillMethod};
-use embodia::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
+use embodia::config::{ConfigSources, TrainConfig, resolve};
 use embodia::run::load_learner;
 use embodia::viz::VizTarget;
 
@@ -256,7 +256,7 @@ impl Settings {
         if !self.distill_during_rl {
             return Ok(config);
         }
-        if !matches!(config.algo, AlgoConfig::PpoFlow(_)) {
+        if config.algo.get::<embodia::algos::PpoFlowConfig>().is_none() {
             anyhow::bail!(
                 "--distill-during-rl: only flow-policy RL (--algo ppo-flow-sde or ppo-flow-noise) trains a one-step student alongside; `{}` is not a flow-policy RL algorithm{}",
                 config.algorithm,

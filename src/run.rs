@@ -1,19 +1,5 @@
-//! Run directories and the training loop: `runs/<name>/` with the resolved config, metrics,
-//! checkpoints and the final evaluation.
-//!
-//! ```text
-//! runs/<name>/
-//!   config.toml        resolved configuration (what `--resume` and `eval` read)
-//!   metrics.csv        one row per iteration (see MetricRow::CSV_HEADER)
-//!   checkpoint/        latest checkpoint (tensors.safetensors + state.json; see embodia_algos::Checkpoint)
-//!   eval.json          final deterministic evaluation
-//!   curves.png         training curves, redrawn at every checkpoint (see crate::plot)
-//!   student/           ppo-flow-* with algo.distill_during_rl only: the one-step student
-//!                      trained alongside, a complete `distill` run directory (config.toml
-//!                      naming this run as teacher, metrics.csv with one row per RL iteration,
-//!                      checkpoint/ written with the run's, eval.json) that `eval`, `export`
-//!                      and `train --resume` (to distill further from the final policy) accept
-//! ```
+//! The training loop over a run directory ([`Run`]; the directory's layout is in
+//! [`crate::run_dir`]), and loading, evaluating and tracing a trained run's learner.
 
 use std::fs;
 use std::io::Write;
@@ -23,26 +9,18 @@ use std::time::Instant;
 use burn::tensor::Device;
 use embodia_algos::distill::FIXED_NOISE_KEY;
 use embodia_algos::{
-    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, ChunkModel, DiffusionSft, Distill, DistillAlongside, Dppo, Dsrl, EvalMode,
-    EvalResult, InitialNoise, Learner, MetricRow, MetricSink, Ppo, PpoFlow, PpoFlowConfig, Sac, Sft, StepTrace,
-    VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSft, evaluate_traced,
+    CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, EvalMode, EvalResult, InitialNoise, Learner, MetricRow, MetricSink,
+    StepTrace, VLA_ACTOR_KEY, VlaActor, evaluate_traced,
 };
 use embodia_sim::{EnvSnapshot, VecEnv};
 
-use crate::config::{AlgoConfig, TrainConfig};
+use crate::algorithms::RunContext;
+use crate::config::TrainConfig;
+pub use crate::error::RunError;
+pub(crate) use crate::error::io_err;
 use crate::run_lock::RunLock;
 
-/// Config file name inside a run directory.
-pub const CONFIG_FILE: &str = "config.toml";
-/// Metrics file name inside a run directory.
-pub use crate::plot::METRICS_FILE;
-/// Checkpoint directory name inside a run directory.
-pub const CHECKPOINT_DIR: &str = "checkpoint";
-/// Final evaluation file name inside a run directory.
-pub const EVAL_FILE: &str = "eval.json";
-/// Directory, inside a flow-RL run with `algo.distill_during_rl`, of the one-step student's
-/// own (distill) run.
-pub const STUDENT_DIR: &str = "student";
+pub use crate::run_dir::{CHECKPOINT_DIR, CONFIG_FILE, EVAL_FILE, METRICS_FILE, STUDENT_DIR, check_run_dir};
 
 /// Least wall time between two redraws of `curves.png` during training (a redraw costs
 /// milliseconds; an iteration of a fast learner costs less).
@@ -51,45 +29,6 @@ pub const CURVES_EVERY: std::time::Duration = std::time::Duration::from_secs(10)
 /// Offset between the training seed and the evaluation environments' seed, so evaluation
 /// episodes differ from training episodes.
 pub const EVAL_SEED_OFFSET: u64 = 1_000_003;
-
-/// Errors of runs, with the path or field at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The learner or environment failed.
-    #[error(transparent)]
-    Algo(#[from] embodia_algos::AlgoError),
-    /// Bad task name or environment setup.
-    #[error(transparent)]
-    Sim(#[from] embodia_sim::SimError),
-    /// Bad configuration.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    /// A demonstration dataset could not be read.
-    #[error(transparent)]
-    Dataset(#[from] embodia_dataset::DatasetError),
-    /// Metrics could not be read or curves drawn.
-    #[error(transparent)]
-    Plot(#[from] crate::plot::PlotError),
-    /// Another process writes the run directory.
-    #[error(transparent)]
-    Lock(#[from] crate::run_lock::LockError),
-    /// The compute device asked for is unknown or not compiled in.
-    #[error("--device: {0}")]
-    Device(String),
-    /// A file could not be read or written.
-    #[error("{path}: {message}")]
-    Io {
-        /// The file.
-        path: String,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-/// Maps an I/O error on `path` to a [`RunError::Io`] that names the path.
-pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
-    move |e| RunError::Io { path: path.display().to_string(), message: e.to_string() }
-}
 
 /// The device `--device` selected for this process (first selection wins); unset means CPU.
 static SELECTED_DEVICE: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
@@ -242,33 +181,26 @@ pub fn plain_device() -> Device {
     SELECTED_DEVICE.get().cloned().unwrap_or_else(Device::flex)
 }
 
-/// The run's training environments: `algo.num_envs` of them, as one batch, or as the two
-/// groups of PPO's `env_groups = 2` (simulation of one overlapping inference for the other).
+/// The run's training environments: `algo.num_envs` of them, as one batch, or as the groups
+/// the algorithm asks for (`algo.env_groups` of PPO: one group simulated while the policy acts
+/// for another).
 pub fn make_train_env(config: &TrainConfig) -> Result<Box<dyn VecEnv>, RunError> {
     let n = config.algo.num_envs();
-    match &config.algo {
-        AlgoConfig::Ppo(ppo) if ppo.env_groups == 2 => {
-            let groups = vec![make_env(config, n / 2)?, make_env(config, n / 2)?];
-            Ok(Box::new(embodia_sim::EnvGroups::new(groups)?))
+    match config.algo.env_groups() {
+        1 => make_env(config, n),
+        groups => {
+            let batches = (0..groups).map(|_| make_env(config, n / groups)).collect::<Result<Vec<_>, _>>()?;
+            Ok(Box::new(embodia_sim::EnvGroups::new(batches)?))
         }
-        _ => make_env(config, n),
     }
 }
 
-/// `num_envs` environments of the run's task (with its `[env]` table), with the cameras its VLA
-/// reads (`vla-*` algorithms) rendered after every reset and step.
+/// `num_envs` environments of the run's task (with its `[env]` table), with the cameras its
+/// policy reads (`vla-*` algorithms) rendered after every reset and step.
 pub fn make_env(config: &TrainConfig, num_envs: usize) -> Result<Box<dyn VecEnv>, RunError> {
     let env = embodia_sim::make_with(&config.task, num_envs, config.env.as_ref())?;
-    let cameras = match &config.algo {
-        AlgoConfig::VlaPpo(PpoFlowConfig { init, .. }) | AlgoConfig::VlaDsrl(VlaDsrlConfig { init, .. }) => {
-            let actor: VlaActor = vla_init_checkpoint(config, init)?.get(VLA_ACTOR_KEY)?;
-            Some((actor.cameras, actor.model.vision.image_size))
-        }
-        other => other.vla_cameras(),
-    };
-    let Some((names, size)) = cameras else { return Ok(env) };
-    let task = config.env.clone().or_else(|| embodia_sim::task_config(&config.task));
-    let Some(task) = task else {
+    let Some((names, size)) = config.algo.cameras(&config.context())? else { return Ok(env) };
+    let Some(task) = config.context().task_config() else {
         return Err(RunError::Io {
             path: format!("--task {}", config.task),
             message: "the VLA sees camera images; only rapier tasks have cameras".into(),
@@ -279,150 +211,9 @@ pub fn make_env(config: &TrainConfig, num_envs: usize) -> Result<Box<dyn VecEnv>
     Ok(Box::new(embodia_sim::camera::CameraEnv::new(env, render)?))
 }
 
-/// A `vla-sft` run fine-tuning `algo.init` takes that run's model layout and cameras, so that
-/// its environments render them and its `config.toml` says what it trains.
-fn adopt_vla_sft_init(config: &mut TrainConfig) -> Result<(), RunError> {
-    let AlgoConfig::VlaSft(c) = &config.algo else { return Ok(()) };
-    if c.init.is_empty() {
-        return Ok(());
-    }
-    let actor: VlaActor = vla_init_checkpoint(config, &c.init)?.get(VLA_ACTOR_KEY)?;
-    if let AlgoConfig::VlaSft(c) = &mut config.algo {
-        c.model = actor.model;
-        c.cameras = actor.cameras;
-    }
-    Ok(())
-}
-
-/// The checkpoint of the `vla-sft` run `init` a VLA run starts from.
-fn vla_init_checkpoint(config: &TrainConfig, init: &str) -> Result<Checkpoint, RunError> {
-    init_checkpoint(init, &format!("{} starts from a vla-sft run: pass --init runs/<vla-sft-run>", config.algorithm))
-}
-
-/// `c.demos` successful scripted-expert episodes of the run's task with the images of the
-/// cameras the VLA reads, recorded in memory from seed `seed + DEMO_SEED_OFFSET` (DART noise
-/// `c.demo_noise`).
-fn record_vla_demos(
-    config: &TrainConfig,
-    c: &embodia_algos::VlaSftConfig,
-) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
-    let size = c.model.vision.image_size;
-    let task = config.env.clone().or_else(|| embodia_sim::task_config(&config.task)).ok_or_else(|| RunError::Io {
-        path: format!("--task {}", config.task),
-        message: "vla-sft records demonstrations with cameras; only rapier tasks have them".into(),
-    })?;
-    let mut render = embodia_sim::camera::RenderConfig::for_task(&task, size, size);
-    render.cameras.retain(|cam| c.cameras.contains(&cam.name));
-    let record = |count: usize, seed: u64| {
-        embodia_sim::rapier::expert_runs::record_task_expert_rendered(
-            &config.task,
-            Some(&task),
-            16,
-            count,
-            seed,
-            c.demo_noise,
-            Some(render.clone()),
-        )
-    };
-    successful_demos(&config.task, c.demos, config.seed, record)
-}
-
 /// Builds the learner `config` describes for `env`.
 pub fn build_learner(config: &TrainConfig, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
-    Ok(match &config.algo {
-        AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), env, device.clone(), config.seed)?),
-        AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), env, device.clone(), config.seed)?),
-        AlgoConfig::Sft(c) => {
-            let demos = match &c.dataset {
-                Some(dir) => embodia_dataset::read(Path::new(dir))?.demonstrations,
-                None => record_demos(&config.task, config.env.as_ref(), c.demos, config.seed, c.demo_noise)?,
-            };
-            match c.model {
-                ChunkModel::Flow => Box::new(Sft::new(c.clone(), env, &demos, device.clone(), config.seed)?),
-                ChunkModel::Diffusion => {
-                    Box::new(DiffusionSft::new(c.clone(), env, &demos, device.clone(), config.seed)?)
-                }
-            }
-        }
-        AlgoConfig::Dppo(c) => {
-            let ckpt = init_checkpoint(
-                &c.init,
-                "dppo starts from a diffusion SFT run: pass --init runs/<sft-run> (trained with --set algo.model=diffusion)",
-            )?;
-            Box::new(Dppo::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
-        }
-        AlgoConfig::Dsrl(c) => {
-            let ckpt =
-                init_checkpoint(&c.init, "dsrl starts from an SFT run of a flow policy: pass --init runs/<sft-run>")?;
-            Box::new(Dsrl::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
-        }
-        AlgoConfig::PpoFlow(c) => {
-            let ckpt = init_checkpoint(
-                &c.init,
-                &format!("{} starts from an SFT run: pass --init runs/<sft-run>", config.algorithm),
-            )?;
-            let rl = PpoFlow::new(c.clone(), env, &ckpt, device.clone(), config.seed)?;
-            match &c.distill_during_rl {
-                Some(d) => Box::new(DistillAlongside::new(rl, d, env, device.clone(), config.seed)?),
-                None => Box::new(rl),
-            }
-        }
-        AlgoConfig::VlaSft(c) => {
-            let mut demos = match &c.dataset {
-                Some(dir) => {
-                    let demos = embodia_dataset::read(Path::new(dir))?.demonstrations;
-                    refuse_held_out(config, &demos, &format!("algo.dataset: {dir}"))?;
-                    demos
-                }
-                None => record_vla_demos(config, c)?,
-            };
-            for dir in &c.policy_datasets {
-                let episodes = embodia_dataset::read(Path::new(dir))?.demonstrations;
-                refuse_held_out(config, &episodes, &format!("algo.policy_datasets: {dir}"))?;
-                demos.insert_episodes(0, episodes).map_err(|message| RunError::Io {
-                    path: format!("algo.policy_datasets: {dir}"),
-                    message: format!("its episodes have {message}"),
-                })?;
-            }
-            let init = if c.init.is_empty() { None } else { Some(vla_init_checkpoint(config, &c.init)?) };
-            Box::new(VlaSft::new(c.clone(), env, demos, init.as_ref(), device.clone(), config.seed)?)
-        }
-        AlgoConfig::VlaPpo(c) => {
-            let ckpt = vla_init_checkpoint(config, &c.init)?;
-            Box::new(VlaPpo::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
-        }
-        AlgoConfig::VlaDsrl(c) => {
-            let ckpt = vla_init_checkpoint(config, &c.init)?;
-            Box::new(VlaDsrl::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
-        }
-        AlgoConfig::Distill(c) => {
-            if c.teacher.is_empty() {
-                return Err(RunError::Io {
-                    path: "algo.teacher".into(),
-                    message: "distillation needs a teacher: `embodia distill --run runs/<flow-run>`".into(),
-                });
-            }
-            let teacher = Path::new(&c.teacher);
-            check_run_dir(teacher)?;
-            let ckpt = Checkpoint::load(&teacher.join(CHECKPOINT_DIR))?;
-            Box::new(Distill::new(c.clone(), env, &ckpt, device.clone(), config.seed)?)
-        }
-    })
-}
-
-/// The learner `config` describes, restored from its own checkpoint `ckpt`. A distill run's
-/// checkpoint holds its teacher, so the teacher's run directory is not needed again.
-pub fn restore_learner(
-    config: &TrainConfig,
-    env: &dyn VecEnv,
-    ckpt: &Checkpoint,
-) -> Result<Box<dyn Learner>, RunError> {
-    let mut learner: Box<dyn Learner> = match &config.algo {
-        AlgoConfig::Distill(c) => Box::new(Distill::new(c.clone(), env, ckpt, default_device(), config.seed)?),
-        _ => build_learner(config, env, &default_device())?,
-    };
-    learner.restore(ckpt)?;
-    Ok(learner)
+    config.algo.build(&config.context(), env, device)
 }
 
 /// The configuration of the student run (`<run>/student/`, see [`STUDENT_DIR`]) of a flow-RL
@@ -430,8 +221,6 @@ pub fn restore_learner(
 /// student's gradient steps so far (`student_steps`, at least 1), so the student run is
 /// complete as written and `train --resume --steps N` distills further.
 pub fn student_config(config: &TrainConfig, run_dir: &Path, student_steps: u64) -> Option<TrainConfig> {
-    let AlgoConfig::PpoFlow(c) = &config.algo else { return None };
-    let d = c.distill_during_rl.as_ref()?;
     Some(TrainConfig {
         task: config.task.clone(),
         algorithm: "distill".into(),
@@ -439,61 +228,9 @@ pub fn student_config(config: &TrainConfig, run_dir: &Path, student_steps: u64) 
         total_steps: student_steps.max(1),
         eval_episodes: config.eval_episodes,
         checkpoint_every: 1,
-        algo: AlgoConfig::Distill(d.distill_config(run_dir.display().to_string(), c.num_envs)),
+        algo: config.algo.student(&run_dir.display().to_string())?,
         env: config.env.clone(),
     })
-}
-
-/// Offset of the seed demonstrations are recorded from, relative to the training seed: each
-/// environment's random stream depends on the seed only, so recording from the training seed
-/// would start the first training episodes from the demonstrations' initial states.
-pub const DEMO_SEED_OFFSET: u64 = 2_000_029;
-
-/// `count` successful episodes of the task's scripted expert, recorded in memory from seed
-/// `seed + DEMO_SEED_OFFSET` (rounds of `count` episodes until enough succeed; at most 10
-/// rounds), its executed actions perturbed by `noise_std` (a fraction of the action clip; see
-/// `record_expert_perturbed`).
-pub fn record_demos(
-    task: &str,
-    env: Option<&embodia_sim::TaskConfig>,
-    count: usize,
-    seed: u64,
-    noise_std: f32,
-) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
-    use embodia_sim::rapier::expert_runs::record_task_expert_perturbed;
-    successful_demos(task, count, seed, |n, seed| record_task_expert_perturbed(task, env, 16, n, seed, noise_std))
-}
-
-/// `count` successful episodes of `record(episodes, seed)` from seed `seed + DEMO_SEED_OFFSET`:
-/// rounds of `count` episodes until enough succeed, at most 10 rounds.
-fn successful_demos(
-    task: &str,
-    count: usize,
-    seed: u64,
-    record: impl Fn(usize, u64) -> Result<embodia_sim::demonstrations::Demonstrations, embodia_sim::SimError>,
-) -> Result<embodia_sim::demonstrations::Demonstrations, RunError> {
-    let seed = seed.wrapping_add(DEMO_SEED_OFFSET);
-    let mut demos = record(count, seed)?;
-    demos.episodes.retain(|e| e.success);
-    for round in 1..10 {
-        if demos.episodes.len() >= count {
-            break;
-        }
-        let more = record(count, seed.wrapping_add(round))?;
-        demos.episodes.extend(more.episodes.into_iter().filter(|e| e.success));
-    }
-    if demos.episodes.len() < count {
-        return Err(RunError::Io {
-            path: task.to_string(),
-            message: format!(
-                "the scripted expert succeeded in only {} of {} episodes; cannot record {count} demonstrations",
-                demos.episodes.len(),
-                10 * count
-            ),
-        });
-    }
-    demos.episodes.truncate(count);
-    Ok(demos)
 }
 
 /// A training run in a directory.
@@ -537,7 +274,8 @@ impl Run {
             });
         }
         // The learner first: a bad config, init run or dataset leaves no run directory behind.
-        adopt_vla_sft_init(&mut config)?;
+        let TrainConfig { task, algorithm, seed, algo, env, .. } = &mut config;
+        algo.adopt_init(&RunContext { task, env: env.as_ref(), seed: *seed, algorithm })?;
         let mut env = make_train_env(&config)?;
         env.reset(config.seed);
         let learner = build_learner(&config, env.as_ref(), &default_device())?;
@@ -585,7 +323,7 @@ impl Run {
         }
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
         let mut env = make_train_env(&config)?;
-        let learner = restore_learner(&config, env.as_ref(), &ckpt)?;
+        let learner = config.algo.restore(&config.context(), env.as_ref(), &ckpt, &default_device())?;
         let snapshot: EnvSnapshot = ckpt.get("env")?;
         env.restore(&snapshot)?;
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
@@ -843,15 +581,7 @@ pub fn load_learner(dir: &Path) -> Result<(TrainConfig, Box<dyn Learner>), RunEr
 /// The learner of `config` restored from `ckpt`, for evaluation.
 fn learner_from_checkpoint(config: &TrainConfig, ckpt: &Checkpoint) -> Result<Box<dyn Learner>, RunError> {
     let env = make_env(config, 1)?;
-    Ok(match &config.algo {
-        // Without recording its demonstrations again: the checkpoint holds what acting needs.
-        AlgoConfig::VlaSft(c) => {
-            let mut learner = VlaSft::for_evaluation(c.clone(), env.as_ref(), ckpt, default_device(), config.seed)?;
-            learner.restore(ckpt)?;
-            Box::new(learner)
-        }
-        _ => restore_learner(config, env.as_ref(), ckpt)?,
-    })
+    config.algo.for_evaluation(&config.context(), env.as_ref(), ckpt, &default_device())
 }
 
 /// Sets the initial noise of the chunk actor (of a flow, diffusion or VLA policy) in `ckpt`;
@@ -870,7 +600,7 @@ fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str
         actor.chunk.initial_noise = start;
         ckpt.put(VLA_ACTOR_KEY, &actor)?;
     } else {
-        return Err(RunError::Config(crate::config::ConfigError::OutOfRange {
+        return Err(RunError::Config(crate::error::ConfigError::OutOfRange {
             field: "--mode".into(),
             value: format!(
                 "`{}` for a `{algorithm}` run",
@@ -878,61 +608,6 @@ fn set_initial_noise(ckpt: &mut Checkpoint, start: InitialNoise, algorithm: &str
             ),
             allowed: "runs of flow, diffusion and VLA policies, which act from an initial noise".into(),
         }));
-    }
-    Ok(())
-}
-
-/// Fails when `demos` (read from `source`) hold episodes of an instruction the run's task holds
-/// out of training: training on them would void every held-out evaluation.
-fn refuse_held_out(
-    config: &TrainConfig,
-    demos: &embodia_sim::demonstrations::Demonstrations,
-    source: &str,
-) -> Result<(), RunError> {
-    let task = config.env.clone().or_else(|| embodia_sim::task_config(&config.task));
-    let held_out = task.and_then(|t| t.command.language).map(|l| l.held_out).unwrap_or_default();
-    let mut found: Vec<&str> = demos
-        .episodes
-        .iter()
-        .filter_map(|e| e.instruction.as_deref())
-        .filter(|i| held_out.iter().any(|h| h == i))
-        .collect();
-    if found.is_empty() {
-        return Ok(());
-    }
-    let episodes = found.len();
-    found.sort_unstable();
-    found.dedup();
-    Err(RunError::Io {
-        path: source.into(),
-        message: format!(
-            "{episodes} episodes are of instructions task `{}` holds out of training ({}): training on them voids the held-out evaluation; remove them from the dataset, or train a task without them held out (env.command.language.held_out)",
-            config.task,
-            found.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
-        ),
-    })
-}
-
-/// The checkpoint of the run `init` (`algo.init`) an RL run starts from; `missing` says what
-/// to pass when it is empty.
-fn init_checkpoint(init: &str, missing: &str) -> Result<Checkpoint, RunError> {
-    if init.is_empty() {
-        return Err(RunError::Io { path: "algo.init".into(), message: missing.into() });
-    }
-    check_run_dir(Path::new(init))?;
-    Ok(Checkpoint::load(&Path::new(init).join(CHECKPOINT_DIR))?)
-}
-
-/// Fails with a clear message unless `dir` holds a run's config and a checkpoint.
-pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
-    let fail = |message: &str| Err(RunError::Io { path: dir.display().to_string(), message: message.into() });
-    if !dir.join(CONFIG_FILE).exists() {
-        return fail("is not a run directory (no config.toml)");
-    }
-    if !dir.join(CHECKPOINT_DIR).exists() && !dir.join(format!("{CHECKPOINT_DIR}.old")).exists() {
-        return fail(
-            "has no checkpoint (no checkpoint/ directory): the run stopped before its first checkpoint; delete the directory and train again",
-        );
     }
     Ok(())
 }

@@ -7,8 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use embodia::algorithms::AlgoConfig;
 use embodia::algos::SftConfig;
-use embodia::config::{AlgoConfig, TrainConfig};
+use embodia::config::TrainConfig;
 use embodia::policies::FlowPolicyConfig;
 use embodia::run::Run;
 
@@ -39,7 +40,7 @@ fn flow_teacher(dir: &Path) -> PathBuf {
         total_steps: 40,
         eval_episodes: 1,
         checkpoint_every: 100,
-        algo: AlgoConfig::Sft(algo),
+        algo: AlgoConfig::new(algo),
         env: embodia::sim::task_config("reach"),
     };
     let run_dir = dir.join("sft");
@@ -158,7 +159,7 @@ fn distill_steps_stretch_the_learning_rate_schedule() {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
         };
         let config = distill_config(&req).unwrap();
-        let AlgoConfig::Distill(c) = config.algo else { panic!("not a distill config") };
+        let c = config.algo.get::<embodia::algos::DistillConfig>().expect("a distill config");
         (config.total_steps, c.decay_steps)
     };
     let default = DistillConfig::default().decay_steps;

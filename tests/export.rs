@@ -12,8 +12,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use embodia::algorithms::AlgoConfig;
 use embodia::algos::{ConsistencyLoss, DistillMethod, PpoConfig, SacConfig, SftConfig};
-use embodia::config::{AlgoConfig, TrainConfig};
+use embodia::config::TrainConfig;
 use embodia::deploy::export::{Format, PolicySpec, write_export};
 use embodia::distill::{DistillRequest, distill_config};
 use embodia::export::{ExportRunError, policy_of_run};
@@ -57,7 +58,7 @@ fn ppo(activation: Activation, normalize_obs: bool) -> TrainConfig {
         normalize_obs,
         ..PpoConfig::default()
     };
-    config("ppo", AlgoConfig::Ppo(algo), 256)
+    config("ppo", AlgoConfig::new(algo), 256)
 }
 
 fn sac() -> TrainConfig {
@@ -70,7 +71,7 @@ fn sac() -> TrainConfig {
         hidden: vec![32, 32],
         ..SacConfig::default()
     };
-    config("sac", AlgoConfig::Sac(algo), 200)
+    config("sac", AlgoConfig::new(algo), 200)
 }
 
 /// A run trained for its (tiny) budget in `dir`, so weights and normalizer are not at init.
@@ -255,7 +256,7 @@ fn flow_teacher(dir: &Path) -> PathBuf {
     let config = TrainConfig {
         task: "reach".into(),
         env: embodia::sim::task_config("reach"),
-        ..config("sft", AlgoConfig::Sft(algo), 40)
+        ..config("sft", AlgoConfig::new(algo), 40)
     };
     let run_dir = dir.join("sft");
     Run::create(&run_dir, config).unwrap().train(&mut []).unwrap();
@@ -337,7 +338,7 @@ fn flow_runs_corrupt_runs_and_full_outputs_are_refused_without_leftovers() {
     // A flow-policy run: refused before its checkpoint is read, pointing at distillation.
     let flow = dir.join("flow");
     fs::create_dir_all(&flow).unwrap();
-    let sft = config("sft", AlgoConfig::Sft(SftConfig::default()), 100);
+    let sft = config("sft", AlgoConfig::new(SftConfig::default()), 100);
     fs::write(flow.join("config.toml"), sft.to_toml()).unwrap();
     let err = policy_of_run(&flow).unwrap_err();
     assert!(matches!(err, ExportRunError::NotExportable { .. }), "{err}");
@@ -522,7 +523,7 @@ fn student_trained_alongside_flow_rl_exports_exactly() {
     let config = TrainConfig {
         task: "reach".into(),
         env: embodia::sim::task_config("reach"),
-        ..config("ppo-flow-sde", AlgoConfig::PpoFlow(algo), 80)
+        ..config("ppo-flow-sde", AlgoConfig::new(algo), 80)
     };
     let rl = dir.join("rl");
     Run::create(&rl, config).unwrap().train(&mut []).unwrap();

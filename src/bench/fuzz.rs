@@ -306,7 +306,8 @@ fn full_configs() -> anyhow::Result<Corpus> {
         a if a.starts_with("vla-") => "lang-cubes",
         _ => "pick-cube",
     };
-    let mut pairs: Vec<(&str, &str)> = crate::config::ALGORITHMS.iter().map(|a| (task_of(a.name), a.name)).collect();
+    let mut pairs: Vec<(&str, &str)> =
+        crate::algorithms::ALGORITHMS.iter().map(|a| (task_of(a.name), a.name)).collect();
     pairs.push(("push-t", "ppo-flow-sde"));
     pairs
         .iter()
@@ -364,7 +365,7 @@ fn checkpoint_target(name: &'static str, dir: &Path) -> anyhow::Result<FuzzTarge
 fn dataset_target(name: &'static str, dir: &Path) -> anyhow::Result<FuzzTarget> {
     let root = dir.join("data");
     let _ = std::fs::remove_dir_all(&root);
-    let demos = crate::run::record_demos("reach", None, 2, 1, 0.0)?;
+    let demos = crate::algorithms::record_demos("reach", None, 2, 1, 0.0)?;
     embodia_dataset::write(&demos, &root, &embodia_dataset::WriteOptions::default())?;
     let path = if name == "dataset-info" {
         root.join("meta/info.json")

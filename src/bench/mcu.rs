@@ -37,7 +37,7 @@ pub enum McuBenchError {
     Run(#[from] RunError),
     /// A preset configuration did not resolve.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::error::ConfigError),
 }
 
 /// A policy to put on the microcontroller.

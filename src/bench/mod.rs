@@ -30,7 +30,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::config::{AlgoConfig, TrainConfig};
+use crate::algorithms::AlgoConfig;
+use crate::config::TrainConfig;
 use crate::run::{RunError, build_learner, default_device, evaluate_learner, evaluate_learner_in};
 use embodia_algos::{EvalMode, EvalResult, Learner};
 use embodia_sim::SolveMetric;
@@ -366,8 +367,10 @@ pub fn flow_bench(
     spec: &FlowBenchSpec,
     progress: &mut dyn FnMut(&embodia_algos::MetricRow),
 ) -> Result<FlowBenchResult, RunError> {
-    use crate::config::{AlgoConfig, ConfigSources, resolve};
-    use embodia_algos::{ChunkModel, DiffusionSft, Dppo, Dsrl, PpoFlow, Sft};
+    use crate::config::{ConfigSources, resolve};
+    use embodia_algos::{
+        ChunkModel, DiffusionSft, Dppo, DppoConfig, Dsrl, DsrlConfig, PpoFlow, PpoFlowConfig, Sft, SftConfig,
+    };
     let rl_config = resolve(&ConfigSources {
         task: Some(&spec.task),
         algorithm: Some(&spec.algorithm),
@@ -376,7 +379,7 @@ pub fn flow_bench(
         total_steps: None,
         overrides: &spec.overrides,
     })?;
-    let diffusion = matches!(rl_config.algo, AlgoConfig::Dppo(_));
+    let diffusion = rl_config.algo.get::<DppoConfig>().is_some();
     let mut sft_overrides = spec.sft_overrides.clone();
     if diffusion {
         sft_overrides.insert(0, "algo.model=\"diffusion\"".into());
@@ -389,7 +392,9 @@ pub fn flow_bench(
         total_steps: spec.sft_steps,
         overrides: &sft_overrides,
     })?;
-    let AlgoConfig::Sft(mut sft_config) = sft_run.algo else { unreachable!("`sft` resolves to an sft configuration") };
+    let Some(mut sft_config) = sft_run.algo.get::<SftConfig>().cloned() else {
+        unreachable!("`sft` resolves to an sft configuration")
+    };
     sft_config.demos = spec.demos.unwrap_or(sft_config.demos);
     let sft_steps = sft_run.total_steps;
     if spec.sft_steps.is_some() {
@@ -399,7 +404,7 @@ pub fn flow_bench(
     // The task's spaces, for the SFT learners.
     let spaces = embodia_sim::make_with(task, 1, env_config)?;
     let start = Instant::now();
-    let recorded = crate::run::record_demos(task, env_config, sft_config.demos, seed, sft_config.demo_noise)?;
+    let recorded = crate::algorithms::record_demos(task, env_config, sft_config.demos, seed, sft_config.demo_noise)?;
     let sft: Box<dyn Learner> = if sft_config.model == ChunkModel::Diffusion {
         let mut sft = DiffusionSft::new(sft_config.clone(), spaces.as_ref(), &recorded, default_device(), seed)?;
         for _ in 0..sft_steps {
@@ -417,7 +422,7 @@ pub fn flow_bench(
     // S0 is evaluated on the flow-RL run's environments, on which its demonstrations were recorded.
     let sft_run = TrainConfig {
         total_steps: sft_steps,
-        algo: AlgoConfig::Sft(sft_config.clone()),
+        algo: AlgoConfig::new(sft_config.clone()),
         env: rl_config.env.clone(),
         ..sft_run
     };
@@ -431,32 +436,33 @@ pub fn flow_bench(
     let init = sft_dir.map_or_else(|| "(in memory)".to_string(), |dir| dir.display().to_string());
     let device = default_device();
     let rl_algo;
-    let mut rl = match rl_config.algo {
-        AlgoConfig::PpoFlow(mut c) => {
-            c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
-            c.init = init;
-            c.validate()?;
-            rl_algo = AlgoConfig::PpoFlow(c.clone());
-            let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
-            ChunkRl::Flow(Box::new(PpoFlow::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
-        }
-        AlgoConfig::Dppo(mut c) => {
-            c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
-            c.init = init;
-            c.validate()?;
-            rl_algo = AlgoConfig::Dppo(c.clone());
-            let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
-            ChunkRl::Dppo(Box::new(Dppo::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
-        }
-        AlgoConfig::Dsrl(mut c) => {
-            c.num_envs = spec.num_envs.unwrap_or(c.num_envs);
-            c.init = init;
-            c.validate()?;
-            rl_algo = AlgoConfig::Dsrl(c.clone());
-            let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
-            ChunkRl::Dsrl(Box::new(Dsrl::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
-        }
-        _ => return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into()),
+    let num_envs = |n: usize| spec.num_envs.unwrap_or(n);
+    let mut rl = if let Some(c) = rl_config.algo.get::<PpoFlowConfig>() {
+        let c = PpoFlowConfig { num_envs: num_envs(c.num_envs), init, ..c.clone() };
+        c.validate()?;
+        rl_algo = AlgoConfig::new(c.clone());
+        let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
+        ChunkRl::Flow(Box::new(PpoFlow::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
+    } else if let Some(c) = rl_config.algo.get::<DppoConfig>() {
+        let c = DppoConfig { num_envs: num_envs(c.num_envs), init, ..c.clone() };
+        c.validate()?;
+        rl_algo = AlgoConfig::new(c.clone());
+        let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
+        ChunkRl::Dppo(Box::new(Dppo::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
+    } else if let Some(c) = rl_config.algo.get::<DsrlConfig>() {
+        let c = DsrlConfig { num_envs: num_envs(c.num_envs), init, ..c.clone() };
+        c.validate()?;
+        rl_algo = AlgoConfig::new(c.clone());
+        let env = embodia_sim::make_with(task, c.num_envs, env_config)?;
+        ChunkRl::Dsrl(Box::new(Dsrl::new(c, env.as_ref(), &sft_checkpoint, device, seed)?), env)
+    } else {
+        return Err(RunError::Io {
+            path: "--algo".into(),
+            message: format!(
+                "bench flow trains ppo-flow-sde, ppo-flow-noise, dppo or dsrl from an SFT clone, not `{}`",
+                spec.algorithm
+            ),
+        });
     };
     rl.env().reset(seed);
     let (mut sim, mut inference, mut update, mut rl_time) = (0.0, 0.0, 0.0, 0.0);
@@ -628,7 +634,7 @@ pub fn tensor_ppo_throughput(
     envs: usize,
     iterations: u64,
 ) -> Result<TensorPpoThroughput, RunError> {
-    let AlgoConfig::Ppo(ppo) = &config.algo else {
+    let Some(ppo) = config.algo.get::<embodia_algos::PpoConfig>() else {
         return Err(RunError::Device("bench sim --ppo-iterations: the config is not PPO's".into()));
     };
     let device = crate::run::plain_device();

@@ -12,12 +12,13 @@ use std::time::Instant;
 
 use embodia_algos::TimeSplit;
 use embodia_algos::{
-    Checkpoint, EvalMode, EvalResult, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaPpo, VlaSftConfig,
+    Checkpoint, EvalMode, EvalResult, Learner, VLA_ACTOR_KEY, VlaActor, VlaDsrl, VlaDsrlConfig, VlaPpo, VlaSftConfig,
     record_policy_episodes,
 };
 use serde::Serialize;
 
-use crate::config::{AlgoConfig, ConfigSources, TrainConfig, resolve};
+use crate::algorithms::{AlgoConfig, VlaPpoConfig};
+use crate::config::{ConfigSources, TrainConfig, resolve};
 use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner_in, load_learner, make_env};
 
 /// What `embodia bench vla` runs.
@@ -214,7 +215,7 @@ fn not_sft(dir: &std::path::Path, config: &TrainConfig) -> RunError {
 /// Refuses, before anything runs, an SFT run that is not `vla-sft` and a distillation too short
 /// for its learning-rate schedule (the SFT run's warm-up), which would otherwise fail after RL.
 fn check_sft_run(spec: &VlaBenchSpec, dir: &std::path::Path, config: &TrainConfig) -> Result<(), RunError> {
-    let AlgoConfig::VlaSft(algo) = &config.algo else { return Err(not_sft(dir, config)) };
+    let Some(algo) = config.algo.get::<VlaSftConfig>() else { return Err(not_sft(dir, config)) };
     if spec.distill_steps != 0 && spec.distill_steps <= algo.warmup_steps {
         let allowed = format!("0 or more than the SFT run's algo.warmup_steps, {}", algo.warmup_steps);
         let (field, value) = ("--distill-steps".into(), spec.distill_steps.to_string());
@@ -251,7 +252,7 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
             (dir, config, seconds, s0)
         }
     };
-    let AlgoConfig::VlaSft(sft_algo) = &sft_config.algo else { return Err(not_sft(&sft_dir, &sft_config)) };
+    let Some(sft_algo) = sft_config.algo.get::<VlaSftConfig>() else { return Err(not_sft(&sft_dir, &sft_config)) };
     let demos = sft_algo.demos;
 
     let mut rl_overrides = vec![format!("algo.init={}", toml::Value::String(sft_dir.display().to_string()))];
@@ -268,10 +269,18 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
     let init = Checkpoint::load(&sft_dir.join(CHECKPOINT_DIR))?;
     let parameters = init.get::<VlaActor>(VLA_ACTOR_KEY)?.model.param_count();
     let (device, seed) = (default_device(), spec.seed);
-    let mut rl = match &rl_config.algo {
-        AlgoConfig::VlaPpo(c) => VlaRl::Ppo(VlaPpo::new(c.clone(), env.as_ref(), &init, device, seed)?),
-        AlgoConfig::VlaDsrl(c) => VlaRl::Dsrl(VlaDsrl::new(c.clone(), env.as_ref(), &init, device, seed)?),
-        _ => return Err(crate::config::ConfigError::UnknownAlgorithm(spec.algorithm.clone()).into()),
+    let mut rl = if let Some(VlaPpoConfig(c)) = rl_config.algo.get() {
+        VlaRl::Ppo(VlaPpo::new(c.clone(), env.as_ref(), &init, device, seed)?)
+    } else if let Some(c) = rl_config.algo.get::<VlaDsrlConfig>() {
+        VlaRl::Dsrl(VlaDsrl::new(c.clone(), env.as_ref(), &init, device, seed)?)
+    } else {
+        return Err(RunError::Io {
+            path: "--algo".into(),
+            message: format!(
+                "bench vla trains vla-ppo-flow-sde, vla-ppo-flow-noise or vla-dsrl from a vla-sft run, not `{}`",
+                spec.algorithm
+            ),
+        });
     };
     let (mut sim, mut inference, mut update, mut rl_seconds) = (0.0, 0.0, 0.0, 0.0);
     let mut rows = Vec::new();
@@ -336,7 +345,7 @@ fn distill(
     crate::dataset::save(&episodes, &dataset, &crate::dataset::WriteOptions::default(), true)?;
     let policy_datasets = vec![dataset.display().to_string()];
     let algo = VlaSftConfig { decay_steps: steps, policy_datasets, ..sft_algo.clone() };
-    let config = TrainConfig { total_steps: steps, algo: AlgoConfig::VlaSft(algo), ..sft_config.clone() };
+    let config = TrainConfig { total_steps: steps, algo: AlgoConfig::new(algo), ..sft_config.clone() };
     let dir = spec.out.join("distilled");
     let mut run = Run::create(&dir, config.clone())?;
     run.train(&mut [])?;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::Settings;
 use crate::commands::eval::describe_eval;
+use embodia::algorithms::ALGORITHMS;
 use embodia::algos::{MetricRow, MetricSink};
-use embodia::config::ALGORITHMS;
 use embodia::run::{Run, fresh_run_dir};
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
@@ -101,7 +101,7 @@ pub(crate) fn train(
         config.task,
         config.seed,
         config.total_steps,
-        embodia::config::algorithm(&config.algorithm)?.budget.unit(),
+        embodia::algorithms::algorithm(&config.algorithm)?.budget.unit(),
         run.dir.display()
     );
     let mut progress = Progress::new(config.total_steps, run.learner().env_steps(), quiet);

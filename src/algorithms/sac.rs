@@ -1,0 +1,57 @@
+//! `sac`: Soft Actor-Critic on a Gaussian policy squashed by `tanh`.
+
+use burn::tensor::Device;
+use embodia_algos::{AlgoError, Learner, Sac, SacConfig};
+use embodia_deploy::export::ActionHead;
+use embodia_sim::VecEnv;
+
+use super::{AlgoSettings, Algorithm, Budget, ExportForm, RunContext};
+use crate::error::RunError;
+
+/// The registry entry.
+pub const SAC: Algorithm = Algorithm::of::<SacConfig>(
+    "sac",
+    Budget::EnvSteps,
+    "Soft Actor-Critic: off-policy, twin Q, automatic entropy temperature; sample-efficient",
+);
+
+impl AlgoSettings for SacConfig {
+    fn num_envs(&self) -> usize {
+        self.num_envs
+    }
+
+    fn validate(&self) -> Result<(), AlgoError> {
+        SacConfig::validate(self)?;
+        if self.batch_size > self.buffer_size {
+            return Err(AlgoError::Config {
+                field: "algo.batch_size".into(),
+                value: self.batch_size.to_string(),
+                allowed: format!("≤ algo.buffer_size ({})", self.buffer_size),
+            });
+        }
+        Ok(())
+    }
+
+    fn warnings(&self, total_steps: u64) -> Vec<String> {
+        if self.learning_starts < total_steps {
+            return Vec::new();
+        }
+        vec![format!(
+            "algo.learning_starts ({}) ≥ total_steps ({total_steps}): the run acts at random and never updates",
+            self.learning_starts
+        )]
+    }
+
+    fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
+        Ok(Box::new(Sac::new(self.clone(), env, device.clone(), run.seed)?))
+    }
+
+    fn export(&self, _algorithm: &str, _run_dir: &str) -> ExportForm {
+        ExportForm::Mlp {
+            layers: "actor.net.layers",
+            activation: self.activation,
+            head: ActionHead::SquashedAffine,
+            normalized: false,
+        }
+    }
+}
