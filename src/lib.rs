@@ -15,6 +15,7 @@ pub mod compare;
 pub mod config;
 pub mod demos;
 pub mod deployment;
+pub mod device;
 pub mod distill;
 pub mod error;
 pub mod export;

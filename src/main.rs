@@ -273,9 +273,9 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
-    if std::env::var_os(embodia::run::GPU_PROBE_ONLY_ENV).is_some() {
+    if std::env::var_os(embodia::device::GPU_PROBE_ONLY_ENV).is_some() {
         // The child of `gpu_probe_in_child`: select the GPU (which runs the probe kernels), exit.
-        return match embodia::run::named_device("gpu") {
+        return match embodia::device::named_device("gpu") {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{e}");
@@ -305,10 +305,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.device == "gpu" && cfg!(feature = "gpu") {
-        embodia::run::gpu_probe_in_child(&std::env::current_exe()?)?;
+        embodia::device::gpu_probe_in_child(&std::env::current_exe()?)?;
     }
-    embodia::run::select_device(&cli.device)?;
-    if let Some(name) = embodia::run::gpu_name() {
+    embodia::device::select_device(&cli.device)?;
+    if let Some(name) = embodia::device::gpu_name() {
         // wgpu picks the adapter (Vulkan, Metal, DX12, or OpenGL where nothing else exists):
         // say which, so a run on a software rasterizer is never mistaken for a GPU run.
         eprintln!("--device gpu: {name}");

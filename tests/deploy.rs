@@ -38,7 +38,7 @@ fn embodia(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
 fn the_deployed_observation_is_the_simulators() {
     let config = resolve(&ConfigSources { task: Some("reach"), algorithm: Some("ppo"), ..Default::default() }).unwrap();
     let env = embodia::sim::make("reach", 1).unwrap();
-    let learner = embodia::run::build_learner(&config, env.as_ref(), &embodia::run::default_device()).unwrap();
+    let learner = embodia::run::build_learner(&config, env.as_ref(), &embodia::device::default_device()).unwrap();
     let exported = embodia::export::policy_of_checkpoint(&config, &learner.checkpoint().unwrap(), "untrained").unwrap();
     let mut policy = TaskPolicy::new(&config, exported, &so101_map()).unwrap();
     let task = embodia::sim::task_config("reach").unwrap();

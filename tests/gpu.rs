@@ -13,7 +13,8 @@ use std::sync::Mutex;
 
 use burn::tensor::Device;
 use embodia::config::{ConfigSources, TrainConfig, resolve};
-use embodia::run::{build_learner, gpu_probe, named_device};
+use embodia::device::{gpu_probe, named_device};
+use embodia::run::build_learner;
 use embodia::sim::classic::Quadrotor;
 use embodia::sim::classic::quadrotor_tasks::ObservationNoise;
 use embodia::sim::tensor::{
@@ -303,7 +304,7 @@ fn device_gpu_probes_in_a_child_process_and_names_the_adapter() {
     assert!(line.len() > "--device gpu: ".len() + 3, "{line}");
     // The probe child alone: exit 0 on a usable GPU.
     let status = Command::new(env!("CARGO_BIN_EXE_embodia"))
-        .env(embodia::run::GPU_PROBE_ONLY_ENV, "1")
+        .env(embodia::device::GPU_PROBE_ONLY_ENV, "1")
         .stdin(Stdio::null())
         .status()
         .unwrap();

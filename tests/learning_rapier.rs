@@ -4,7 +4,8 @@
 
 use embodia::algos::EvalMode;
 use embodia::config::{ConfigSources, resolve};
-use embodia::run::{build_learner, default_device, evaluate_learner};
+use embodia::device::default_device;
+use embodia::run::{build_learner, evaluate_learner};
 
 #[test]
 fn ppo_learns_reach() {

@@ -9,6 +9,7 @@ use burn::tensor::{Tensor, TensorData};
 use embodia_policies::NamedParams;
 
 use crate::AlgoError;
+use crate::error::check_range;
 
 /// Adam (Kingma & Ba) with optional global gradient-norm clipping, and AdamW's decoupled
 /// weight decay `x ← x − lr·λ·x` when [`Adam::with_weight_decay`] sets λ > 0.
@@ -196,6 +197,24 @@ impl ModuleMapper for AdamMapper<'_> {
         }
         Param::from_mapped_value(id, x, mapper)
     }
+}
+
+/// Checks the fields of a [`warmup_cosine`] schedule, as the configs that use one name them:
+/// `learning_rate` > 0, `0 ≤ final_learning_rate ≤ learning_rate`, `decay_steps > warmup_steps`.
+pub(crate) fn check_warmup_cosine(
+    learning_rate: f64,
+    final_learning_rate: f64,
+    warmup_steps: u64,
+    decay_steps: u64,
+) -> Result<(), AlgoError> {
+    check_range("learning_rate", learning_rate, learning_rate > 0.0, "> 0")?;
+    check_range(
+        "final_learning_rate",
+        final_learning_rate,
+        (0.0..=learning_rate).contains(&final_learning_rate),
+        "0 ≤ final_learning_rate ≤ learning_rate",
+    )?;
+    check_range("decay_steps", decay_steps, decay_steps > warmup_steps, "> warmup_steps")
 }
 
 /// Warmup-cosine learning rate at gradient step `step` (openpi `CosineDecaySchedule`): linear

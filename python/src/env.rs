@@ -282,7 +282,7 @@ fn make(task: &str, num_envs: usize, config: Option<&TaskConfig>) -> PyResult<Bo
     }
     if embodia_sim::tensor::TENSOR_TASKS.contains(&task) {
         // The device `embodia --device` would pick without a flag: burn's CPU backend.
-        let device = embodia::run::plain_device();
+        let device = embodia::device::plain_device();
         return Ok(embodia_sim::tensor::make_tensor(task, num_envs, &device).map_err(value_error)?);
     }
     Err(value_error(SimError::UnknownTask { name: task.to_string(), valid: task_names() }))

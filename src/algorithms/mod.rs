@@ -368,3 +368,44 @@ fn multi_step_refusal(algorithm: &str, run_dir: &str) -> ExportForm {
          then export the distilled run. PPO, SAC and distill runs export directly"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_algorithm_reads_back_its_own_defaults() {
+        let mut names: Vec<&str> = ALGORITHMS.iter().map(|a| a.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALGORITHMS.len(), "a name is registered twice");
+        for entry in ALGORITHMS {
+            let defaults = (entry.defaults)();
+            let table = toml::Value::try_from(&defaults).unwrap();
+            let read = (entry.read)(table.clone()).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+            assert_eq!(read, defaults, "{}", entry.name);
+            let file = format!("algorithm = \"{}\"\n[algo]\n{}", entry.name, toml::to_string(&table).unwrap());
+            (entry.check_file)(&file).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+            let unknown = format!("{file}not_a_setting = 1\n");
+            assert!((entry.check_file)(&unknown).is_err(), "{} accepts an unknown key", entry.name);
+            assert!(defaults.num_envs() >= 1, "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn settings_of_different_algorithms_are_never_equal() {
+        // The VLA's PPO settings hold the same fields as flow-policy PPO's; they are still told apart.
+        let flow = AlgoConfig::new(embodia_algos::PpoFlowConfig::default());
+        let vla = AlgoConfig::new(VlaPpoConfig(embodia_algos::PpoFlowConfig::default()));
+        assert_ne!(flow, vla);
+        assert!(vla.get::<embodia_algos::PpoFlowConfig>().is_none());
+        assert_eq!(vla.get::<VlaPpoConfig>().map(|c| c.0.num_envs), Some(flow.num_envs()));
+        assert_eq!(flow.clone(), flow);
+    }
+
+    #[test]
+    fn an_unknown_algorithm_is_refused_with_the_registered_names() {
+        let e = algorithm("ppo-flow").err().expect("not registered").to_string();
+        assert!(e.contains("`ppo-flow`") && e.contains("ppo-flow-sde") && e.contains("vla-dsrl"), "{e}");
+    }
+}

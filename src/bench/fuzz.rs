@@ -341,7 +341,7 @@ fn checkpoint_target(name: &'static str, dir: &Path) -> anyhow::Result<FuzzTarge
     let sources = ConfigSources { task: Some("pendulum"), algorithm: Some("ppo"), ..Default::default() };
     let config = resolve(&sources)?;
     let env = embodia_sim::make(&config.task, 1)?;
-    let learner = crate::run::build_learner(&config, env.as_ref(), &crate::run::default_device())?;
+    let learner = crate::run::build_learner(&config, env.as_ref(), &crate::device::default_device())?;
     let original = dir.join("original");
     learner.checkpoint()?.save(&original)?;
     let copy = dir.join("copy");

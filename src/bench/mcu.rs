@@ -13,8 +13,9 @@ use embodia_deploy::mcu::{self, Implementation, McuError, Toolchain};
 use serde::Serialize;
 
 use crate::config::{ConfigSources, TrainConfig, resolve};
+use crate::device::default_device;
 use crate::export::{ExportRunError, policy_of_checkpoint, policy_of_run};
-use crate::run::{RunError, build_learner, default_device};
+use crate::run::{RunError, build_learner};
 
 /// Observations whose actions are compared with the reference forward pass.
 pub const CHECKED_INPUTS: usize = 64;

@@ -32,7 +32,8 @@ use serde::Serialize;
 
 use crate::algorithms::AlgoConfig;
 use crate::config::TrainConfig;
-use crate::run::{RunError, build_learner, default_device, evaluate_learner, evaluate_learner_in};
+use crate::device::default_device;
+use crate::run::{RunError, build_learner, evaluate_learner, evaluate_learner_in};
 use embodia_algos::{EvalMode, EvalResult, Learner};
 use embodia_sim::SolveMetric;
 
@@ -637,7 +638,7 @@ pub fn tensor_ppo_throughput(
     let Some(ppo) = config.algo.get::<embodia_algos::PpoConfig>() else {
         return Err(RunError::Device("bench sim --ppo-iterations: the config is not PPO's".into()));
     };
-    let device = crate::run::plain_device();
+    let device = crate::device::plain_device();
     let mut env = embodia_sim::tensor::make_tensor(&config.task, envs, &device)?;
     env.reset(config.seed);
     let ppo = embodia_algos::PpoConfig { num_envs: envs, ..ppo.clone() };

@@ -19,7 +19,8 @@ use serde::Serialize;
 
 use crate::algorithms::{AlgoConfig, VlaPpoConfig};
 use crate::config::{ConfigSources, TrainConfig, resolve};
-use crate::run::{CHECKPOINT_DIR, Run, RunError, default_device, evaluate_learner_in, load_learner, make_env};
+use crate::device::default_device;
+use crate::run::{CHECKPOINT_DIR, Run, RunError, evaluate_learner_in, load_learner, make_env};
 
 /// What `embodia bench vla` runs.
 #[derive(Debug, Clone)]

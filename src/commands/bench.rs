@@ -579,7 +579,7 @@ pub(crate) fn mode_gains(g: &embodia::bench::ModeGain) -> String {
 
 pub(crate) fn bench_vla_model(spec: &embodia::bench::vla_model::VlaModelBenchSpec, json: bool) -> anyhow::Result<()> {
     anyhow::ensure!(!spec.batches.contains(&0), "invalid value for `--batches`: 0 (allowed: ≥ 1)");
-    let timings = embodia::bench::vla_model::vla_model_bench(spec, &embodia::run::plain_device())?;
+    let timings = embodia::bench::vla_model::vla_model_bench(spec, &embodia::device::plain_device())?;
     println!(
         "bench vla-model: {} view(s), 7-D proprio and actions, median (min) of {} calls after 2 warm-ups, ms",
         spec.views, spec.reps
@@ -962,8 +962,13 @@ pub(crate) fn bench_tensor_sim(
     );
     let mut results = Vec::new();
     for &n in envs {
-        let r =
-            embodia::bench::tensor_sim_throughput(&config.task, n, &embodia::run::plain_device(), steps, config.seed)?;
+        let r = embodia::bench::tensor_sim_throughput(
+            &config.task,
+            n,
+            &embodia::device::plain_device(),
+            steps,
+            config.seed,
+        )?;
         println!("envs={:<8} tensor env_steps/s={:>12.0} resets={}", r.envs, r.steps_per_s, r.resets);
         results.push(r);
     }

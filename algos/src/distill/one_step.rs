@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check_finite;
 use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor};
-use crate::optim::warmup_cosine;
+use crate::optim::{check_warmup_cosine, warmup_cosine};
 use crate::rng::{fill_normal, rng_from_state, rng_state};
 use crate::transfer::{to_host, to_tensor};
 use crate::{
@@ -185,14 +185,7 @@ impl DistillConfig {
         check_range("buffer_size", self.buffer_size, self.buffer_size > 0, "≥ 1")?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
-        check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
-        check_range(
-            "final_learning_rate",
-            self.final_learning_rate,
-            (0.0..=self.learning_rate).contains(&self.final_learning_rate),
-            "0 ≤ final_learning_rate ≤ learning_rate",
-        )?;
-        check_range("decay_steps", self.decay_steps, self.decay_steps > self.warmup_steps, "> warmup_steps")?;
+        check_warmup_cosine(self.learning_rate, self.final_learning_rate, self.warmup_steps, self.decay_steps)?;
         check_range("max_grad_norm", self.max_grad_norm, self.max_grad_norm > 0.0, "> 0")?;
         check_range(
             "fixed_noise_fraction",

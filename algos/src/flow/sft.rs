@@ -56,7 +56,7 @@ use crate::flow::chunk_samples::fitted_actor;
 use crate::flow::recording::dagger_chunk_samples;
 use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor, InitialNoise};
 use crate::normalizer::Standardizer;
-use crate::optim::warmup_cosine;
+use crate::optim::{check_warmup_cosine, warmup_cosine};
 use crate::rng::{fill_normal, rng_from_state, rng_state};
 use crate::transfer::{to_host, to_tensor};
 use crate::{Adam, AlgoError, Checkpoint, EvalMode, Learner, MetricRow, check_num_envs, check_range, evaluate};
@@ -185,14 +185,7 @@ impl SftConfig {
         check_range("demos", self.demos, self.demos > 0, "≥ 1")?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
-        check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
-        check_range(
-            "final_learning_rate",
-            self.final_learning_rate,
-            (0.0..=self.learning_rate).contains(&self.final_learning_rate),
-            "0 ≤ final_learning_rate ≤ learning_rate",
-        )?;
-        check_range("decay_steps", self.decay_steps, self.decay_steps > self.warmup_steps, "> warmup_steps")?;
+        check_warmup_cosine(self.learning_rate, self.final_learning_rate, self.warmup_steps, self.decay_steps)?;
         check_range("beta1", self.beta1, (0.0..1.0).contains(&self.beta1), "0 ≤ beta1 < 1")?;
         check_range("beta2", self.beta2, (0.0..1.0).contains(&self.beta2), "0 ≤ beta2 < 1")?;
         check_range("weight_decay", self.weight_decay, self.weight_decay >= 0.0, "≥ 0")?;

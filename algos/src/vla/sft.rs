@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::check_finite;
 use crate::flow::chunk_samples::{check_demonstrations, chunk_samples, fitted_actor};
 use crate::flow::recording::{RolloutLabels, RolloutRecording, learner_rollouts};
-use crate::optim::warmup_cosine;
+use crate::optim::{check_warmup_cosine, warmup_cosine};
 use crate::rng::{fill_normal, rng_from_state, rng_state};
 use crate::transfer::to_host;
 use crate::vla::{Grounding, VLA_ACTOR_KEY, VlaActor, needs_images, vla_error};
@@ -226,14 +226,7 @@ impl VlaSftConfig {
         )?;
         check_range("batch_size", self.batch_size, self.batch_size > 0, "≥ 1")?;
         check_range("updates_per_iteration", self.updates_per_iteration, self.updates_per_iteration > 0, "≥ 1")?;
-        check_range("learning_rate", self.learning_rate, self.learning_rate > 0.0, "> 0")?;
-        check_range(
-            "final_learning_rate",
-            self.final_learning_rate,
-            (0.0..=self.learning_rate).contains(&self.final_learning_rate),
-            "0 ≤ final_learning_rate ≤ learning_rate",
-        )?;
-        check_range("decay_steps", self.decay_steps, self.decay_steps > self.warmup_steps, "> warmup_steps")?;
+        check_warmup_cosine(self.learning_rate, self.final_learning_rate, self.warmup_steps, self.decay_steps)?;
         check_range("beta1", self.beta1, (0.0..1.0).contains(&self.beta1), "0 ≤ beta1 < 1")?;
         check_range("beta2", self.beta2, (0.0..1.0).contains(&self.beta2), "0 ≤ beta2 < 1")?;
         check_range("weight_decay", self.weight_decay, self.weight_decay >= 0.0, "≥ 0")?;
