@@ -384,9 +384,12 @@ mod tests {
             let table = toml::Value::try_from(&defaults).unwrap();
             let read = (entry.read)(table.clone()).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
             assert_eq!(read, defaults, "{}", entry.name);
-            let file = format!("algorithm = \"{}\"\n[algo]\n{}", entry.name, toml::to_string(&table).unwrap());
-            (entry.check_file)(&file).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
-            let unknown = format!("{file}not_a_setting = 1\n");
+            let mut file = toml::Table::new();
+            file.insert("algorithm".into(), entry.name.into());
+            file.insert("algo".into(), table);
+            (entry.check_file)(&toml::to_string(&file).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+            file["algo"].as_table_mut().unwrap().insert("not_a_setting".into(), 1.into());
+            let unknown = toml::to_string(&file).unwrap();
             assert!((entry.check_file)(&unknown).is_err(), "{} accepts an unknown key", entry.name);
             assert!(defaults.num_envs() >= 1, "{}", entry.name);
         }

@@ -13,6 +13,7 @@ use crate::run_dir::{STUDENT_DIR, init_checkpoint};
 
 /// The registry entry of Flow-SDE.
 pub const PPO_FLOW_SDE: Algorithm = Algorithm {
+    defaults: || AlgoConfig::new(PpoFlowConfig { method: FlowRlMethod::Sde, ..PpoFlowConfig::default() }),
     read: |t| Ok(AlgoConfig::new(PpoFlowConfig { method: FlowRlMethod::Sde, ..read_as(t)? })),
     ..Algorithm::of::<PpoFlowConfig>(
         "ppo-flow-sde",
@@ -23,6 +24,7 @@ pub const PPO_FLOW_SDE: Algorithm = Algorithm {
 
 /// The registry entry of Flow-Noise.
 pub const PPO_FLOW_NOISE: Algorithm = Algorithm {
+    defaults: || AlgoConfig::new(PpoFlowConfig { method: FlowRlMethod::Noise, ..PpoFlowConfig::default() }),
     read: |t| Ok(AlgoConfig::new(PpoFlowConfig { method: FlowRlMethod::Noise, ..read_as(t)? })),
     ..Algorithm::of::<PpoFlowConfig>(
         "ppo-flow-noise",

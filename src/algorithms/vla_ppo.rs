@@ -25,6 +25,9 @@ impl Default for VlaPpoConfig {
 
 /// The registry entry of Flow-SDE on the VLA.
 pub const VLA_PPO_FLOW_SDE: Algorithm = Algorithm {
+    defaults: || {
+        AlgoConfig::new(VlaPpoConfig(PpoFlowConfig { method: FlowRlMethod::Sde, ..VlaPpoConfig::default().0 }))
+    },
     read: |t| Ok(AlgoConfig::new(VlaPpoConfig(PpoFlowConfig { method: FlowRlMethod::Sde, ..read_as(t)? }))),
     ..Algorithm::of::<VlaPpoConfig>(
         "vla-ppo-flow-sde",
@@ -35,6 +38,9 @@ pub const VLA_PPO_FLOW_SDE: Algorithm = Algorithm {
 
 /// The registry entry of Flow-Noise on the VLA.
 pub const VLA_PPO_FLOW_NOISE: Algorithm = Algorithm {
+    defaults: || {
+        AlgoConfig::new(VlaPpoConfig(PpoFlowConfig { method: FlowRlMethod::Noise, ..VlaPpoConfig::default().0 }))
+    },
     read: |t| Ok(AlgoConfig::new(VlaPpoConfig(PpoFlowConfig { method: FlowRlMethod::Noise, ..read_as(t)? }))),
     ..Algorithm::of::<VlaPpoConfig>(
         "vla-ppo-flow-noise",

@@ -988,7 +988,7 @@ pub(crate) fn bench_tensor_ppo(
     anyhow::ensure!(iterations > 0, "invalid value for `--ppo-iterations`: 0 (allowed: ≥ 1)");
     let config = settings.resolve()?;
     anyhow::ensure!(
-        config.algorithm == "ppo",
+        config.algo.get::<embodia::algos::PpoConfig>().is_some(),
         "--ppo-iterations trains PPO: add `--algo ppo` (the config resolved to `{}`)",
         config.algorithm
     );
