@@ -27,6 +27,7 @@ mod columns;
 pub mod info;
 mod read;
 pub mod stats;
+mod thrift_bounds;
 mod write;
 
 use std::path::{Path, PathBuf};

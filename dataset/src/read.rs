@@ -8,11 +8,12 @@ use arrow_array::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::columns::{self, Problem};
 use crate::info::{EPISODES_DIR, INFO_PATH, Info, LEGACY_TASKS_PATH, TASKS_PATH, column};
-use crate::{DatasetError, Demonstrations, Episode, NormStats, io_err, pq_err};
+use crate::{DatasetError, Demonstrations, Episode, NormStats, io_err, pq_err, thrift_bounds};
 
 /// A dataset read from disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -461,7 +462,11 @@ fn read_parquet(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch
 fn read_parquet_unguarded(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>, DatasetError> {
     let file = Bytes::from(std::fs::read(path).map_err(io_err(path))?);
     check_footer_length(path, &file)?;
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new(EndGuardedFile(file)).map_err(pq_err(path))?;
+    let metadata_len = u32::from_le_bytes([0, 1, 2, 3].map(|i| file[file.len() - 8 + i])) as usize;
+    let metadata = &file[file.len() - 8 - metadata_len..file.len() - 8];
+    thrift_bounds::check_struct(metadata).map_err(|why| corrupt(path, &format!("its footer: {why}")))?;
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(EndGuardedFile(file.clone())).map_err(pq_err(path))?;
+    check_page_headers(path, &file, builder.metadata())?;
     if let Some(names) = columns {
         let schema = builder.schema().clone();
         let roots = names
@@ -473,6 +478,40 @@ fn read_parquet_unguarded(path: &Path, columns: Option<&[&str]>) -> Result<Vec<R
     }
     let reader = builder.build().map_err(pq_err(path))?;
     reader.map(|b| b.map_err(|e| DatasetError::Parquet { path: path.to_path_buf(), cause: e.into() })).collect()
+}
+
+/// Walks the page headers of every column chunk (as the reader will: a header, then its
+/// compressed page) with [`thrift_bounds::check_page_header`], so that no header makes the
+/// reader's work out of proportion to the file.
+fn check_page_headers(path: &Path, file: &[u8], metadata: &ParquetMetaData) -> Result<(), DatasetError> {
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        for (c, column) in group.columns().iter().enumerate() {
+            let (start, len) = column.byte_range();
+            let end = start.checked_add(len).filter(|&e| e <= file.len() as u64);
+            let chunk = end.map(|end| &file[start as usize..end as usize]).ok_or_else(|| {
+                corrupt(path, &format!("row group {g}, column {c}: bytes {start}..+{len} lie past the end of the file"))
+            })?;
+            let mut pos = 0;
+            while pos < chunk.len() {
+                let (header, page) = thrift_bounds::check_page_header(&chunk[pos..]).map_err(|why| {
+                    corrupt(
+                        path,
+                        &format!("row group {g}, column {c}, page header at byte {}: {why}", start as usize + pos),
+                    )
+                })?;
+                let page = usize::try_from(page)
+                    .map_err(|_| corrupt(path, &format!("row group {g}, column {c}: a page of {page} bytes")))?;
+                pos = pos.saturating_add(header).saturating_add(page);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A [`DatasetError`] for a corrupt Parquet file, saying what is wrong.
+fn corrupt(path: &Path, what: &str) -> DatasetError {
+    let cause = parquet::errors::ParquetError::General(format!("corrupt file: {what}"));
+    DatasetError::Parquet { path: path.to_path_buf(), cause }
 }
 
 /// Refuses a file whose footer (its last 8 bytes: the metadata's length, then `PAR1`) declares
