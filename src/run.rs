@@ -12,11 +12,12 @@ use embodia_algos::{
     CHUNK_ACTOR_KEY, Checkpoint, ChunkActor, EvalMode, EvalResult, InitialNoise, Learner, MetricRow, MetricSink,
     StepTrace, VLA_ACTOR_KEY, VlaActor, evaluate_traced,
 };
+use embodia_sim::tensor::TensorVecEnv;
 use embodia_sim::{EnvSnapshot, VecEnv};
 
 use crate::algorithms::RunContext;
 use crate::config::TrainConfig;
-use crate::device::default_device;
+use crate::device::{default_device, plain_device};
 pub use crate::error::RunError;
 pub(crate) use crate::error::io_err;
 use crate::run_lock::RunLock;
@@ -42,6 +43,67 @@ pub fn make_train_env(config: &TrainConfig) -> Result<Box<dyn VecEnv>, RunError>
             let batches = (0..groups).map(|_| make_env(config, n / groups)).collect::<Result<Vec<_>, _>>()?;
             Ok(Box::new(embodia_sim::EnvGroups::new(batches)?))
         }
+    }
+}
+
+/// The environments a run trains on.
+enum TrainEnv {
+    /// A batch stepped on the host ([`make_train_env`]).
+    Host(Box<dyn VecEnv>),
+    /// The task's tensor version on the compute device (`algo.device_rollouts`).
+    Device(Box<dyn TensorVecEnv>),
+}
+
+impl TrainEnv {
+    fn new(config: &TrainConfig) -> Result<Self, RunError> {
+        if !config.algo.device_rollouts() {
+            return Ok(Self::Host(make_train_env(config)?));
+        }
+        if !embodia_sim::tensor::TENSOR_TASKS.contains(&config.task.as_str()) {
+            return Err(RunError::Io {
+                path: "algo.device_rollouts".into(),
+                message: format!(
+                    "task `{}` has no tensor version to keep on the device; tasks with one: {}",
+                    config.task,
+                    embodia_sim::tensor::TENSOR_TASKS.join(", ")
+                ),
+            });
+        }
+        Ok(Self::Device(embodia_sim::tensor::make_tensor(&config.task, config.algo.num_envs(), &plain_device())?))
+    }
+
+    fn vec_env(&self) -> &dyn VecEnv {
+        match self {
+            Self::Host(env) => env.as_ref(),
+            Self::Device(env) => env.as_ref(),
+        }
+    }
+
+    fn vec_env_mut(&mut self) -> &mut dyn VecEnv {
+        match self {
+            Self::Host(env) => env.as_mut(),
+            Self::Device(env) => env.as_mut(),
+        }
+    }
+
+    /// One training iteration of `learner` on these environments.
+    fn iterate(&mut self, learner: &mut dyn Learner) -> Result<MetricRow, RunError> {
+        Ok(match self {
+            Self::Host(env) => learner.iterate(env.as_mut())?,
+            Self::Device(env) => learner.iterate_tensor(env.as_mut())?,
+        })
+    }
+
+    /// Puts the environments where the checkpoint left them. A device batch cannot be: its
+    /// randomness is the device's generator, which a snapshot cannot hold, so it starts new
+    /// episodes from a seed of its own (`seed + iterations`) and the resumed run is not the
+    /// uninterrupted one step for step.
+    fn restore(&mut self, snapshot: &EnvSnapshot, seed: u64, iterations: u64) -> Result<(), RunError> {
+        match self {
+            Self::Host(env) => env.restore(snapshot)?,
+            Self::Device(env) => env.reset(seed.wrapping_add(iterations)),
+        }
+        Ok(())
     }
 }
 
@@ -90,7 +152,7 @@ pub struct Run {
     /// The resolved configuration.
     pub config: TrainConfig,
     learner: Box<dyn Learner>,
-    env: Box<dyn VecEnv>,
+    env: TrainEnv,
     /// Wall seconds spent before this process (from the checkpoint when resuming).
     wall_offset: f64,
     iterations: u64,
@@ -126,9 +188,9 @@ impl Run {
         // The learner first: a bad config, init run or dataset leaves no run directory behind.
         let TrainConfig { task, algorithm, seed, algo, env, .. } = &mut config;
         algo.adopt_init(&RunContext { task, env: env.as_ref(), seed: *seed, algorithm })?;
-        let mut env = make_train_env(&config)?;
-        env.reset(config.seed);
-        let learner = build_learner(&config, env.as_ref(), &default_device())?;
+        let mut env = TrainEnv::new(&config)?;
+        env.vec_env_mut().reset(config.seed);
+        let learner = build_learner(&config, env.vec_env(), &default_device())?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let lock = RunLock::acquire(dir)?;
         // Another process may have created the run while this one built its learner.
@@ -172,12 +234,12 @@ impl Run {
             config.total_steps = steps;
         }
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-        let mut env = make_train_env(&config)?;
-        let learner = config.algo.restore(&config.context(), env.as_ref(), &ckpt, &default_device())?;
+        let mut env = TrainEnv::new(&config)?;
+        let learner = config.algo.restore(&config.context(), env.vec_env(), &ckpt, &default_device())?;
         let snapshot: EnvSnapshot = ckpt.get("env")?;
-        env.restore(&snapshot)?;
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
         let iterations: u64 = ckpt.get("iterations")?;
+        env.restore(&snapshot, config.seed, iterations)?;
         // Every file the run appends to is checked before anything is written.
         let mut metrics = vec![(dir.join(METRICS_FILE), learner.env_steps())];
         if let Some(student) = learner.student() {
@@ -228,7 +290,7 @@ impl Run {
         let mut last = (start, self.learner.env_steps());
         let mut last_plot: Option<Instant> = None;
         while self.learner.env_steps() < self.config.total_steps {
-            let mut row = self.learner.iterate(self.env.as_mut())?;
+            let mut row = self.env.iterate(self.learner.as_mut())?;
             let now = Instant::now();
             row.wall_seconds = self.wall_offset + (now - start).as_secs_f64();
             row.fps = Some((row.env_steps - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-9));
@@ -269,7 +331,7 @@ impl Run {
             }
             .into());
         }
-        ckpt.put("env", &self.env.snapshot())?;
+        ckpt.put("env", &self.env.vec_env().snapshot())?;
         ckpt.put("wall_seconds", &wall_seconds)?;
         ckpt.put("iterations", &self.iterations)?;
         ckpt.save(&self.dir.join(CHECKPOINT_DIR))?;
@@ -279,7 +341,7 @@ impl Run {
             // and its config with the gradient steps taken as budget.
             let dir = self.dir.join(STUDENT_DIR);
             let mut ckpt = student.checkpoint()?;
-            ckpt.put("env", &self.env.snapshot())?;
+            ckpt.put("env", &self.env.vec_env().snapshot())?;
             ckpt.put("wall_seconds", &wall_seconds)?;
             ckpt.put("iterations", &self.iterations)?;
             ckpt.save(&dir.join(CHECKPOINT_DIR))?;

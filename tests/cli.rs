@@ -1542,3 +1542,33 @@ fn vla_trains_from_camera_demonstrations_then_grpo_and_evaluates() {
     let e = fail(d, &[&args[..args.len() - 2], &["refused-init", "--quiet"]].concat());
     assert_mentions(&e, &["must be a vla-sft run", "rl is from `vla-ppo-flow-sde`"]);
 }
+
+#[test]
+fn ppo_with_device_rollouts_trains_resumes_and_refuses_tasks_without_a_tensor_version() {
+    let tmp = tmp();
+    let dir = tmp.path();
+    let set = ["--set", "algo.device_rollouts=true", "--set", "algo.num_envs=64", "--set", "algo.steps_per_env=16"];
+    let train = |extra: &[&str]| {
+        let mut args = vec!["train", "--task", "quadrotor-hover", "--algo", "ppo", "--quiet"];
+        args.extend(set);
+        args.extend(extra);
+        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let args = train(&["--steps", "2048", "--set", "eval_episodes=2", "--run-dir", "dev"]);
+    ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = dir.join("dev");
+    let (_, rows) = metrics(&run);
+    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["1024", "2048"]);
+    // Every iteration updated the policy (episodes of 16 steps rarely end in the first).
+    assert!(rows.iter().all(|r| r[7].parse::<f64>().is_ok_and(f64::is_finite)), "policy_loss: {rows:?}");
+    assert!(fs::read_to_string(run.join("config.toml")).unwrap().contains("device_rollouts = true"));
+    // Resuming continues on the device (new episodes, the learner exactly where it was).
+    ok(dir, &["train", "--resume", "dev", "--steps", "4096", "--quiet"]);
+    let (_, rows) = metrics(&run);
+    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["1024", "2048", "3072", "4096"]);
+    assert_eq!(checkpoint_steps(&run), Some(4096));
+    // A task without a tensor version is refused by the field, before any run directory exists.
+    let e = fail(dir, &["train", "--task", "reach", "--algo", "ppo", "--set", "algo.device_rollouts=true"]);
+    assert_mentions(&e, &["algo.device_rollouts", "`reach` has no tensor version", "quadrotor-hover"]);
+    assert!(!dir.join("runs").exists());
+}

@@ -318,6 +318,25 @@ fn eval_return(dir: &Path, run: &str, device: &str) -> f64 {
 }
 
 #[test]
+fn ppo_trains_with_its_rollouts_on_the_gpu_and_evaluates_on_the_cpu() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("embodia-gpu-rollouts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings =
+        ["--set", "algo.device_rollouts=true", "--set", "algo.num_envs=256", "--set", "algo.steps_per_env=16"];
+    let mut args = vec!["--device", "gpu", "train", "--task", "pendulum", "--algo", "ppo", "--steps", "8192"];
+    args.extend(settings);
+    args.extend(["--set", "eval_episodes=2", "--run-dir", "run", "--quiet"]);
+    embodia(&dir, &args);
+    let metrics = std::fs::read_to_string(dir.join("run/metrics.csv")).unwrap();
+    assert_eq!(metrics.lines().count(), 3, "two iterations of 4,096 env steps:\n{metrics}");
+    let eval = embodia(&dir, &["eval", "--run", "run", "--episodes", "2"]);
+    assert!(eval.contains("mean return"), "{eval}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn checkpoints_move_between_gpu_and_cpu_for_evaluation_export_and_resume() {
     let _serial = serial();
     gpu();

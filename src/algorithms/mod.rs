@@ -218,6 +218,12 @@ pub trait AlgoSettings: SettingsValue + fmt::Debug + Send + Sync + 'static {
         1
     }
 
+    /// Whether it trains on the task's tensor version with the rollout kept on the compute
+    /// device ([`Learner::iterate_tensor`]).
+    fn device_rollouts(&self) -> bool {
+        false
+    }
+
     /// The cameras the policy reads, by name, and their square resolution, pixels; `None` for
     /// policies of the observation vector alone.
     fn cameras(&self, _run: &RunContext) -> Result<Option<(Vec<String>, usize)>, RunError> {

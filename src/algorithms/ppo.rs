@@ -28,6 +28,10 @@ impl AlgoSettings for PpoConfig {
         self.env_groups
     }
 
+    fn device_rollouts(&self) -> bool {
+        self.device_rollouts
+    }
+
     fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
         Ok(Box::new(Ppo::new(self.clone(), env, device.clone(), run.seed)?))
     }

@@ -88,6 +88,12 @@ pub struct PpoConfig {
     /// batch. The two groups run different episodes from one batch of the same seed, and the
     /// observation statistics are updated per group. Default 1.
     pub env_groups: usize,
+    /// Train on the task's tensor version on the compute device (pendulum, cartpole-*,
+    /// quadrotor-*) and keep the whole rollout there: stepping, GAE, advantage normalization and
+    /// mini-batches without a per-step round trip through the host ([`Learner::iterate_tensor`];
+    /// the runner builds the batch). Needs `env_groups = 1` and the observation critic.
+    /// Default false.
+    pub device_rollouts: bool,
 }
 
 impl Default for PpoConfig {
@@ -112,6 +118,7 @@ impl Default for PpoConfig {
             activation: Activation::Elu,
             normalize_obs: true,
             env_groups: 1,
+            device_rollouts: false,
         }
     }
 }
@@ -124,6 +131,12 @@ impl PpoConfig {
         let groups = self.env_groups;
         let allowed = "1, or 2 with an even num_envs";
         check_range("env_groups", groups, groups == 1 || (groups == 2 && self.num_envs.is_multiple_of(2)), allowed)?;
+        check_range(
+            "device_rollouts",
+            self.device_rollouts,
+            !self.device_rollouts || self.env_groups == 1,
+            "false unless env_groups = 1 (a device batch is one batch)",
+        )?;
         check_range("epochs", self.epochs, self.epochs > 0, "≥ 1")?;
         let batch = self.num_envs * self.steps_per_env;
         check_range(
