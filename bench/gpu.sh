@@ -91,14 +91,17 @@ for task in quadrotor-hover quadrotor-track pendulum; do
     --measure-steps $(( envs * 20 )) --json
 done
 
-echo "== PPO on quadrotor-hover: training throughput, GPU vs CPU networks"
-for device in gpu cpu; do
-  dir="$runs/ppo-$device"
-  stage "ppo $device" "$limit" /dev/null "$bin" --device "$device" train --task quadrotor-hover --algo ppo \
+echo "== PPO on quadrotor-hover: training throughput, GPU vs CPU networks, host or device rollouts"
+for run in gpu cpu gpu-device cpu-device; do
+  device="${run%-device}"
+  rollouts=false
+  [ "$run" != "$device" ] && rollouts=true
+  dir="$runs/ppo-$run"
+  stage "ppo $run" "$limit" /dev/null "$bin" --device "$device" train --task quadrotor-hover --algo ppo \
     --quiet --run-dir "$dir" --steps "$ppo_steps" --set "algo.num_envs=$ppo_envs" --set algo.steps_per_env=64 \
-    2>"$dir.err" || true
+    --set "algo.device_rollouts=$rollouts" 2>"$dir.err" || true
   [ -s "$dir.err" ] && tail -3 "$dir.err"
-  [ -f "$dir/metrics.csv" ] && python3 - "$dir/metrics.csv" "$device" <<'PY'
+  [ -f "$dir/metrics.csv" ] && python3 - "$dir/metrics.csv" "$run" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 fps = [float(r["fps"]) for r in rows if r.get("fps")]
