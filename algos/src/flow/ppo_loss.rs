@@ -205,8 +205,13 @@ pub(crate) fn ppo_group_loss(
     let ratio = log_ratio.clone().clamp(-20.0, 20.0).exp();
     let adv = to_tensor(g.adv, m, 1, d);
     let clip = cfg.clip_ratio;
-    let surrogate =
-        (ratio.clone() * adv.clone()).min_pair(ratio.clone().clamp(1.0 - clip, 1.0 + clip) * adv).neg().mean_dim(1);
+    let mut objective =
+        (ratio.clone() * adv.clone()).min_pair(ratio.clone().clamp(1.0 - clip, 1.0 + clip) * adv.clone());
+    if cfg.dual_clip > 0.0 {
+        // Floored at c·A where A < 0; `min(c·A, 0)` is 0 where A ≥ 0, below the objective there.
+        objective = objective.max_pair(adv.mul_scalar(cfg.dual_clip).clamp_max(0.0));
+    }
+    let surrogate = objective.neg().mean_dim(1);
     let clipped = (ratio.clone() - 1.0).abs().greater_elem(clip).float().mean_dim(1);
     let approx_kl = ((ratio - 1.0) - log_ratio).mean();
     let value_loss = match g.value {
@@ -277,6 +282,32 @@ mod tests {
         assert_eq!(stepped, [0, 1], "the third mini-batch is refused and ends the update");
         assert_eq!((means.policy_loss, means.value_loss, means.entropy), (1.0, 2.0, 3.0));
         assert!((means.approx_kl - 0.024 / 3.0).abs() < 1e-12, "{means:?}");
+    }
+
+    /// A chunk whose log-probability rose by 5 since its rollout, with advantage −1: PPO's clip
+    /// leaves its loss at e^5; the dual clip at 3 caps it at 3, and leaves a positive advantage's
+    /// clipped loss and a ratio inside the range alone.
+    #[test]
+    fn dual_clip_caps_the_loss_of_a_negative_advantage_with_a_large_ratio() {
+        let d = Device::flex();
+        let loss = |dual_clip: f64, lp: f32, adv: f32| {
+            let cfg = PpoFlowConfig { dual_clip, ..Default::default() };
+            let batch = GroupBatch {
+                log_prob: Tensor::<2>::from_floats([[lp]], &d),
+                entropy: Tensor::zeros([1, 1], &d),
+                value: None,
+                old_lp: &[0.0],
+                adv: &[adv],
+                old_v: &[0.0],
+                ret: &[0.0],
+            };
+            to_host(ppo_group_loss(&cfg, batch, (1, 1, 1), 1, &d).unwrap().0).unwrap()[0]
+        };
+        assert!((loss(0.0, 5.0, -1.0) - 5f32.exp()).abs() < 1e-3, "{}", loss(0.0, 5.0, -1.0));
+        assert!((loss(3.0, 5.0, -1.0) - 3.0).abs() < 1e-6);
+        assert!((loss(3.0, 5.0, 1.0) + 1.2).abs() < 1e-6, "the clip at 1 + ε for A > 0");
+        assert!((loss(3.0, 0.1, -1.0) - 0.1f32.exp()).abs() < 1e-6, "inside the range");
+        assert!(PpoFlowConfig { dual_clip: 1.0, ..Default::default() }.validate().is_err());
     }
 
     /// One sample, C·D = 2 elements whose step-mean log-probs rose by 0.01 each, advantage 1,
