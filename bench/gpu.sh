@@ -30,6 +30,8 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 if [ "${1:-}" = "--small" ]; then
   envs=4096 presets=tiny batches=1,8 reps=2 cpu_presets=tiny cpu_batches=1
   ppo_envs=256 ppo_steps=32768 limit=240 device_ppo=(--envs 4096 --ppo-iterations 1 --set algo.steps_per_env=8)
+  # `train` with device rollouts is tested on lavapipe in tests/gpu.rs; here only at full size.
+  ppo_runs=(gpu cpu)
   # The recipe with a one-block, 32-wide VLA, 2 demonstrations and 1 episode per evaluation.
   vla=(--sft-steps 4 --rl-seconds 2 --eval-episodes 1 --sft-set algo.demos=2 --sft-set eval_episodes=1
        --sft-set algo.batch_size=8 --sft-set algo.num_envs=2 --sft-set algo.updates_per_iteration=4
@@ -38,7 +40,7 @@ if [ "${1:-}" = "--small" ]; then
        --sft-set algo.model.expert_depth=1 --sft-set algo.model.vision.image_size=32 --rl-set algo.num_envs=4 --rl-set algo.group_size=2)
 else
   envs=1048576 presets=tiny,small,base batches=1,64,256 reps=5 cpu_presets=tiny,small cpu_batches=1,64
-  ppo_envs=4096 ppo_steps=786432 limit=150
+  ppo_envs=4096 ppo_steps=786432 limit=150 ppo_runs=(gpu cpu gpu-device cpu-device)
   device_ppo=(--envs 65536,1048576 --ppo-iterations 3 --set algo.steps_per_env=32)
   vla=(--sft-steps 250 --rl-seconds 30 --eval-episodes 8 --sft-set algo.demos=64 --sft-set eval_episodes=8)
 fi
@@ -92,7 +94,7 @@ for task in quadrotor-hover quadrotor-track pendulum; do
 done
 
 echo "== PPO on quadrotor-hover: training throughput, GPU vs CPU networks, host or device rollouts"
-for run in gpu cpu gpu-device cpu-device; do
+for run in "${ppo_runs[@]}"; do
   device="${run%-device}"
   rollouts=false
   [ "$run" != "$device" ] && rollouts=true
