@@ -32,23 +32,11 @@ pub const CURVES_EVERY: std::time::Duration = std::time::Duration::from_secs(10)
 /// episodes differ from training episodes.
 pub const EVAL_SEED_OFFSET: u64 = 1_000_003;
 
-/// The run's training environments: `algo.num_envs` of them, as one batch, or as the groups
-/// the algorithm asks for (`algo.env_groups` of PPO: one group simulated while the policy acts
-/// for another).
-pub fn make_train_env(config: &TrainConfig) -> Result<Box<dyn VecEnv>, RunError> {
-    let n = config.algo.num_envs();
-    match config.algo.env_groups() {
-        1 => make_env(config, n),
-        groups => {
-            let batches = (0..groups).map(|_| make_env(config, n / groups)).collect::<Result<Vec<_>, _>>()?;
-            Ok(Box::new(embodia_sim::EnvGroups::new(batches)?))
-        }
-    }
-}
-
 /// The environments a run trains on.
 enum TrainEnv {
-    /// A batch stepped on the host ([`make_train_env`]).
+    /// `algo.num_envs` environments stepped on the host, as one batch or as the groups the
+    /// algorithm asks for (`algo.env_groups` of PPO: one group simulated while the policy acts
+    /// for another).
     Host(Box<dyn VecEnv>),
     /// The task's tensor version on the compute device (`algo.device_rollouts`).
     Device(Box<dyn TensorVecEnv>),
@@ -56,8 +44,14 @@ enum TrainEnv {
 
 impl TrainEnv {
     fn new(config: &TrainConfig) -> Result<Self, RunError> {
+        let n = config.algo.num_envs();
         if !config.algo.device_rollouts() {
-            return Ok(Self::Host(make_train_env(config)?));
+            let groups = config.algo.env_groups();
+            if groups == 1 {
+                return Ok(Self::Host(make_env(config, n)?));
+            }
+            let batches = (0..groups).map(|_| make_env(config, n / groups)).collect::<Result<Vec<_>, _>>()?;
+            return Ok(Self::Host(Box::new(embodia_sim::EnvGroups::new(batches)?)));
         }
         if !embodia_sim::tensor::TENSOR_TASKS.contains(&config.task.as_str()) {
             return Err(RunError::Io {
@@ -69,7 +63,7 @@ impl TrainEnv {
                 ),
             });
         }
-        Ok(Self::Device(embodia_sim::tensor::make_tensor(&config.task, config.algo.num_envs(), &plain_device())?))
+        Ok(Self::Device(embodia_sim::tensor::make_tensor(&config.task, n, &plain_device())?))
     }
 
     fn vec_env(&self) -> &dyn VecEnv {
