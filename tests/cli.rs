@@ -1339,6 +1339,12 @@ fn bench_flow_writes_learning_curves_and_the_gaussian_ppo_baseline() {
     }
     let rl_config = std::fs::read_to_string(d.join("bf/reach-seed2/ppo-flow-sde/config.toml")).unwrap();
     assert!(rl_config.contains("init = \"bf/reach-seed2/sft\""), "{rl_config}");
+    // The RL run is a run `train --resume` continues.
+    let rl = d.join("bf/reach-seed2/ppo-flow-sde");
+    let (more, rows_before) = ((rl_steps + 160).to_string(), metrics(&rl).1.len());
+    ok(d, &["train", "--resume", "bf/reach-seed2/ppo-flow-sde", "--steps", &more, "--quiet"]);
+    assert!(checkpoint_steps(&rl).is_some_and(|s| s >= rl_steps + 160), "{:?}", checkpoint_steps(&rl));
+    assert!(metrics(&rl).1.len() > rows_before, "the resumed iterations are appended to metrics.csv");
     // The overrides reach the flow-RL config: a bad one is named.
     let mut bad = args.clone();
     bad.extend(["--set", "algo.clip_ratio=-1"]);

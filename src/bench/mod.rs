@@ -478,6 +478,8 @@ pub fn flow_bench(
         let split = rl.last_time_split();
         (sim, inference, update) = (sim + split.sim, inference + split.inference, update + split.update);
     }
+    // What `train --resume` continues from, beside the learner's own checkpoint.
+    let env_snapshot = rl.env().snapshot();
     let learner = rl.learner();
     let rl_run = TrainConfig { total_steps: learner.env_steps(), algo: rl_algo, ..rl_config };
     let (rl_success, rl_evals) = ModeSuccess::measure(learner, &rl_run, spec.eval_episodes)?;
@@ -486,7 +488,11 @@ pub fn flow_bench(
     if let Some(out) = &spec.out {
         let dir = out.join(&spec.algorithm);
         write_curves(&dir, &rows)?;
-        write_run(&dir, &rl_run, &learner.checkpoint()?)?;
+        let mut checkpoint = learner.checkpoint()?;
+        checkpoint.put("env", &env_snapshot)?;
+        checkpoint.put("wall_seconds", &rl_time)?;
+        checkpoint.put("iterations", &(rows.len() as u64))?;
+        write_run(&dir, &rl_run, &checkpoint)?;
     }
     let (baseline_success, baseline_env_steps) = match spec.baseline {
         true => {
