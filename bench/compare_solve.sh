@@ -7,7 +7,12 @@
 #
 # Protocol (both sides): train seed s = 1..SEEDS; deterministic evaluation of 10 episodes
 # every 1,000 env steps (SAC) or after every iteration (PPO); solved when the mean return
-# first reaches -200; wall time from the start of training, evaluations included.
+# first reaches -200; wall time from the start of training, evaluations included. SAC runs
+# twice on the SB3 side: with embodia's preset and evaluation protocol (`--matched`: the same
+# networks, batch, learning rate and warm-up, the same ten start states at every evaluation, and
+# the solving policy's mean return over 1,000 fresh start states), the fair ratio; and with SB3's
+# defaults (256x256, batch 256, lr 3e-4, learning_starts 100, fresh start states at every
+# evaluation), labelled defaults vs defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds="${1:-5}"
@@ -18,6 +23,7 @@ for algo in sac ppo; do
   ./target/release/embodia bench solve --task pendulum --algo "$algo" --seeds "$seeds" --json | tee "$out/embodia-$algo.txt"
   bash bench/sb3_solve.sh --algo "$algo" --seeds "$seeds" --json | tee "$out/sb3-$algo.txt"
 done
+bash bench/sb3_solve.sh --algo sac --matched --seeds "$seeds" --json | tee "$out/sb3-sac-matched.txt"
 
 python3 - "$out" <<'PY'
 import json, sys, pathlib
@@ -26,10 +32,13 @@ def last_json(path):
     return json.loads([l for l in path.read_text().splitlines() if l.startswith("{")][-1])
 print("\n== time to solve pendulum (median over solved seeds) ==")
 print(f"{'algo':<5} {'embodia steps':>13} {'embodia s':>10} {'sb3 steps':>10} {'sb3 s':>8} {'sb3/embodia':>12}")
-for algo in ("sac", "ppo"):
-    e, s = last_json(out / f"embodia-{algo}.txt"), last_json(out / f"sb3-{algo}.txt")
+for algo, sb3, label in (("sac", "sac-matched", "sac, same settings and protocol"),
+                         ("sac", "sac", "sac, defaults vs defaults"),
+                         ("ppo", "ppo", "ppo, zoo settings (SB3) vs preset")):
+    e, s = last_json(out / f"embodia-{algo}.txt"), last_json(out / f"sb3-{sb3}.txt")
     ew, sw = e["median_wall_s"], s["median_wall_s"]
     ratio = f"{sw / ew:.1f}x" if ew and sw else "n/a"
+    print(f"# {label}")
     print(f"{algo:<5} {e['median_env_steps'] or 'n/a':>13} {ew or float('nan'):>10.2f} "
           f"{s['median_env_steps'] or 'n/a':>10} {sw or float('nan'):>8.2f} {ratio:>12}"
           f"   (solved {e['solved']}/{len(e['seeds'])} vs {sum(r['solved'] for r in s['seeds'])}/{len(s['seeds'])})")
