@@ -124,12 +124,12 @@ fn default_of<A: AlgoSettings + Default>() -> AlgoConfig {
     AlgoConfig::new(A::default())
 }
 
-/// Reads a merged `[algo]` table as the settings `A`.
+/// Reads a merged `[algo]` table as the settings `A`, behind the trait.
 fn read_into<A: AlgoSettings + DeserializeOwned>(table: toml::Value) -> Result<AlgoConfig, String> {
     read_as::<A>(table).map(AlgoConfig::new)
 }
 
-/// Reads a merged `[algo]` table as the settings `A`.
+/// Deserializes a merged `[algo]` table as `A` (for entries that adjust what they read).
 pub(crate) fn read_as<A: DeserializeOwned>(table: toml::Value) -> Result<A, String> {
     table.try_into::<A>().map_err(|e| e.message().trim_end().to_string())
 }
