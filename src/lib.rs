@@ -17,6 +17,7 @@ pub mod demos;
 pub mod deployment;
 pub mod device;
 pub mod distill;
+pub mod distributed;
 pub mod error;
 pub mod export;
 pub mod plot;

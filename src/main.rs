@@ -320,13 +320,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", config.to_toml());
             Ok(())
         }
-        Command::Train(TrainArgs { settings, run_dir, resume, quiet, viz, viz_save }) => {
+        Command::Train(TrainArgs { settings, run_dir, resume, quiet, viz, viz_save, dist }) => {
             let target = match (viz, viz_save) {
                 (true, _) => Some(VizTarget::Viewer),
                 (false, Some(file)) => Some(VizTarget::File(file)),
                 (false, None) => None,
             };
-            train(&settings, run_dir, resume, quiet, target)
+            match dist {
+                Some(mode) => train::train_distributed(mode, &settings, run_dir, resume, quiet),
+                None => train(&settings, run_dir, resume, quiet, target),
+            }
         }
         Command::Distill(DistillArgs {
             run,

@@ -15,6 +15,8 @@ use embodia_algos::{
 use embodia_sim::tensor::TensorVecEnv;
 use embodia_sim::{EnvSnapshot, VecEnv};
 
+use embodia_algos::data_parallel;
+
 use crate::algorithms::RunContext;
 use crate::config::TrainConfig;
 use crate::device::{default_device, plain_device};
@@ -48,7 +50,11 @@ impl TrainEnv {
         if !config.algo.device_rollouts() {
             let groups = config.algo.env_groups();
             if groups == 1 {
-                return Ok(Self::Host(make_env(config, n)?));
+                let mut env = make_env(config, n)?;
+                if let Some(world) = data_parallel::world() {
+                    env.set_first_env(world.rank() * n)?;
+                }
+                return Ok(Self::Host(env));
             }
             let batches = (0..groups).map(|_| make_env(config, n / groups)).collect::<Result<Vec<_>, _>>()?;
             return Ok(Self::Host(Box::new(embodia_sim::EnvGroups::new(batches)?)));
@@ -153,13 +159,48 @@ pub struct Run {
     /// Why the last redraw of `curves.png` failed, if it did: a cosmetic output never stops
     /// training, so the command reports it at the end instead.
     pub curves_error: Option<String>,
-    /// This process is the run directory's only writer while the run is open.
-    _lock: RunLock,
+    /// This process is the run directory's only writer while the run is open; `None` on the
+    /// ranks other than 0 of a data-parallel run, which never write it.
+    _lock: Option<RunLock>,
+    /// This process's rank in a data-parallel run ([`crate::distributed`]); 0 alone.
+    rank: usize,
+}
+
+/// Fails unless the run's algorithm trains data-parallel when this process belongs to a
+/// data-parallel run.
+fn check_data_parallel(config: &TrainConfig) -> Result<(), RunError> {
+    if data_parallel::world().is_none() || config.algo.data_parallel() {
+        return Ok(());
+    }
+    let supported: Vec<&str> =
+        crate::algorithms::ALGORITHMS.iter().filter(|a| (a.defaults)().data_parallel()).map(|a| a.name).collect();
+    Err(RunError::Io {
+        path: "--dist ddp".into(),
+        message: format!(
+            "`{}` with these settings does not train data-parallel yet; algorithms that do: {} \
+             (PPO with `algo.env_groups = 1` and without `algo.device_rollouts`)",
+            config.algorithm,
+            supported.join(", ")
+        ),
+    })
+}
+
+/// This process's rank: 0 alone.
+fn own_rank() -> usize {
+    data_parallel::world().map_or(0, |w| w.rank())
 }
 
 impl Run {
     /// Creates a new run directory (never reusing an existing one) and a fresh learner.
+    ///
+    /// In a data-parallel run every rank calls it with the same arguments; rank 0 alone checks
+    /// and writes the directory, and every rank's learner starts from rank 0's.
     pub fn create(dir: &Path, mut config: TrainConfig) -> Result<Self, RunError> {
+        check_data_parallel(&config)?;
+        let rank = own_rank();
+        if rank != 0 {
+            return Self::create_replica(dir, config);
+        }
         if dir.exists() && !dir.is_dir() {
             return Err(RunError::Io {
                 path: dir.display().to_string(),
@@ -184,7 +225,8 @@ impl Run {
         algo.adopt_init(&RunContext { task, env: env.as_ref(), seed: *seed, algorithm })?;
         let mut env = TrainEnv::new(&config)?;
         env.vec_env_mut().reset(config.seed);
-        let learner = build_learner(&config, env.vec_env(), &default_device())?;
+        let mut learner = build_learner(&config, env.vec_env(), &default_device())?;
+        crate::distributed::sync_learner(learner.as_mut())?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let lock = RunLock::acquire(dir)?;
         // Another process may have created the run while this one built its learner.
@@ -214,26 +256,87 @@ impl Run {
             wall_offset: 0.0,
             iterations: 0,
             curves_error: None,
-            _lock: lock,
+            _lock: Some(lock),
+            rank,
+        })
+    }
+
+    /// [`Run::create`] on a rank other than 0 of a data-parallel run: the same environments
+    /// and learner, nothing written.
+    fn create_replica(dir: &Path, mut config: TrainConfig) -> Result<Self, RunError> {
+        let TrainConfig { task, algorithm, seed, algo, env, .. } = &mut config;
+        algo.adopt_init(&RunContext { task, env: env.as_ref(), seed: *seed, algorithm })?;
+        let mut env = TrainEnv::new(&config)?;
+        env.vec_env_mut().reset(config.seed);
+        let mut learner = build_learner(&config, env.vec_env(), &default_device())?;
+        crate::distributed::sync_learner(learner.as_mut())?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config,
+            learner,
+            env,
+            wall_offset: 0.0,
+            iterations: 0,
+            curves_error: None,
+            _lock: None,
+            rank: own_rank(),
         })
     }
 
     /// Reopens a run at its last checkpoint. `total_steps` may extend the budget. Rows of
     /// `metrics.csv` written after the checkpoint are dropped, so the file continues exactly.
+    ///
+    /// In a data-parallel run every rank reads the checkpoint (the directory must be on a
+    /// file system they share) and takes back its own environments; rank 0 alone writes. The
+    /// run must have been trained on as many ranks.
     pub fn resume(dir: &Path, total_steps: Option<u64>) -> Result<Self, RunError> {
         check_run_dir(dir)?;
-        let lock = RunLock::acquire(dir)?;
+        let rank = own_rank();
+        let lock = if rank == 0 { Some(RunLock::acquire(dir)?) } else { None };
         let mut config = TrainConfig::from_file(&dir.join(CONFIG_FILE))?;
         if let Some(steps) = total_steps {
             config.total_steps = steps;
         }
+        check_data_parallel(&config)?;
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+        let ranks = data_parallel::world().map_or(1, |w| w.size());
+        let trained_on: usize = ckpt.get("ranks").unwrap_or(1);
+        if trained_on != ranks {
+            return Err(RunError::Io {
+                path: dir.join(CHECKPOINT_DIR).display().to_string(),
+                message: format!(
+                    "was written by a run on {trained_on} rank(s) and this job has {ranks}: resume it on \
+                     {trained_on} (each rank holds its own slice of the environments)"
+                ),
+            });
+        }
         let mut env = TrainEnv::new(&config)?;
         let learner = config.algo.restore(&config.context(), env.vec_env(), &ckpt, &default_device())?;
-        let snapshot: EnvSnapshot = ckpt.get("env")?;
+        let snapshot: EnvSnapshot = match rank {
+            0 => ckpt.get("env")?,
+            r => {
+                ckpt.get::<Vec<EnvSnapshot>>("env_other_ranks")?.into_iter().nth(r - 1).ok_or_else(|| RunError::Io {
+                    path: dir.join(CHECKPOINT_DIR).display().to_string(),
+                    message: format!("holds no environment state for rank {r}"),
+                })?
+            }
+        };
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
         let iterations: u64 = ckpt.get("iterations")?;
         env.restore(&snapshot, config.seed, iterations)?;
+        if rank != 0 {
+            return Ok(Self {
+                dir: dir.to_path_buf(),
+                config,
+                learner,
+                env,
+                wall_offset,
+                iterations,
+                curves_error: None,
+                _lock: None,
+                rank,
+            });
+        }
         // Every file the run appends to is checked before anything is written.
         let mut metrics = vec![(dir.join(METRICS_FILE), learner.env_steps())];
         if let Some(student) = learner.student() {
@@ -254,6 +357,7 @@ impl Run {
             iterations,
             curves_error: None,
             _lock: lock,
+            rank,
         })
     }
 
@@ -267,7 +371,13 @@ impl Run {
     /// iterations and at the end, and redraws `curves.png` at the first checkpoint, at checkpoints
     /// at least [`CURVES_EVERY`] apart, and at the end (a failed redraw is kept in
     /// [`Run::curves_error`], not returned: it never stops training). On error (e.g. a NaN) the last good checkpoint is left in place.
+    ///
+    /// On the ranks other than 0 of a data-parallel run it trains (every rank takes part in
+    /// every update) without writing anything or calling `sinks`.
     pub fn train(&mut self, sinks: &mut [&mut dyn MetricSink]) -> Result<(), RunError> {
+        if self.rank != 0 {
+            return self.train_replica();
+        }
         let start = Instant::now();
         let metrics_path = self.dir.join(METRICS_FILE);
         let mut csv = fs::OpenOptions::new().append(true).open(&metrics_path).map_err(io_err(&metrics_path))?;
@@ -316,8 +426,37 @@ impl Run {
         Ok(())
     }
 
+    /// [`Run::train`] on a rank other than 0: the same iterations and the collectives of
+    /// [`Run::save_checkpoint`] at the same points.
+    fn train_replica(&mut self) -> Result<(), RunError> {
+        while self.learner.env_steps() < self.config.total_steps {
+            self.env.iterate(self.learner.as_mut())?;
+            self.iterations += 1;
+            let done = self.learner.env_steps() >= self.config.total_steps;
+            if done || self.iterations.is_multiple_of(self.config.checkpoint_every) {
+                self.save_checkpoint(0.0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the checkpoint (rank 0). In a data-parallel run every rank first checks that
+    /// its learner is still rank 0's, and rank 0 saves every rank's environments.
     fn save_checkpoint(&self, wall_seconds: f64) -> Result<(), RunError> {
         let mut ckpt = self.learner.checkpoint()?;
+        if let Some(world) = data_parallel::world() {
+            crate::distributed::check_replicas(&ckpt)?;
+            let snapshot = serde_json::to_vec(&self.env.vec_env().snapshot())
+                .map_err(|e| RunError::Io { path: "environment state".into(), message: e.to_string() })?;
+            let Some(all) = data_parallel::gather_bytes(world, &snapshot) else { return Ok(()) };
+            let others = all[1..]
+                .iter()
+                .map(|bytes| serde_json::from_slice::<EnvSnapshot>(bytes))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| RunError::Io { path: "environment state of a rank".into(), message: e.to_string() })?;
+            ckpt.put("env_other_ranks", &others)?;
+            ckpt.put("ranks", &world.size())?;
+        }
         if let Some((name, _)) = ckpt.tensors.iter().find(|(_, (_, v))| v.iter().any(|x| !x.is_finite())) {
             return Err(embodia_algos::AlgoError::NonFinite {
                 what: format!("tensor `{name}`"),

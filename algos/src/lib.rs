@@ -8,12 +8,13 @@
 //! - [`distill`]: one-step students of a flow policy, after RL or alongside it.
 //!
 //! Beside them, what every family uses: the [`Learner`] interface and evaluation, [`storage`]
-//! (replay buffers), GAE, the running normalizer, Adam and its schedule, checkpoints, metrics.
+//! (replay buffers), [`data_parallel`] training, GAE, the running normalizer, Adam and its schedule, checkpoints, metrics.
 //! Algorithms take a [`VecEnv`](embodia_sim::VecEnv), report through [`MetricRow`]s and never
 //! print. `use embodia_algos::prelude::*` brings the learners and their configurations.
 #![warn(missing_docs)]
 
 pub mod classic;
+pub mod data_parallel;
 pub mod distill;
 pub mod flow;
 pub mod storage;

@@ -159,6 +159,21 @@ impl EpisodeStats {
         }
     }
 
+    /// Combines every rank's statistics into each rank's (the metrics of a data-parallel run,
+    /// [`crate::data_parallel`]); nothing outside one.
+    pub fn combine_over_ranks(&mut self) {
+        use crate::data_parallel::{Reduce, all_reduce, world};
+        let Some(w) = world() else { return };
+        let mut sums = [self.returns_sum, self.length_sum, self.successes, self.count as f64];
+        all_reduce(w, &mut sums, Reduce::Sum);
+        // A rank without episodes must not pull the extremes towards its zeros.
+        let empty = self.count == 0;
+        let mut extremes = if empty { [f64::NEG_INFINITY; 2] } else { [-self.min, self.max] };
+        all_reduce(w, &mut extremes, Reduce::Max);
+        *self = Self::default();
+        self.push_summed(sums[3] as u64, sums[0], sums[1], sums[2], -extremes[0], extremes[1]);
+    }
+
     /// Writes the statistics into `row` (leaving fields `None` when no episode ended) and resets.
     pub fn drain_into(&mut self, row: &mut MetricRow, has_success: bool) {
         if self.count > 0 {

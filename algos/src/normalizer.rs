@@ -66,6 +66,36 @@ impl RunningNormalizer {
         self.count += n;
     }
 
+    /// [`RunningNormalizer::update`] with every rank's batch in a data-parallel run
+    /// ([`crate::data_parallel`]): the per-feature sums, then the squared deviations from the
+    /// mean over the ranks, are summed over the ranks, as one process computes them over the
+    /// whole batch. `scratch` is reused between calls. Alone, [`RunningNormalizer::update`].
+    pub fn update_over_ranks(&mut self, batch: &[f32], scratch: &mut Vec<f64>) {
+        use crate::data_parallel::{Reduce, all_reduce, world};
+        let Some(w) = world() else { return self.update(batch) };
+        let dim = self.dim();
+        scratch.clear();
+        scratch.extend((0..dim).map(|j| batch.iter().skip(j).step_by(dim).map(|&x| x as f64).sum::<f64>()));
+        scratch.push((batch.len() / dim) as f64);
+        all_reduce(w, scratch, Reduce::Sum);
+        let n = scratch[dim];
+        if n == 0.0 {
+            return;
+        }
+        // scratch: the means over the ranks, then each feature's sum of squared deviations.
+        scratch.truncate(dim);
+        for j in 0..dim {
+            scratch[j] /= n;
+            let mean = scratch[j];
+            scratch.push(batch.iter().skip(j).step_by(dim).map(|&x| (x as f64 - mean).powi(2)).sum::<f64>());
+        }
+        all_reduce(w, &mut scratch[dim..], Reduce::Sum);
+        for j in 0..dim {
+            self.merge(j, n, scratch[j], scratch[dim + j] / n);
+        }
+        self.count += n;
+    }
+
     /// Folds a batch of `n` rows given by its per-feature sums `Σx` and `Σx²` (`[dim]` each, as
     /// a device reduces them) into the statistics.
     pub fn update_moments(&mut self, n: f64, sum: &[f32], sum_sq: &[f32]) {

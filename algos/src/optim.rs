@@ -52,8 +52,9 @@ impl Adam {
         self.steps
     }
 
-    /// Applies one update to every parameter of `module` that has a gradient in `grads`.
-    /// With `max_grad_norm`, gradients are first scaled so their global L2 norm is at most that,
+    /// Applies one update to every parameter of `module` that has a gradient in `grads`. In a
+    /// data-parallel run the gradients are first averaged over the ranks
+    /// ([`crate::data_parallel::average_gradients`]). With `max_grad_norm`, gradients are first scaled so their global L2 norm is at most that,
     /// and that norm (before clipping) is returned; if it is not finite, the module is returned
     /// unchanged, since no update could be trusted.
     pub fn step<M: Module>(
@@ -63,6 +64,14 @@ impl Adam {
         grads: &GradientsParams,
         max_grad_norm: Option<f64>,
     ) -> (M, Option<f64>) {
+        let averaged;
+        let grads = match crate::data_parallel::world() {
+            Some(world) => {
+                averaged = crate::data_parallel::average_gradients(&module, grads, world);
+                &averaged
+            }
+            None => grads,
+        };
         let norm = max_grad_norm.map(|_| grad_norm(&module, grads));
         let clip = match (max_grad_norm, norm) {
             (_, Some(n)) if !n.is_finite() => return (module, norm),

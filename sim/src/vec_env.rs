@@ -248,6 +248,18 @@ pub trait VecEnv: Send {
         Err(SimError::Unsupported(format!("task `{}` has no scripted expert to label states", self.info().name)))
     }
 
+    /// Makes environment `i` of this batch draw its randomness at every later `reset` as
+    /// environment `first + i` of a larger batch does, so that processes holding consecutive
+    /// slices of one batch (the ranks of a data-parallel run) together step what one process
+    /// stepping the whole batch would. The default errors: the batch cannot.
+    fn set_first_env(&mut self, first: usize) -> Result<(), SimError> {
+        let _ = first;
+        Err(SimError::Unsupported(format!(
+            "this batch of task `{}` cannot be a slice of a larger one (data-parallel training)",
+            self.info().name
+        )))
+    }
+
     /// The batch as [`crate::EnvGroups`], for a learner that overlaps one group's simulation with
     /// its work on another; `None` (the default) for a batch that steps as one.
     fn groups_mut(&mut self) -> Option<&mut crate::EnvGroups> {

@@ -224,6 +224,13 @@ pub trait AlgoSettings: SettingsValue + fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Whether its learner trains data-parallel (`embodia train --dist ddp`): its ranks
+    /// together compute what one process with all their environments would
+    /// ([`embodia_algos::data_parallel`]). Default false: such a run is refused.
+    fn data_parallel(&self) -> bool {
+        false
+    }
+
     /// The cameras the policy reads, by name, and their square resolution, pixels; `None` for
     /// policies of the observation vector alone.
     fn cameras(&self, _run: &RunContext) -> Result<Option<(Vec<String>, usize)>, RunError> {

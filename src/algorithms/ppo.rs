@@ -32,6 +32,11 @@ impl AlgoSettings for PpoConfig {
         self.device_rollouts
     }
 
+    /// On one batch on the host: each rank's environments are a slice of the run's batch.
+    fn data_parallel(&self) -> bool {
+        self.env_groups == 1 && !self.device_rollouts
+    }
+
     fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
         Ok(Box::new(Ppo::new(self.clone(), env, device.clone(), run.seed)?))
     }

@@ -7,6 +7,7 @@ use crate::Settings;
 use crate::commands::eval::describe_eval;
 use embodia::algorithms::ALGORITHMS;
 use embodia::algos::{MetricRow, MetricSink};
+use embodia::distributed::DistMode;
 use embodia::run::{Run, fresh_run_dir};
 use embodia::sim::SolveMetric;
 use embodia::viz::{MetricsRecorder, VizTarget};
@@ -43,6 +44,11 @@ pub(crate) struct TrainArgs {
     /// Record training metrics into this .rrd file (needs the `rerun` feature).
     #[arg(long, value_name = "FILE.rrd", conflicts_with = "viz")]
     pub(crate) viz_save: Option<PathBuf>,
+    /// Train across the processes of an MPI job (`mpirun -np N embodia train … --dist ddp`;
+    /// needs the `mpi` feature): `ddp` runs a learner replica on every rank, each with
+    /// `algo.num_envs` environments, and averages their gradients.
+    #[arg(long, value_enum, conflicts_with_all = ["viz", "viz_save"])]
+    pub(crate) dist: Option<DistMode>,
 }
 
 pub(crate) fn list() -> anyhow::Result<()> {
@@ -132,6 +138,50 @@ pub(crate) fn train(
             (result, _) => result?,
         }
     }
+    Ok(())
+}
+
+/// `embodia train --dist MODE`: [`train`] on every rank of an MPI job. Rank 0 reports as
+/// [`train`] does (its progress, the evaluation, the time spent communicating); the other
+/// ranks stay quiet. A rank that fails names itself and ends the whole job.
+pub(crate) fn train_distributed(
+    mode: DistMode,
+    settings: &Settings,
+    run_dir: Option<PathBuf>,
+    resume: Option<PathBuf>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let job = embodia::distributed::launch(mode)?;
+    let result = if job.rank == 0 {
+        train(settings, run_dir, resume, quiet, None).map(|()| {
+            let comm = embodia::algos::data_parallel::comm_stats();
+            eprintln!(
+                "data-parallel over {} ranks: {} gradient all-reduces of {} bytes; rank 0 spent {:.2} s in {} collectives ({} bytes sent)",
+                job.size, comm.gradient_reduces, comm.gradient_bytes, comm.seconds, comm.calls, comm.bytes
+            );
+        })
+    } else {
+        train_replica(settings, run_dir, resume)
+    };
+    if let Err(e) = &result {
+        eprintln!("error on rank {} of {}: {e:#}", job.rank, job.size);
+        embodia::distributed::abort(1);
+    }
+    result
+}
+
+/// [`train`] on a rank other than 0 of a data-parallel run: the same run, nothing printed or
+/// written.
+fn train_replica(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<PathBuf>) -> anyhow::Result<()> {
+    let mut run = match &resume {
+        Some(dir) => Run::resume(dir, settings.steps)?,
+        None => {
+            let config = settings.resolve()?;
+            let dir = run_dir.unwrap_or_else(|| Path::new("runs").join("replica"));
+            Run::create(&dir, config)?
+        }
+    };
+    run.train(&mut [])?;
     Ok(())
 }
 

@@ -15,7 +15,6 @@ use embodia_policies::{
 };
 use embodia_sim::VecEnv;
 use embodia_sim::tensor::TensorVecEnv;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -24,7 +23,8 @@ use serde::{Deserialize, Serialize};
 mod on_device;
 
 use crate::check_finite;
-use crate::rng::{fill_normal, rng_from_state, rng_state};
+use crate::data_parallel::{self, MiniBatchRows, fill_normal_rows, mean_std, sum_over_ranks};
+use crate::rng::{rng_from_state, rng_state};
 use crate::transfer::{to_host, to_tensor};
 use crate::{
     Adam, AlgoError, Checkpoint, EpisodeStats, Learner, MetricRow, RunningNormalizer, check_num_envs, check_range,
@@ -248,6 +248,10 @@ pub struct Ppo {
     critic_obs: Vec<f32>,
     noise: Vec<f32>,
     env_actions: Vec<f32>,
+    /// The whole batch's noise in a data-parallel run ([`fill_normal_rows`]).
+    batch_noise: Vec<f32>,
+    /// The normalizer's sums over the ranks ([`RunningNormalizer::update_over_ranks`]).
+    moments: Vec<f64>,
 }
 
 impl Ppo {
@@ -286,6 +290,8 @@ impl Ppo {
             obs: vec![0.0; n * obs_dim],
             noise: vec![0.0; n * action_dim],
             env_actions: vec![0.0; n * action_dim],
+            batch_noise: Vec::new(),
+            moments: Vec::new(),
             action_low: bounds.low.clone(),
             action_high: bounds.high.clone(),
             obs_dim,
@@ -414,12 +420,12 @@ impl Ppo {
         let m = raw.len() / od;
         let log_prob_const: f32 = log_std.iter().sum::<f32>() + ad as f32 * LOG_SQRT_2PI as f32;
         if self.config.normalize_obs {
-            self.normalizer.update(raw);
+            self.normalizer.update_over_ranks(raw, &mut self.moments);
         }
         self.normalized(raw);
         if let Some(norm) = self.critic_normalizer.as_mut() {
             if self.config.normalize_obs {
-                norm.update(raw_critic);
+                norm.update_over_ranks(raw_critic, &mut self.moments);
             }
             self.critic_normalized(raw_critic);
         }
@@ -428,7 +434,7 @@ impl Ppo {
         let mean = to_host(mean)?;
         let values = self.values(model)?;
         let noise = &mut self.noise[..m * ad];
-        fill_normal(&mut self.rng, noise);
+        fill_normal_rows(&mut self.rng, noise, &mut self.batch_noise);
         let r = &mut self.rollout;
         r.obs.extend_from_slice(&self.obs);
         if self.critic_normalizer.is_some() {
@@ -456,7 +462,8 @@ impl Ppo {
     /// `γ·V(final obs)`.
     fn record_rows(&mut self, model: &ActorCritic, b: &embodia_sim::StepBuffers) -> Result<(), AlgoError> {
         let m = b.reward.len();
-        self.env_steps += m as u64;
+        // In a data-parallel run every rank counts the whole batch's steps.
+        self.env_steps += (m * data_parallel::world().map_or(1, |w| w.size())) as u64;
         self.episodes.push_ended(b);
         if b.obs.iter().any(|x| !x.is_finite()) {
             return Err(AlgoError::NonFinite { what: "observations".into(), env_steps: self.env_steps });
@@ -514,23 +521,26 @@ impl Ppo {
         // Taken for the update (mini-batch steps borrow the learner mutably), put back after it.
         let rollout = std::mem::take(&mut self.rollout);
         let r = &rollout;
-        let total = r.rewards.len();
-        let mb = total / self.config.mini_batches;
-        // Advantages normalized over the whole rollout.
-        let mean = r.advantages.iter().map(|&a| a as f64).sum::<f64>() / total as f64;
-        let std = (r.advantages.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / total as f64).sqrt();
+        let envs = r.rewards.len() / self.config.steps_per_env;
+        // Advantages normalized over the whole rollout (of every rank).
+        let (mean, std) = mean_std(&r.advantages);
         let advantages: Vec<f32> = r.advantages.iter().map(|&a| ((a as f64 - mean) / (std + 1e-8)) as f32).collect();
         let old_log_std = to_host(self.model.actor.log_std())?;
 
         let plain = self.device.clone().inner();
-        let mut indices: Vec<usize> = (0..total).collect();
+        let mut rows = MiniBatchRows::new(self.config.steps_per_env, envs, self.config.mini_batches);
         let (mut g_obs, mut g_act, mut g_logp, mut g_adv, mut g_ret, mut g_val, mut g_mean) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut g_critic = Vec::new();
         let mut stats = UpdateStats::default();
         for _ in 0..self.config.epochs {
-            indices.shuffle(&mut self.rng);
-            for batch in indices.chunks_exact(mb) {
+            rows.shuffle(&mut self.rng);
+            for k in 0..self.config.mini_batches {
+                let batch = rows.batch(k);
+                if batch.is_empty() {
+                    self.empty_minibatch_step()?;
+                    continue;
+                }
                 for v in [&mut g_obs, &mut g_act, &mut g_logp, &mut g_adv, &mut g_ret, &mut g_val, &mut g_mean] {
                     v.clear();
                 }
@@ -558,7 +568,7 @@ impl Ppo {
                     returns: to_tensor(&g_ret, b, 1, &plain),
                     old_values: to_tensor(&g_val, b, 1, &plain),
                 };
-                let (losses, kl) = self.minibatch_step(minibatch, &old_log_std)?;
+                let (losses, kl) = self.minibatch_step(minibatch, rows.nominal(), &old_log_std)?;
                 stats.add(losses, kl);
             }
         }
@@ -569,51 +579,62 @@ impl Ppo {
     /// The metrics row of an iteration whose update gave `stats`.
     fn metric_row(&mut self, stats: UpdateStats, has_success: bool) -> MetricRow {
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        self.episodes.combine_over_ranks();
         self.episodes.drain_into(&mut row, has_success);
-        let n = stats.count;
-        row.policy_loss = Some(stats.surrogate / n);
-        row.value_loss = Some(stats.value_loss / n);
-        row.entropy = Some(stats.entropy / n);
-        row.kl = Some(stats.kl / n);
+        let mut sums = [stats.surrogate, stats.value_loss, stats.entropy, stats.kl, stats.count];
+        sum_over_ranks(&mut sums);
+        let [surrogate, value_loss, entropy, kl, n] = sums;
+        row.policy_loss = Some(surrogate / n);
+        row.value_loss = Some(value_loss / n);
+        row.entropy = Some(entropy / n);
+        row.kl = Some(kl / n);
         row.learning_rate = Some(self.learning_rate);
         row
     }
 
     /// One clipped-surrogate gradient step on `mb`, adapting the learning rate from the KL to the
-    /// rollout's policy (`old_log_std`, `[action_dim]`). Returns the [surrogate, value loss,
+    /// rollout's policy (`old_log_std`, `[action_dim]`). The losses are sums over the rows
+    /// divided by `nominal`, the mini-batch size (the rows' count alone; in a data-parallel run
+    /// this rank's share of it, see [`MiniBatchRows`]). Returns the [surrogate, value loss,
     /// entropy] of the mini-batch and the KL.
-    fn minibatch_step(&mut self, mb: MiniBatch, old_log_std: &[f32]) -> Result<([f32; 3], f64), AlgoError> {
+    fn minibatch_step(
+        &mut self,
+        mb: MiniBatch,
+        nominal: usize,
+        old_log_std: &[f32],
+    ) -> Result<([f32; 3], f64), AlgoError> {
         let plain = self.device.clone().inner();
         let clip = self.config.clip_param;
         let MiniBatch { obs, critic_obs, actions, old_mean, old_log_prob, advantages: adv, returns, old_values } = mb;
+        let rows = obs.dims()[0];
+        let per_row = 1.0 / nominal as f64;
         let (mean, log_std) = self.model.actor.forward(obs.clone());
-        // KL(old ‖ new), for the adaptive learning rate.
+        // KL(old ‖ new), for the adaptive learning rate: its mean over the mini-batch of every rank.
         let old_log_std = Tensor::<1>::from_floats(old_log_std, &plain).unsqueeze_dim::<2>(0);
-        let kl = gaussian_kl(old_mean, old_log_std, mean.clone().inner(), log_std.clone().inner()).mean();
-        let kl = to_host(kl)?[0] as f64;
-        if self.config.schedule == LrSchedule::Adaptive {
-            if kl > 2.0 * self.config.desired_kl {
-                self.learning_rate = (self.learning_rate / 1.5).max(1e-5);
-            } else if kl < 0.5 * self.config.desired_kl && kl > 0.0 {
-                self.learning_rate = (self.learning_rate * 1.5).min(1e-2);
-            }
-        }
+        let kl = gaussian_kl(old_mean, old_log_std, mean.clone().inner(), log_std.clone().inner()).sum();
+        let mut kl = [to_host(kl)?[0] as f64, rows as f64];
+        sum_over_ranks(&mut kl);
+        let kl = kl[0] / kl[1];
+        self.adapt_learning_rate(kl);
 
         let entropy = gaussian_entropy(log_std.clone()).mean();
         let log_prob = gaussian_log_prob(actions, mean, log_std);
         // The clamp only bites when a policy has moved absurdly far within one update;
         // it keeps exp finite so such a step is clipped instead of producing inf·0.
         let ratio = (log_prob - old_log_prob).clamp(-20.0, 20.0).exp();
-        let surrogate = (ratio.clone() * adv.clone()).min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv).mean().neg();
+        let surrogate = (ratio.clone() * adv.clone())
+            .min_pair(ratio.clamp(1.0 - clip, 1.0 + clip) * adv)
+            .sum()
+            .mul_scalar(-per_row);
         let critic_input = critic_obs.unwrap_or(obs);
         let values = self.model.critic.forward(critic_input);
         let value_loss = if self.config.clip_value_loss {
             let clipped = old_values.clone() + (values.clone() - old_values).clamp(-clip, clip);
             let a = (values - returns.clone()).square();
             let b = (clipped - returns).square();
-            a.max_pair(b).mean()
+            a.max_pair(b).sum().mul_scalar(per_row)
         } else {
-            (values - returns).square().mean()
+            (values - returns).square().sum().mul_scalar(per_row)
         };
         let loss = surrogate.clone() + value_loss.clone().mul_scalar(self.config.value_loss_coef)
             - entropy.clone().mul_scalar(self.config.entropy_coef);
@@ -625,6 +646,32 @@ impl Ppo {
         check_finite("PPO gradients", grad_norm.unwrap_or(0.0), self.env_steps)?;
         self.model = model;
         Ok(([stats[0], stats[1], stats[2]], kl))
+    }
+
+    /// A data-parallel rank's part in a mini-batch without any of its rows: the collectives of
+    /// [`Ppo::minibatch_step`] with nothing to add, so that the other ranks' step goes on.
+    fn empty_minibatch_step(&mut self) -> Result<(), AlgoError> {
+        let mut kl = [0.0, 0.0];
+        sum_over_ranks(&mut kl);
+        self.adapt_learning_rate(kl[0] / kl[1].max(1.0));
+        let no_gradients = GradientsParams::new();
+        let clip = Some(self.config.max_grad_norm);
+        let (model, grad_norm) = self.optim.step(self.learning_rate, self.model.clone(), &no_gradients, clip);
+        check_finite("PPO gradients", grad_norm.unwrap_or(0.0), self.env_steps)?;
+        self.model = model;
+        Ok(())
+    }
+
+    /// RSL-RL's KL-adaptive rule ([`LrSchedule::Adaptive`]) after a mini-batch whose KL to the
+    /// rollout's policy was `kl`.
+    fn adapt_learning_rate(&mut self, kl: f64) {
+        if self.config.schedule == LrSchedule::Adaptive {
+            if kl > 2.0 * self.config.desired_kl {
+                self.learning_rate = (self.learning_rate / 1.5).max(1e-5);
+            } else if kl < 0.5 * self.config.desired_kl && kl > 0.0 {
+                self.learning_rate = (self.learning_rate * 1.5).min(1e-2);
+            }
+        }
     }
 }
 

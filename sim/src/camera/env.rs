@@ -153,4 +153,8 @@ impl VecEnv for CameraEnv {
     fn expert_actions(&mut self, actions: &mut [f32]) -> Result<(), SimError> {
         self.inner.expert_actions(actions)
     }
+
+    fn set_first_env(&mut self, first: usize) -> Result<(), SimError> {
+        self.inner.set_first_env(first)
+    }
 }

@@ -103,6 +103,8 @@ pub struct ClassicEnv<T: ClassicTask> {
     slots: Vec<Slot<T::State>>,
     rngs: Vec<ChaCha8Rng>,
     buffers: StepBuffers,
+    /// Environment `i` draws as environment `first_env + i` ([`VecEnv::set_first_env`]).
+    first_env: usize,
 }
 
 impl<T: ClassicTask + Default> ClassicEnv<T> {
@@ -138,6 +140,7 @@ impl<T: ClassicTask> ClassicEnv<T> {
             slots,
             rngs,
             buffers: StepBuffers::new(num_envs, T::OBS_DIM),
+            first_env: 0,
         };
         env.reset(0);
         Ok(env)
@@ -308,11 +311,16 @@ impl<T: ClassicTask> VecEnv for ClassicEnv<T> {
     fn reset(&mut self, seed: u64) {
         let od = T::OBS_DIM;
         for (i, (slot, rng)) in self.slots.iter_mut().zip(self.rngs.iter_mut()).enumerate() {
-            *rng = env_rng(seed, i);
+            *rng = env_rng(seed, self.first_env + i);
             *slot = Slot { state: self.task.sample_initial(rng), elapsed: 0, running_return: 0.0 };
             self.task.observe(&slot.state, &mut self.buffers.obs[i * od..(i + 1) * od]);
         }
         self.zero_buffers_except_obs();
+    }
+
+    fn set_first_env(&mut self, first: usize) -> Result<(), SimError> {
+        self.first_env = first;
+        Ok(())
     }
 
     fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {

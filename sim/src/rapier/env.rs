@@ -48,6 +48,8 @@ pub struct RapierEnv {
     /// The reward terms of [`RapierEnv::add_reward_term`], added again to every world a seeded
     /// reset builds.
     added_rewards: Vec<AddedReward>,
+    /// Environment `i` draws as environment `first_env + i` ([`VecEnv::set_first_env`]).
+    first_env: usize,
 }
 
 /// Adds one user reward term to a scene.
@@ -85,6 +87,7 @@ impl RapierEnv {
             buffers,
             expert: None,
             added_rewards: Vec::new(),
+            first_env: 0,
             outcomes: vec![Outcome::default(); num_envs],
             scenes,
             spec,
@@ -96,15 +99,15 @@ impl RapierEnv {
     /// Starts an episode in every environment with generators derived from `seed`, in worlds
     /// built anew when `rebuild` (see [`VecEnv::reset`]; [`RapierEnv::new`]'s worlds are new).
     fn start_episodes(&mut self, seed: u64, rebuild: bool) {
-        let (od, spec, added_rewards) = (self.spec.obs_dim, &self.spec, &self.added_rewards);
+        let (od, spec, added_rewards, first) = (self.spec.obs_dim, &self.spec, &self.added_rewards, self.first_env);
         self.scenes.par_iter_mut().zip(self.buffers.obs.par_chunks_mut(od)).enumerate().for_each(
             |(i, (scene, obs))| {
                 // Building cannot fail here: the same spec built the world before.
-                if rebuild && let Ok(fresh) = Scene::new(spec, env_rng(seed, i)) {
+                if rebuild && let Ok(fresh) = Scene::new(spec, env_rng(seed, first + i)) {
                     *scene = fresh;
                     added_rewards.iter().for_each(|add| add(scene));
                 } else {
-                    scene.set_rng(env_rng(seed, i));
+                    scene.set_rng(env_rng(seed, first + i));
                 }
                 scene.reset();
                 scene.observe_policy(true, obs);
@@ -206,6 +209,11 @@ impl VecEnv for RapierEnv {
         // past episodes (warm-start impulses, the order of contact pairs), so resetting it in
         // place would make the rollout of a seed depend on what the environment did before.
         self.start_episodes(seed, true);
+    }
+
+    fn set_first_env(&mut self, first: usize) -> Result<(), SimError> {
+        self.first_env = first;
+        Ok(())
     }
 
     fn step(&mut self, actions: &[f32]) -> Result<(), SimError> {

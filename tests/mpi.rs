@@ -1,0 +1,255 @@
+//! Data-parallel training across MPI ranks (`embodia train --dist ddp`), on this machine's
+//! loopback: `mpirun --oversubscribe -np 2` of the release binary. Built only with the `mpi`
+//! feature (`required-features` in Cargo.toml); without `mpirun` on PATH every test fails
+//! under CI unless `.ci/run` lists `mpirun` in `EMBODIA_NOT_RUN`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use embodia::algos::Checkpoint;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("embodia-mpi-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Whether `mpirun` runs here; otherwise reports the test as not run (a failure under CI
+/// unless `.ci/run` declared it).
+fn have_mpirun() -> bool {
+    if Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    let ci = std::env::var_os("EMBODIA_CI").is_some();
+    let declared = std::env::var("EMBODIA_NOT_RUN").is_ok_and(|v| v.split(',').any(|t| t == "mpirun"));
+    assert!(!ci || declared, "no `mpirun` on PATH: CI expects Open MPI (.ci/run installs openmpi-bin)");
+    eprintln!("SKIPPED: no `mpirun` on PATH (apt install openmpi-bin)");
+    false
+}
+
+/// `mpirun -np <ranks> embodia <args>` in `dir`, not waited for.
+fn spawn_mpirun(dir: &Path, ranks: usize, args: &[&str]) -> Child {
+    Command::new("mpirun")
+        .args(["--oversubscribe", "-np", &ranks.to_string(), env!("CARGO_BIN_EXE_embodia")])
+        .args(args)
+        .current_dir(dir)
+        // CI runs as root, which Open MPI refuses unless told.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun starts")
+}
+
+fn mpirun(dir: &Path, ranks: usize, args: &[&str]) -> Output {
+    spawn_mpirun(dir, ranks, args).wait_with_output().unwrap()
+}
+
+fn embodia(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).current_dir(dir).stdin(Stdio::null()).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_ok(out: &Output, what: &str) {
+    assert!(out.status.success(), "{what} failed: {}", stderr(out));
+}
+
+/// Every tensor of the checkpoint in `run` (parameters, optimizer moments), by name.
+fn tensors(run: &Path) -> BTreeMap<String, Vec<f32>> {
+    let ckpt = Checkpoint::load(&run.join("checkpoint")).unwrap();
+    ckpt.tensors.into_iter().map(|(name, (_, values))| (name, values)).collect()
+}
+
+/// Largest difference between two checkpoints' tensors, relative to `1 + |a|`; they must hold
+/// the same tensors.
+fn largest_difference(a: &BTreeMap<String, Vec<f32>>, b: &BTreeMap<String, Vec<f32>>) -> f32 {
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "the checkpoints hold different tensors");
+    let mut worst = 0.0f32;
+    for (name, x) in a {
+        let y = &b[name];
+        assert_eq!(x.len(), y.len(), "`{name}` differs in size");
+        for (p, q) in x.iter().zip(y) {
+            worst = worst.max((p - q).abs() / (1.0 + p.abs()));
+        }
+    }
+    worst
+}
+
+/// Trains `task` with PPO for `steps` env steps on one process with `2·envs` environments and
+/// on two ranks with `envs` each; returns the largest relative difference of their
+/// checkpoints' tensors and the two runs' directories.
+fn one_process_vs_two_ranks(name: &str, task: &str, envs: usize, extra: &[&str], steps: usize) -> (f32, PathBuf) {
+    let dir = temp_dir(name);
+    let steps = steps.to_string();
+    let (one, two) = (format!("num_envs={}", 2 * envs), format!("num_envs={envs}"));
+    let common = ["train", "--task", task, "--algo", "ppo", "--steps", &steps, "--quiet"];
+    let with = |n: &str, run: &str| -> Vec<String> {
+        let mut args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+        args.extend(["--set".into(), format!("algo.{n}"), "--run-dir".into(), run.into()]);
+        for e in extra {
+            args.extend(["--set".into(), e.to_string()]);
+        }
+        args
+    };
+    let single = with(&one, "single");
+    assert_ok(&embodia(&dir, &single.iter().map(String::as_str).collect::<Vec<_>>()), "one process");
+    let mut ddp = with(&two, "ddp");
+    ddp.extend(["--dist".into(), "ddp".into()]);
+    let out = mpirun(&dir, 2, &ddp.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ok(&out, "two ranks");
+    assert!(stderr(&out).contains("data-parallel over 2 ranks"), "rank 0 reports its communication: {}", stderr(&out));
+    let worst = largest_difference(&tensors(&dir.join("single")), &tensors(&dir.join("ddp")));
+    (worst, dir)
+}
+
+#[test]
+fn ppo_on_two_ranks_computes_what_one_process_with_both_batches_computes() {
+    if !have_mpirun() {
+        return;
+    }
+    // Four updates of 4 mini-batches (episodes end in the second and fourth): every rank's
+    // mini-batches are its rows of the one process's, so only the order of floating-point sums
+    // differs. A fixed learning rate: the adaptive rule's thresholds turn a difference in the
+    // last bits of one mini-batch's KL into a factor 1.5 (the rapier test below keeps it, over
+    // two updates).
+    let extra = ["algo.steps_per_env=100", "algo.schedule=\"fixed\""];
+    let (worst, dir) = one_process_vs_two_ranks("pendulum", "pendulum", 8, &extra, 4 * 16 * 100);
+    assert!(worst < 1e-4, "pendulum: parameters differ by {worst} (relative)");
+    // The metrics agree too: rank 0 writes every rank's episodes and losses.
+    let rows = |run: &str| fs::read_to_string(dir.join(run).join("metrics.csv")).unwrap();
+    let (single, ddp) = (rows("single"), rows("ddp"));
+    assert_eq!(single.lines().count(), ddp.lines().count());
+    let returns = |text: &str| -> Vec<f64> {
+        text.lines().skip(1).filter_map(|l| l.split(',').nth(2).and_then(|v| v.parse().ok())).collect()
+    };
+    let (a, b) = (returns(&single), returns(&ddp));
+    assert!(!a.is_empty() && a.len() == b.len(), "episode returns in both: {a:?} {b:?}");
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() <= 1e-3 * (1.0 + x.abs()), "return_mean {x} vs {y}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ppo_on_two_ranks_of_rapier_reach_computes_what_one_process_computes() {
+    if !have_mpirun() {
+        return;
+    }
+    // A rapier task: each rank's worlds draw as their slice of the one process's batch.
+    let (worst, dir) = one_process_vs_two_ranks("reach", "reach", 4, &["algo.steps_per_env=16"], 2 * 8 * 16);
+    assert!(worst < 1e-4, "reach: parameters differ by {worst} (relative)");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// The pid of rank `rank` of an `embodia train` whose command line names `run_dir`.
+fn rank_pid(run_dir: &str, rank: usize) -> Option<u32> {
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = fs::read(entry.path().join("environ")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        let environ = String::from_utf8_lossy(&environ);
+        if cmdline.contains("embodia")
+            && cmdline.contains(run_dir)
+            && !cmdline.starts_with("mpirun")
+            && environ.split('\0').any(|v| v == format!("OMPI_COMM_WORLD_RANK={rank}"))
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_and_resume_continues_exactly() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = temp_dir("kill");
+    let args = |run: &'static str| {
+        [
+            "train",
+            "--task",
+            "pendulum",
+            "--algo",
+            "ppo",
+            "--steps",
+            "200000",
+            "--set",
+            "algo.num_envs=8",
+            "--set",
+            "checkpoint_every=1",
+            "--quiet",
+            "--run-dir",
+            run,
+            "--dist",
+            "ddp",
+        ]
+    };
+    // The uninterrupted reference.
+    assert_ok(&mpirun(&dir, 2, &args("whole")), "uninterrupted run");
+
+    let mut job = spawn_mpirun(&dir, 2, &args("killed"));
+    let metrics = dir.join("killed").join("metrics.csv");
+    let start = Instant::now();
+    while fs::read_to_string(&metrics).map_or(0, |t| t.lines().count()) < 20 {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run did not start");
+        assert!(job.try_wait().unwrap().is_none(), "the run ended before it was killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rank_pid("killed", 1).expect("rank 1 is running");
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success(), "the job must fail when a rank dies");
+    assert!(rank_pid("killed", 0).is_none(), "rank 0 must not outlive rank 1");
+
+    // Resumed on as many ranks, it ends where the uninterrupted run did, exactly.
+    let resume = ["train", "--resume", "killed", "--quiet", "--dist", "ddp"];
+    assert_ok(&mpirun(&dir, 2, &resume), "resumed run");
+    let worst = largest_difference(&tensors(&dir.join("whole")), &tensors(&dir.join("killed")));
+    assert_eq!(worst, 0.0, "the resumed run's parameters differ from the uninterrupted run's");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dist_errors_name_the_launch_the_world_size_and_the_algorithms_that_can() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = temp_dir("errors");
+    // Outside a launcher.
+    let out = embodia(&dir, &["train", "--task", "pendulum", "--algo", "ppo", "--steps", "2048", "--dist", "ddp"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("mpirun -np 2"), "says how to launch: {}", stderr(&out));
+    // An algorithm that does not train data-parallel: every rank fails, naming those that do.
+    let out = mpirun(&dir, 2, &["train", "--task", "pendulum", "--algo", "sac", "--steps", "2048", "--dist", "ddp"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("algorithms that do: ppo"), "{}", stderr(&out));
+    // Not implemented yet, said so.
+    let out = mpirun(&dir, 2, &["train", "--task", "pendulum", "--algo", "ppo", "--dist", "actors"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not implemented yet"), "{}", stderr(&out));
+    // A run trained on two ranks resumes on two only.
+    let train = ["train", "--task", "pendulum", "--algo", "ppo", "--steps", "1024", "--set", "algo.num_envs=8"];
+    let mut args = train.to_vec();
+    args.extend(["--run-dir", "two", "--quiet", "--dist", "ddp"]);
+    assert_ok(&mpirun(&dir, 2, &args), "two-rank run");
+    let out = mpirun(&dir, 3, &["train", "--resume", "two", "--steps", "4096", "--dist", "ddp"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("run on 2 rank(s) and this job has 3"), "{}", stderr(&out));
+    let out = embodia(&dir, &["train", "--resume", "two", "--steps", "4096"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("resume it on 2"), "{}", stderr(&out));
+    // The run itself evaluates and exports as any other.
+    assert_ok(&embodia(&dir, &["eval", "--run", "two", "--episodes", "4"]), "eval of a two-rank run");
+    let _ = fs::remove_dir_all(&dir);
+}
