@@ -13,8 +13,8 @@ mod commands;
 
 use commands::act::{ActArgs, ExportArgs, RunOnnxArgs};
 use commands::bench::{
-    BenchDeployArgs, BenchExportLatencyArgs, BenchFlowArgs, BenchLangArgs, BenchMcuArgs, BenchRenderArgs, BenchSimArgs,
-    BenchSolveArgs, BenchVlaArgs, BenchVlaModelArgs,
+    BenchAllreduceArgs, BenchDeployArgs, BenchExportLatencyArgs, BenchFlowArgs, BenchLangArgs, BenchMcuArgs,
+    BenchRenderArgs, BenchSimArgs, BenchSolveArgs, BenchVlaArgs, BenchVlaModelArgs,
 };
 use commands::compare::CompareArgs;
 use commands::deploy::{CalibrateArgs, ServoEmulatorArgs};
@@ -27,8 +27,8 @@ use commands::{act, bench, compare, deploy, distill, eval, plot, record, train};
 
 use commands::act::{ort_dylib_path, read_observations};
 use commands::bench::{
-    bench_deploy, bench_export_latency, bench_flow, bench_lang, bench_mcu, bench_render, bench_sim, bench_solve,
-    bench_tensor_ppo, bench_tensor_sim, bench_vla, bench_vla_model,
+    bench_allreduce, bench_deploy, bench_export_latency, bench_flow, bench_lang, bench_mcu, bench_render, bench_sim,
+    bench_solve, bench_tensor_ppo, bench_tensor_sim, bench_vla, bench_vla_model,
 };
 use commands::compare::compare;
 use commands::deploy::{calibrate, deploy, servo_emulator};
@@ -158,6 +158,9 @@ enum BenchCommand {
     /// Environment steps per second with uniformly random actions, resets and observation and
     /// reward computation included, for each combination of batch size and thread count.
     Sim(bench::BenchSimArgs),
+    /// Under `mpirun -np N` (feature `mpi`): latency and bandwidth of one gradient all-reduce
+    /// between the ranks, for the networks of PPO on a task and of the VLA presets.
+    Allreduce(bench::BenchAllreduceArgs),
     /// Every parser of user or device input (URDF, MJCF, configs, checkpoints, datasets,
     /// calibrations, observation text, servo-bus bytes) on mutated inputs: panics (must be 0)
     /// and the slowest input, per target.
@@ -550,6 +553,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             &embodia::bench::vla_model::VlaModelBenchSpec { presets, batches, views, reps, train },
             json,
         ),
+        Command::Bench { bench: BenchCommand::Allreduce(BenchAllreduceArgs { networks, reps, json }) } => {
+            bench_allreduce(&networks, reps, json)
+        }
         Command::Bench { bench: BenchCommand::Lang(BenchLangArgs { task, episodes, envs, res, steps, json }) } => {
             bench_lang(&task, episodes, envs, res, steps, json)
         }

@@ -18,6 +18,7 @@
 //! [`CONFIRM_EPISODES`] fresh initial states (outside the timing): its success rate there (its
 //! mean return, for tasks judged by return) is the figure to hold against the criterion.
 
+pub mod allreduce;
 pub mod export_latency;
 pub mod fuzz;
 pub mod lang;

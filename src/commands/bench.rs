@@ -177,6 +177,21 @@ pub(crate) struct BenchVlaArgs {
     pub(crate) json: bool,
 }
 
+/// The arguments of `embodia bench allreduce`.
+#[derive(Args)]
+pub(crate) struct BenchAllreduceArgs {
+    /// Networks whose gradients are reduced: `ppo:<task>` (the PPO preset's actor and critic)
+    /// and `vla:<preset>`, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "ppo:pendulum,ppo:ant-run,vla:tiny,vla:small,vla:base")]
+    pub(crate) networks: Vec<String>,
+    /// Timed all-reduces per network, after three warm-up calls.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) reps: usize,
+    /// Also print one JSON object with all results.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 /// The arguments of `embodia bench vla-model`.
 #[derive(Args)]
 pub(crate) struct BenchVlaModelArgs {
@@ -575,6 +590,30 @@ pub(crate) fn mode_gains(g: &embodia::bench::ModeGain) -> String {
             [d, lo, hi] => format!("{m} {d:+.2} [{lo:+.2}, {hi:+.2}]"),
         })
         .join(" / ")
+}
+
+pub(crate) fn bench_allreduce(networks: &[String], reps: usize, json: bool) -> anyhow::Result<()> {
+    let job = embodia::distributed::launch(embodia::distributed::DistMode::Ddp)?;
+    let world = embodia::algos::data_parallel::world().expect("launch joined a world of at least two ranks");
+    let timings = embodia::bench::allreduce::allreduce_bench(world, networks, reps.max(1))?;
+    if job.rank != 0 {
+        return Ok(());
+    }
+    println!("all-reduce of one gradient buffer over {} ranks ({} calls each, slowest rank's latency)", job.size, reps);
+    println!(
+        "{:<16} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "network", "parameters", "bytes", "median µs", "min µs", "GB/s"
+    );
+    for t in &timings {
+        println!(
+            "{:<16} {:>12} {:>12} {:>12.1} {:>10.1} {:>10.2}",
+            t.network, t.parameters, t.bytes, t.median_us, t.min_us, t.algorithm_gbps
+        );
+    }
+    if json {
+        println!("{}", serde_json::json!({ "ranks": job.size, "reps": reps, "timings": timings }));
+    }
+    Ok(())
 }
 
 pub(crate) fn bench_vla_model(spec: &embodia::bench::vla_model::VlaModelBenchSpec, json: bool) -> anyhow::Result<()> {
