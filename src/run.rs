@@ -199,7 +199,8 @@ impl Run {
         check_data_parallel(&config)?;
         let rank = own_rank();
         if rank != 0 {
-            return Self::create_replica(dir, config);
+            let (env, learner) = Self::start(&mut config)?;
+            return Ok(Self::open(dir, config, learner, env, None));
         }
         if dir.exists() && !dir.is_dir() {
             return Err(RunError::Io {
@@ -221,12 +222,7 @@ impl Run {
             });
         }
         // The learner first: a bad config, init run or dataset leaves no run directory behind.
-        let TrainConfig { task, algorithm, seed, algo, env, .. } = &mut config;
-        algo.adopt_init(&RunContext { task, env: env.as_ref(), seed: *seed, algorithm })?;
-        let mut env = TrainEnv::new(&config)?;
-        env.vec_env_mut().reset(config.seed);
-        let mut learner = build_learner(&config, env.vec_env(), &default_device())?;
-        crate::distributed::sync_learner(learner.as_mut())?;
+        let (env, learner) = Self::start(&mut config)?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let lock = RunLock::acquire(dir)?;
         // Another process may have created the run while this one built its learner.
@@ -248,29 +244,24 @@ impl Run {
             let metrics_path = student_dir.join(METRICS_FILE);
             fs::write(&metrics_path, format!("{}\n", MetricRow::CSV_HEADER)).map_err(io_err(&metrics_path))?;
         }
-        Ok(Self {
-            dir: dir.to_path_buf(),
-            config,
-            learner,
-            env,
-            wall_offset: 0.0,
-            iterations: 0,
-            curves_error: None,
-            _lock: Some(lock),
-            rank,
-        })
+        Ok(Self::open(dir, config, learner, env, Some(lock)))
     }
 
-    /// [`Run::create`] on a rank other than 0 of a data-parallel run: the same environments
-    /// and learner, nothing written.
-    fn create_replica(dir: &Path, mut config: TrainConfig) -> Result<Self, RunError> {
-        let TrainConfig { task, algorithm, seed, algo, env, .. } = &mut config;
+    /// The environments (reset) and learner of a new run, every rank's learner rank 0's in a
+    /// data-parallel run.
+    fn start(config: &mut TrainConfig) -> Result<(TrainEnv, Box<dyn Learner>), RunError> {
+        let TrainConfig { task, algorithm, seed, algo, env, .. } = config;
         algo.adopt_init(&RunContext { task, env: env.as_ref(), seed: *seed, algorithm })?;
-        let mut env = TrainEnv::new(&config)?;
+        let mut env = TrainEnv::new(config)?;
         env.vec_env_mut().reset(config.seed);
-        let mut learner = build_learner(&config, env.vec_env(), &default_device())?;
+        let mut learner = build_learner(config, env.vec_env(), &default_device())?;
         crate::distributed::sync_learner(learner.as_mut())?;
-        Ok(Self {
+        Ok((env, learner))
+    }
+
+    /// A new run at its start; `lock` is `None` on the ranks that do not write it.
+    fn open(dir: &Path, config: TrainConfig, learner: Box<dyn Learner>, env: TrainEnv, lock: Option<RunLock>) -> Self {
+        Self {
             dir: dir.to_path_buf(),
             config,
             learner,
@@ -278,9 +269,9 @@ impl Run {
             wall_offset: 0.0,
             iterations: 0,
             curves_error: None,
-            _lock: None,
+            _lock: lock,
             rank: own_rank(),
-        })
+        }
     }
 
     /// Reopens a run at its last checkpoint. `total_steps` may extend the budget. Rows of
@@ -324,23 +315,13 @@ impl Run {
         let wall_offset: f64 = ckpt.get("wall_seconds")?;
         let iterations: u64 = ckpt.get("iterations")?;
         env.restore(&snapshot, config.seed, iterations)?;
-        if rank != 0 {
-            return Ok(Self {
-                dir: dir.to_path_buf(),
-                config,
-                learner,
-                env,
-                wall_offset,
-                iterations,
-                curves_error: None,
-                _lock: None,
-                rank,
-            });
-        }
-        // Every file the run appends to is checked before anything is written.
+        // Every file the run appends to (rank 0's) is checked before anything is written.
         let mut metrics = vec![(dir.join(METRICS_FILE), learner.env_steps())];
         if let Some(student) = learner.student() {
             metrics.push((dir.join(STUDENT_DIR).join(METRICS_FILE), student.steps()));
+        }
+        if rank != 0 {
+            metrics.clear();
         }
         for (path, _) in &metrics {
             check_metrics(path)?;

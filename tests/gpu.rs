@@ -171,17 +171,19 @@ fn tensor_parity(name: &str, num_envs: usize, steps: usize) -> TensorParity {
 }
 
 #[test]
-fn tensor_environments_on_the_gpu_follow_the_cpu_for_1000_steps_at_4096_envs() {
+fn tensor_environments_on_the_gpu_follow_the_cpu_for_1000_steps_at_1024_envs() {
     let _serial = serial();
     // Open-loop actions on smooth dynamics: ulp-level differences per step grow slowly, so
     // after 1,000 steps (5 pendulum episodes) observations still agree to 1e-2 relative.
     // An environment whose termination threshold is crossed on one device only (cart-pole
-    // and quadrotor limits) leaves the comparison; at most 1% may.
+    // and quadrotor limits) leaves the comparison; at most 1% may. 1,024 environments: on
+    // lavapipe the kernels' cost grows with the batch, and a larger one finds nothing more
+    // (bench/gpu.sh runs 4,096 and more on a GPU).
     for name in ["pendulum", "cartpole-balance", "cartpole-swingup", "quadrotor-hover", "quadrotor-track"] {
-        let p = tensor_parity(name, 4096, 1000);
+        let p = tensor_parity(name, 1024, 1000);
         eprintln!("{name}: {p:?}");
         assert!(p.episodes > 0, "{name}: no episode ended in 1,000 steps: {p:?}");
-        assert!(p.split <= 4096 / 100, "{name}: {} of 4,096 environments ended differently: {p:?}", p.split);
+        assert!(p.split <= 1024 / 100, "{name}: {} of 1,024 environments ended differently: {p:?}", p.split);
         assert!(p.median_error < 1e-5, "{name}: observations differ: {p:?}");
         assert!(p.apart <= p.compared / 100, "{name}: observations differ: {p:?}");
     }
