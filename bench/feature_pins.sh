@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Which crates of the test build (`--features gpu`, as CI builds it) `--features rerun,gpu` (or
+# Which crates of the test build (`--features gpu,mpi`, as CI builds it) `--features rerun,gpu,mpi` (or
 # the features given) would build a second time, because the feature's dependencies turn on features in crates they share with
 # the rest of embodia. Prints the crates at the root of each rebuilt chain; add their extra
 # features to the pins in Cargo.toml (`[dependencies]`, or `[build-dependencies]` for a build
@@ -7,14 +7,14 @@
 # through RUSTC_BOOTSTRAP); builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features="${1:-rerun,gpu}"
-base_features="${EMBODIA_BASE_FEATURES-gpu}"
+features="${1:-rerun,gpu,mpi}"
+base_features="${EMBODIA_BASE_FEATURES-gpu,mpi}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 graph() { RUSTC_BOOTSTRAP=1 cargo "$@" --unit-graph -Z unstable-options --release; }
 graph build --workspace --features "$base_features" > "$dir/base.json"
 graph test --no-run --workspace --features "$base_features" > "$dir/test.json"
-if [ "$features" = python ]; then graph build -p embodia-py > "$dir/feature.json"; else graph build --features "$features" > "$dir/feature.json"; fi
+if [ "$features" = python ]; then graph build -p embodia-py --features mpi > "$dir/feature.json"; else graph build --features "$features" > "$dir/feature.json"; fi
 python3 - "$dir" <<'PY'
 import json, sys
 def load(path):

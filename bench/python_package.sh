@@ -13,7 +13,10 @@ cd "$here/.."
 figures=0
 if [ "${1:-}" = --figures ]; then figures=1; shift; fi
 rm -f target/wheels/embodia-*.whl
-"$bin/maturin" build --release --manifest-path python/Cargo.toml --out target/wheels --interpreter "$bin/python"
+# EMBODIA_PY_FEATURES=mpi where the workspace was built with `--features gpu,mpi` (as CI does):
+# the wheel then reuses that build of the embodia crate.
+"$bin/maturin" build --release --manifest-path python/Cargo.toml --out target/wheels --interpreter "$bin/python" \
+  ${EMBODIA_PY_FEATURES:+--features "$EMBODIA_PY_FEATURES"}
 "$bin/pip" install --quiet --force-reinstall --no-deps target/wheels/embodia-*.whl
 export EMBODIA_BIN="${EMBODIA_BIN:-$PWD/target/release/embodia}"
 # OpenMP busy-waiting slows torch's small matmuls on 2 cores (see bench/sb3_solve.sh).
