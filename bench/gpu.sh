@@ -29,7 +29,7 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
 if [ "${1:-}" = "--small" ]; then
   envs=4096 presets=tiny batches=1,8 reps=2 cpu_presets=tiny cpu_batches=1
-  ppo_envs=256 ppo_steps=32768 limit=240 device_ppo=(--envs 4096 --ppo-iterations 1 --set algo.steps_per_env=8)
+  ppo_envs=256 ppo_steps=16384 limit=240 device_ppo=(--envs 4096 --ppo-iterations 1 --set algo.steps_per_env=8)
   # `train` with device rollouts is tested on lavapipe in tests/gpu.rs; here only at full size.
   ppo_runs=(gpu cpu)
   # The recipe with a one-block, 32-wide VLA, 2 demonstrations and 1 episode per evaluation.
