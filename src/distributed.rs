@@ -20,7 +20,7 @@
 use embodia_algos::data_parallel::{self, Reduce};
 use embodia_algos::{Checkpoint, Learner};
 
-use crate::run::RunError;
+use crate::error::RunError;
 
 /// How the processes of a job share the work (`--dist`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
