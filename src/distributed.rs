@@ -28,7 +28,8 @@ pub enum DistMode {
     /// Data-parallel learners: every rank steps its own environments and runs a learner
     /// replica; gradients are averaged at every optimizer step.
     Ddp,
-    /// One learner (rank 0) and rollout ranks that act with its broadcast policy.
+    /// One learner (rank 0) whose environments the other ranks step
+    /// ([`crate::rollout_ranks`]).
     Actors,
 }
 
@@ -52,11 +53,6 @@ fn launch_error(message: String) -> RunError {
 
 /// Joins the MPI job this process was launched in, for `mode`.
 pub fn launch(mode: DistMode) -> Result<DistJob, RunError> {
-    if mode == DistMode::Actors {
-        return Err(launch_error(
-            "`--dist actors` (one learner fed by rollout ranks) is not implemented yet; `--dist ddp` is".into(),
-        ));
-    }
     if !LAUNCHER_VARS.iter().any(|v| std::env::var_os(v).is_some()) {
         return Err(launch_error(format!(
             "this process was not started by an MPI launcher (none of {} is set): launch it as \
@@ -64,11 +60,11 @@ pub fn launch(mode: DistMode) -> Result<DistJob, RunError> {
             LAUNCHER_VARS.join(", ")
         )));
     }
-    join_mpi()
+    join_mpi(mode)
 }
 
 #[cfg(not(feature = "mpi"))]
-fn join_mpi() -> Result<DistJob, RunError> {
+fn join_mpi(_mode: DistMode) -> Result<DistJob, RunError> {
     Err(launch_error(
         "this embodia was built without MPI: build it with `cargo build --release --features mpi` \
          (needs Open MPI or MPICH and libclang: `apt install libopenmpi-dev openmpi-bin libclang-dev`)"
@@ -77,7 +73,7 @@ fn join_mpi() -> Result<DistJob, RunError> {
 }
 
 #[cfg(feature = "mpi")]
-fn join_mpi() -> Result<DistJob, RunError> {
+fn join_mpi(mode: DistMode) -> Result<DistJob, RunError> {
     use mpi::traits::Communicator;
     // Only the training thread calls MPI (rayon's workers never do).
     let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
@@ -86,12 +82,16 @@ fn join_mpi() -> Result<DistJob, RunError> {
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     if size < 2 {
         return Err(launch_error(format!(
-            "the MPI job has {size} rank; data-parallel training needs at least 2 (`mpirun -np 2 …`), \
-             or train without `--dist`"
+            "the MPI job has {size} rank; `--dist` needs at least 2 (`mpirun -np 2 …`), or train without `--dist`"
         )));
     }
-    if data_parallel::join(Box::new(mpi_world::MpiWorld::new(world))).is_err() {
-        return Err(launch_error("this process already belongs to a data-parallel run".into()));
+    let world = Box::new(mpi_world::MpiWorld::new(world));
+    let joined = match mode {
+        DistMode::Ddp => data_parallel::join(world).is_ok(),
+        DistMode::Actors => crate::rollout_ranks::join(world).is_ok(),
+    };
+    if !joined {
+        return Err(launch_error("this process already belongs to a distributed run".into()));
     }
     Ok(DistJob { rank, size, _universe: universe })
 }
@@ -100,7 +100,7 @@ fn join_mpi() -> Result<DistJob, RunError> {
 /// doing anything outside a data-parallel run.
 pub fn abort(code: i32) {
     #[cfg(feature = "mpi")]
-    if data_parallel::world().is_some() {
+    if data_parallel::world().is_some() || crate::rollout_ranks::rollout_job().is_some() {
         use mpi::traits::Communicator;
         mpi::topology::SimpleCommunicator::world().abort(code);
     }
@@ -258,6 +258,22 @@ mod mpi_world {
                 all.push(self.comm.process_at_rank(r).receive_vec::<u8>().0);
             }
             Some(all)
+        }
+
+        fn send_f32(&self, to: usize, values: &[f32]) {
+            self.comm.process_at_rank(to as i32).send(values);
+        }
+
+        fn receive_f32(&self, from: usize, values: &mut [f32]) {
+            self.comm.process_at_rank(from as i32).receive_into(values);
+        }
+
+        fn send_bytes(&self, to: usize, bytes: &[u8]) {
+            self.comm.process_at_rank(to as i32).send(bytes);
+        }
+
+        fn receive_bytes(&self, from: usize) -> Vec<u8> {
+            self.comm.process_at_rank(from as i32).receive_vec::<u8>().0
         }
     }
 }

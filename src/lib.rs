@@ -22,6 +22,7 @@ pub mod error;
 pub mod export;
 pub mod plot;
 pub mod render;
+pub mod rollout_ranks;
 pub mod run;
 pub mod run_dir;
 pub mod run_lock;

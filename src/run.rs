@@ -47,6 +47,9 @@ enum TrainEnv {
 impl TrainEnv {
     fn new(config: &TrainConfig) -> Result<Self, RunError> {
         let n = config.algo.num_envs();
+        if let Some(job) = crate::rollout_ranks::rollout_job() {
+            return Self::remote(config, job);
+        }
         if !config.algo.device_rollouts() {
             let groups = config.algo.env_groups();
             if groups == 1 {
@@ -70,6 +73,26 @@ impl TrainEnv {
             });
         }
         Ok(Self::Device(embodia_sim::tensor::make_tensor(&config.task, n, &plain_device())?))
+    }
+
+    /// Rank 0's batch of `--dist actors`: the rollout ranks' environments.
+    fn remote(config: &TrainConfig, job: &'static dyn data_parallel::Collective) -> Result<Self, RunError> {
+        let refuse = |what: &str| {
+            Err(RunError::Io {
+                path: "--dist actors".into(),
+                message: format!("the rollout ranks step one batch of host environments; {what}"),
+            })
+        };
+        if config.algo.device_rollouts() {
+            return refuse("`algo.device_rollouts` keeps it on the device instead");
+        }
+        if config.algo.env_groups() > 1 {
+            return refuse("set `algo.env_groups = 1` (the ranks already simulate while the learner acts)");
+        }
+        if config.algo.cameras(&config.context())?.is_some() {
+            return refuse("camera images are not sent between ranks yet (vla-* algorithms)");
+        }
+        Ok(Self::Host(Box::new(crate::rollout_ranks::RemoteEnvs::new(config, job)?)))
     }
 
     fn vec_env(&self) -> &dyn VecEnv {
@@ -290,6 +313,18 @@ impl Run {
         }
         check_data_parallel(&config)?;
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
+        let rollout_ranks = crate::rollout_ranks::rollout_job().map_or(0, |j| j.size() - 1);
+        let trained_with: usize = ckpt.get("rollout_ranks").unwrap_or(0);
+        if trained_with != rollout_ranks {
+            return Err(RunError::Io {
+                path: dir.join(CHECKPOINT_DIR).display().to_string(),
+                message: format!(
+                    "was written by a run with {trained_with} rollout rank(s) (`--dist actors`) and this one has \
+                     {rollout_ranks}: resume it with as many (`mpirun -np {}` … --dist actors)",
+                    trained_with + 1
+                ),
+            });
+        }
         let ranks = data_parallel::world().map_or(1, |w| w.size());
         let trained_on: usize = ckpt.get("ranks").unwrap_or(1);
         if trained_on != ranks {
@@ -448,6 +483,9 @@ impl Run {
         ckpt.put("env", &self.env.vec_env().snapshot())?;
         ckpt.put("wall_seconds", &wall_seconds)?;
         ckpt.put("iterations", &self.iterations)?;
+        if let Some(job) = crate::rollout_ranks::rollout_job() {
+            ckpt.put("rollout_ranks", &(job.size() - 1))?;
+        }
         ckpt.save(&self.dir.join(CHECKPOINT_DIR))?;
         if let Some(student) = self.learner.student() {
             // A complete distill run: its checkpoint (the teacher is the present RL policy) with

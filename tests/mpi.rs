@@ -159,7 +159,7 @@ fn rank_pid(run_dir: &str, rank: usize) -> Option<u32> {
         let cmdline = String::from_utf8_lossy(&cmdline);
         let environ = String::from_utf8_lossy(&environ);
         if cmdline.contains("embodia")
-            && cmdline.contains(run_dir)
+            && cmdline.split('\0').any(|arg| arg == run_dir)
             && !cmdline.starts_with("mpirun")
             && environ.split('\0').any(|v| v == format!("OMPI_COMM_WORLD_RANK={rank}"))
         {
@@ -198,30 +198,30 @@ fn a_killed_rank_ends_the_job_and_resume_continues_exactly() {
     // The uninterrupted reference.
     assert_ok(&mpirun(&dir, 2, &args("whole")), "uninterrupted run");
 
-    let mut job = spawn_mpirun(&dir, 2, &args("killed"));
-    let metrics = dir.join("killed").join("metrics.csv");
+    let mut job = spawn_mpirun(&dir, 2, &args("ddp-killed"));
+    let metrics = dir.join("ddp-killed").join("metrics.csv");
     let start = Instant::now();
     while fs::read_to_string(&metrics).map_or(0, |t| t.lines().count()) < 20 {
         assert!(start.elapsed() < Duration::from_secs(120), "the run did not start");
         assert!(job.try_wait().unwrap().is_none(), "the run ended before it was killed");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = rank_pid("killed", 1).expect("rank 1 is running");
+    let pid = rank_pid("ddp-killed", 1).expect("rank 1 is running");
     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     let out = job.wait_with_output().unwrap();
     assert!(!out.status.success(), "the job must fail when a rank dies");
-    assert!(rank_pid("killed", 0).is_none(), "rank 0 must not outlive rank 1");
+    assert!(rank_pid("ddp-killed", 0).is_none(), "rank 0 must not outlive rank 1");
 
     // Resumed on as many ranks, it ends where the uninterrupted run did, exactly.
-    let resume = ["train", "--resume", "killed", "--quiet", "--dist", "ddp"];
+    let resume = ["train", "--resume", "ddp-killed", "--quiet", "--dist", "ddp"];
     assert_ok(&mpirun(&dir, 2, &resume), "resumed run");
-    let worst = largest_difference(&tensors(&dir.join("whole")), &tensors(&dir.join("killed")));
+    let worst = largest_difference(&tensors(&dir.join("whole")), &tensors(&dir.join("ddp-killed")));
     assert_eq!(worst, 0.0, "the resumed run's parameters differ from the uninterrupted run's");
     let _ = fs::remove_dir_all(&dir);
 }
 
 #[test]
-fn dist_errors_name_the_launch_the_world_size_and_the_algorithms_that_can() {
+fn dist_errors_name_the_launch_the_world_size_and_what_each_mode_takes() {
     if !have_mpirun() {
         return;
     }
@@ -234,10 +234,11 @@ fn dist_errors_name_the_launch_the_world_size_and_the_algorithms_that_can() {
     let out = mpirun(&dir, 2, &["train", "--task", "pendulum", "--algo", "sac", "--steps", "2048", "--dist", "ddp"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("algorithms that do: ppo"), "{}", stderr(&out));
-    // Not implemented yet, said so.
-    let out = mpirun(&dir, 2, &["train", "--task", "pendulum", "--algo", "ppo", "--dist", "actors"]);
+    // Rollout ranks step host environments of one batch only.
+    let args = ["train", "--task", "pendulum", "--algo", "ppo", "--set", "algo.env_groups=2", "--dist", "actors"];
+    let out = mpirun(&dir, 2, &args);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("not implemented yet"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("algo.env_groups = 1"), "{}", stderr(&out));
     // A run trained on two ranks resumes on two only.
     let train = ["train", "--task", "pendulum", "--algo", "ppo", "--steps", "1024", "--set", "algo.num_envs=8"];
     let mut args = train.to_vec();
@@ -251,5 +252,98 @@ fn dist_errors_name_the_launch_the_world_size_and_the_algorithms_that_can() {
     assert!(stderr(&out).contains("resume it on 2"), "{}", stderr(&out));
     // The run itself evaluates and exports as any other.
     assert_ok(&embodia(&dir, &["eval", "--run", "two", "--episodes", "4"]), "eval of a two-rank run");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// `embodia train <args>` alone and `mpirun -np 3 embodia train <args with half the
+/// environments> --dist actors` (rank 0 learns, ranks 1 and 2 step half the batch each) in
+/// `dir`, runs `single` and `actors`.
+fn alone_and_with_two_rollout_ranks(dir: &Path, args: &[&str], envs: usize) {
+    let (all, half) = (format!("algo.num_envs={envs}"), format!("algo.num_envs={}", envs / 2));
+    let mut single = args.to_vec();
+    single.extend(["--set", &all, "--run-dir", "single", "--quiet"]);
+    assert_ok(&embodia(dir, &single), "one process");
+    let mut actors = args.to_vec();
+    actors.extend(["--set", &half, "--run-dir", "actors", "--quiet", "--dist", "actors"]);
+    let out = mpirun(dir, 3, &actors);
+    assert_ok(&out, "rank 0 with two rollout ranks");
+    assert!(stderr(&out).contains("2 rollout ranks"), "rank 0 reports its messages: {}", stderr(&out));
+}
+
+#[test]
+fn rollout_ranks_collect_exactly_what_one_process_collects() {
+    if !have_mpirun() {
+        return;
+    }
+    // The learner sees the same batch, step for step: every tensor, metric and evaluation is
+    // bit-identical (PPO on pendulum and on rapier's reach, SAC on pendulum).
+    let cases: [(&str, &[&str], usize); 3] = [
+        (
+            "ppo-pendulum",
+            &["train", "--task", "pendulum", "--algo", "ppo", "--steps", "6400", "--set", "algo.steps_per_env=100"],
+            16,
+        ),
+        (
+            "ppo-reach",
+            &["train", "--task", "reach", "--algo", "ppo", "--steps", "256", "--set", "algo.steps_per_env=16"],
+            8,
+        ),
+        ("sac-pendulum", &["train", "--task", "pendulum", "--algo", "sac", "--steps", "1500"], 4),
+    ];
+    for (name, args, envs) in cases {
+        let dir = temp_dir(&format!("actors-{name}"));
+        alone_and_with_two_rollout_ranks(&dir, args, envs);
+        let worst = largest_difference(&tensors(&dir.join("single")), &tensors(&dir.join("actors")));
+        assert_eq!(worst, 0.0, "{name}: parameters differ");
+        let columns = |run: &str| -> Vec<String> {
+            let text = fs::read_to_string(dir.join(run).join("metrics.csv")).unwrap();
+            // Everything but wall_seconds and fps, which are timings.
+            text.lines()
+                .map(|l| l.split(',').enumerate().filter(|(k, _)| *k != 1 && *k != 13).map(|(_, v)| v).collect())
+                .collect()
+        };
+        assert_eq!(columns("single"), columns("actors"), "{name}: metrics differ");
+        let eval = |run: &str| fs::read_to_string(dir.join(run).join("eval.json")).unwrap();
+        assert_eq!(eval("single"), eval("actors"), "{name}: evaluations differ");
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_rollout_run_resumes_exactly_on_as_many_ranks_and_a_dead_rollout_rank_ends_the_job() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = temp_dir("actors-resume");
+    let args = |run: &'static str, steps: &'static str| {
+        ["train", "--task", "pendulum", "--algo", "ppo", "--steps", steps, "--set", "algo.num_envs=8"]
+            .into_iter()
+            .chain(["--set", "algo.steps_per_env=100", "--quiet", "--run-dir", run, "--dist", "actors"])
+            .collect::<Vec<_>>()
+    };
+    assert_ok(&mpirun(&dir, 3, &args("whole", "9600")), "uninterrupted run");
+    assert_ok(&mpirun(&dir, 3, &args("resumed", "4800")), "first part");
+    let out = mpirun(&dir, 2, &["train", "--resume", "resumed", "--steps", "9600", "--dist", "actors"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("2 rollout rank(s)"), "names the number: {}", stderr(&out));
+    let resume = ["train", "--resume", "resumed", "--steps", "9600", "--quiet", "--dist", "actors"];
+    assert_ok(&mpirun(&dir, 3, &resume), "resumed run");
+    let worst = largest_difference(&tensors(&dir.join("whole")), &tensors(&dir.join("resumed")));
+    assert_eq!(worst, 0.0, "the resumed run differs from the uninterrupted one");
+
+    // A rollout rank that dies ends the job with a failure, rank 0 included.
+    let mut job = spawn_mpirun(&dir, 3, &args("rollout-killed", "2000000"));
+    let metrics = dir.join("rollout-killed").join("metrics.csv");
+    let start = Instant::now();
+    while fs::read_to_string(&metrics).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run did not start");
+        assert!(job.try_wait().unwrap().is_none(), "the run ended before it was killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rank_pid("rollout-killed", 2).expect("rank 2 is running");
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success(), "the job must fail when a rollout rank dies");
+    assert!(rank_pid("rollout-killed", 0).is_none(), "rank 0 must not outlive its rollout ranks");
     let _ = fs::remove_dir_all(&dir);
 }

@@ -64,6 +64,14 @@ pub trait Collective: Send + Sync {
     fn broadcast_f32(&self, values: &mut [f32]);
     /// Rank 0 receives every rank's `bytes`, in rank order (its own first); the others `None`.
     fn gather_bytes(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>>;
+    /// Sends `values` to rank `to` (point to point: the rollout ranks of `--dist actors`).
+    fn send_f32(&self, to: usize, values: &[f32]);
+    /// Receives exactly `values.len()` values sent by rank `from` with [`Collective::send_f32`].
+    fn receive_f32(&self, from: usize, values: &mut [f32]);
+    /// Sends a message of any length to rank `to`.
+    fn send_bytes(&self, to: usize, bytes: &[u8]);
+    /// Receives a message sent by rank `from` with [`Collective::send_bytes`].
+    fn receive_bytes(&self, from: usize) -> Vec<u8>;
 }
 
 static WORLD: OnceLock<Box<dyn Collective>> = OnceLock::new();
@@ -121,6 +129,11 @@ fn timed<T>(bytes: usize, call: impl FnOnce() -> T) -> T {
     BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
     NANOS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
     out
+}
+
+/// Runs `call`, which moves `bytes` bytes between ranks, and counts it in [`comm_stats`].
+pub fn counted<T>(bytes: usize, call: impl FnOnce() -> T) -> T {
+    timed(bytes, call)
 }
 
 /// [`Collective::all_reduce`], counted in [`comm_stats`].

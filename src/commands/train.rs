@@ -155,11 +155,19 @@ pub(crate) fn train_distributed(
     let result = if job.rank == 0 {
         train(settings, run_dir, resume, quiet, None).map(|()| {
             let comm = embodia::algos::data_parallel::comm_stats();
-            eprintln!(
-                "data-parallel over {} ranks: {} gradient all-reduces of {} bytes; rank 0 spent {:.2} s in {} collectives ({} bytes sent)",
-                job.size, comm.gradient_reduces, comm.gradient_bytes, comm.seconds, comm.calls, comm.bytes
-            );
+            match mode {
+                DistMode::Ddp => eprintln!(
+                    "data-parallel over {} ranks: {} gradient all-reduces of {} bytes; rank 0 spent {:.2} s in {} collectives ({} bytes sent)",
+                    job.size, comm.gradient_reduces, comm.gradient_bytes, comm.seconds, comm.calls, comm.bytes
+                ),
+                DistMode::Actors => eprintln!(
+                    "{} rollout ranks: rank 0 spent {:.2} s sending commands and waiting for results ({} messages, {} bytes)",
+                    job.size - 1, comm.seconds, comm.calls, comm.bytes
+                ),
+            }
         })
+    } else if mode == DistMode::Actors {
+        serve_rollouts(settings, resume)
     } else {
         train_replica(settings, run_dir, resume)
     };
@@ -182,6 +190,17 @@ fn train_replica(settings: &Settings, run_dir: Option<PathBuf>, resume: Option<P
         }
     };
     run.train(&mut [])?;
+    Ok(())
+}
+
+/// A rollout rank of `--dist actors`: steps its slice of the run's environments for rank 0.
+fn serve_rollouts(settings: &Settings, resume: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = match &resume {
+        Some(dir) => embodia::config::TrainConfig::from_file(&dir.join(embodia::run::CONFIG_FILE))?,
+        None => settings.resolve()?,
+    };
+    let job = embodia::rollout_ranks::rollout_job().expect("launch joined the rollout job");
+    embodia::rollout_ranks::serve_envs(&config, job)?;
     Ok(())
 }
 
