@@ -39,6 +39,9 @@ fn spawn_mpirun(dir: &Path, ranks: usize, args: &[&str]) -> Child {
         .current_dir(dir)
         // CI runs as root, which Open MPI refuses unless told.
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        // Each test's jobs keep their session files in its own directory: two `mpirun`s
+        // starting at once race to create the same default one under /tmp.
+        .env("OMPI_MCA_orte_tmpdir_base", dir)
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
