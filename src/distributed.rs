@@ -1,7 +1,8 @@
-//! Training across processes and machines on MPI (`embodia train --dist ddp`, launched by
-//! `mpirun` or Slurm's `srun`; cargo feature `mpi`, through the `mpi` crate).
+//! Training across processes and machines on MPI (`embodia train --dist ddp|actors`, launched
+//! by `mpirun` or Slurm's `srun`; cargo feature `mpi`, through the `mpi` crate). This module
+//! launches both modes and carries out `ddp`; `actors` is [`crate::rollout_ranks`].
 //!
-//! # How it works
+//! # How `ddp` works
 //! 1. [`launch`] checks that an MPI launcher started the process (a process started alone would
 //!    be a world of one), initializes MPI and joins the process to
 //!    [`embodia_algos::data_parallel`] with an MPI

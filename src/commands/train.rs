@@ -44,9 +44,10 @@ pub(crate) struct TrainArgs {
     /// Record training metrics into this .rrd file (needs the `rerun` feature).
     #[arg(long, value_name = "FILE.rrd", conflicts_with = "viz")]
     pub(crate) viz_save: Option<PathBuf>,
-    /// Train across the processes of an MPI job (`mpirun -np N embodia train … --dist ddp`;
+    /// Train across the processes of an MPI job (`mpirun -np N embodia train … --dist MODE`;
     /// needs the `mpi` feature): `ddp` runs a learner replica on every rank, each with
-    /// `algo.num_envs` environments, and averages their gradients.
+    /// `algo.num_envs` environments, and averages their gradients; `actors` trains on rank 0
+    /// while the other ranks step `algo.num_envs` environments each.
     #[arg(long, value_enum, conflicts_with_all = ["viz", "viz_save"])]
     pub(crate) dist: Option<DistMode>,
 }
