@@ -200,8 +200,9 @@ fn check_data_parallel(config: &TrainConfig) -> Result<(), RunError> {
     Err(RunError::Io {
         path: "--dist ddp".into(),
         message: format!(
-            "`{}` with these settings does not train data-parallel yet; algorithms that do: {} \
-             (PPO with `algo.env_groups = 1` and without `algo.device_rollouts`)",
+            "`{}` with these settings does not train data-parallel yet; algorithms that do with their defaults: {} \
+             (PPO with `algo.env_groups = 1` and without `algo.device_rollouts`; ppo-flow-sde and \
+             ppo-flow-noise with `algo.advantage = \"gae\"`, no self-imitation and no student alongside)",
             config.algorithm,
             supported.join(", ")
         ),

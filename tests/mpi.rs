@@ -87,31 +87,20 @@ fn largest_difference(a: &BTreeMap<String, Vec<f32>>, b: &BTreeMap<String, Vec<f
     worst
 }
 
-/// Trains `task` with PPO for `steps` env steps on one process with `2·envs` environments and
-/// on two ranks with `envs` each; returns the largest relative difference of their
-/// checkpoints' tensors and the two runs' directories.
-fn one_process_vs_two_ranks(name: &str, task: &str, envs: usize, extra: &[&str], steps: usize) -> (f32, PathBuf) {
-    let dir = temp_dir(name);
-    let steps = steps.to_string();
-    let (one, two) = (format!("num_envs={}", 2 * envs), format!("num_envs={envs}"));
-    let common = ["train", "--task", task, "--algo", "ppo", "--steps", &steps, "--quiet"];
-    let with = |n: &str, run: &str| -> Vec<String> {
-        let mut args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
-        args.extend(["--set".into(), format!("algo.{n}"), "--run-dir".into(), run.into()]);
-        for e in extra {
-            args.extend(["--set".into(), e.to_string()]);
-        }
-        args
-    };
-    let single = with(&one, "single");
-    assert_ok(&embodia(&dir, &single.iter().map(String::as_str).collect::<Vec<_>>()), "one process");
-    let mut ddp = with(&two, "ddp");
-    ddp.extend(["--dist".into(), "ddp".into()]);
-    let out = mpirun(&dir, 2, &ddp.iter().map(String::as_str).collect::<Vec<_>>());
+/// Runs `embodia train <args>` in `dir` on one process with `2·envs` environments (run
+/// `single`) and on two ranks with `envs` each (run `ddp`); returns the largest relative
+/// difference of their checkpoints' tensors.
+fn one_process_vs_two_ranks(dir: &Path, args: &[&str], envs: usize) -> f32 {
+    let (all, half) = (format!("algo.num_envs={}", 2 * envs), format!("algo.num_envs={envs}"));
+    let mut single = args.to_vec();
+    single.extend(["--set", &all, "--run-dir", "single", "--quiet"]);
+    assert_ok(&embodia(dir, &single), "one process");
+    let mut ddp = args.to_vec();
+    ddp.extend(["--set", &half, "--run-dir", "ddp", "--quiet", "--dist", "ddp"]);
+    let out = mpirun(dir, 2, &ddp);
     assert_ok(&out, "two ranks");
     assert!(stderr(&out).contains("data-parallel over 2 ranks"), "rank 0 reports its communication: {}", stderr(&out));
-    let worst = largest_difference(&tensors(&dir.join("single")), &tensors(&dir.join("ddp")));
-    (worst, dir)
+    largest_difference(&tensors(&dir.join("single")), &tensors(&dir.join("ddp")))
 }
 
 #[test]
@@ -124,8 +113,9 @@ fn ppo_on_two_ranks_computes_what_one_process_with_both_batches_computes() {
     // differs. A fixed learning rate: the adaptive rule's thresholds turn a difference in the
     // last bits of one mini-batch's KL into a factor 1.5 (the rapier test below keeps it, over
     // two updates).
-    let extra = ["algo.steps_per_env=100", "algo.schedule=\"fixed\""];
-    let (worst, dir) = one_process_vs_two_ranks("pendulum", "pendulum", 8, &extra, 4 * 16 * 100);
+    let dir = temp_dir("pendulum");
+    let args = ["train", "--task", "pendulum", "--algo", "ppo", "--steps", "6400", "--set", "algo.steps_per_env=100"];
+    let worst = one_process_vs_two_ranks(&dir, &[&args[..], &["--set", "algo.schedule=\"fixed\""]].concat(), 8);
     assert!(worst < 1e-4, "pendulum: parameters differ by {worst} (relative)");
     // The metrics agree too: rank 0 writes every rank's episodes and losses.
     let rows = |run: &str| fs::read_to_string(dir.join(run).join("metrics.csv")).unwrap();
@@ -148,8 +138,30 @@ fn ppo_on_two_ranks_of_rapier_reach_computes_what_one_process_computes() {
         return;
     }
     // A rapier task: each rank's worlds draw as their slice of the one process's batch.
-    let (worst, dir) = one_process_vs_two_ranks("reach", "reach", 4, &["algo.steps_per_env=16"], 2 * 8 * 16);
+    let dir = temp_dir("reach");
+    let args = ["train", "--task", "reach", "--algo", "ppo", "--steps", "256", "--set", "algo.steps_per_env=16"];
+    let worst = one_process_vs_two_ranks(&dir, &args, 4);
     assert!(worst < 1e-4, "reach: parameters differ by {worst} (relative)");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn flow_sde_on_two_ranks_computes_what_one_process_computes() {
+    if !have_mpirun() {
+        return;
+    }
+    // A flow policy cloned from 4 demonstrations, then three updates of Flow-SDE with GAE (the
+    // chain's value): the rows' noise, the standardized advantages, the mini-batches and the
+    // approximate KL are the whole batch's on both layouts.
+    let dir = temp_dir("flow-sde");
+    let sft = ["train", "--task", "reach", "--algo", "sft", "--demos", "4", "--steps", "20", "--run-dir", "sft"];
+    let small = ["--set", "algo.policy.width=32", "--set", "algo.policy.hidden=[32]", "--set", "eval_episodes=1"];
+    let more = ["--set", "algo.updates_per_iteration=10", "--set", "algo.num_envs=2", "--quiet"];
+    assert_ok(&embodia(&dir, &[&sft[..], &small, &more].concat()), "sft");
+    let args = ["train", "--task", "reach", "--algo", "ppo-flow-sde", "--init", "sft", "--steps", "2400"];
+    let gae = ["--set", "algo.advantage=\"gae\"", "--set", "algo.chunk_steps=25", "--set", "eval_episodes=2"];
+    let worst = one_process_vs_two_ranks(&dir, &[&args[..], &gae].concat(), 4);
+    assert!(worst < 1e-4, "flow-sde: parameters differ by {worst} (relative)");
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -236,7 +248,7 @@ fn dist_errors_name_the_launch_the_world_size_and_what_each_mode_takes() {
     // An algorithm that does not train data-parallel: every rank fails, naming those that do.
     let out = mpirun(&dir, 2, &["train", "--task", "pendulum", "--algo", "sac", "--steps", "2048", "--dist", "ddp"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("algorithms that do: ppo"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("algorithms that do with their defaults: ppo"), "{}", stderr(&out));
     // Rollout ranks step host environments of one batch only.
     let args = ["train", "--task", "pendulum", "--algo", "ppo", "--set", "algo.env_groups=2", "--dist", "actors"];
     let out = mpirun(&dir, 2, &args);

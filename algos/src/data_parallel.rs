@@ -218,16 +218,19 @@ fn register(grads: &mut GradientsParams, id: ParamId, data: TensorData, device: 
     }
 }
 
-/// Fills `out` (`[rows, width]`, this rank's rows of a batch of `size·rows`) with standard-normal
-/// samples: alone, as [`fill_normal`]; in a data-parallel run, the whole batch's samples are
-/// drawn into `scratch` and this rank keeps its rows, so every rank's generator stays in step
-/// with one process's.
-pub(crate) fn fill_normal_rows(rng: &mut ChaCha8Rng, out: &mut [f32], scratch: &mut Vec<f32>) {
+/// Fills `out` (`[blocks, rows, width]`, this rank's rows of a batch of `size·rows` in each
+/// block) with standard-normal samples: alone, as [`fill_normal`]; in a data-parallel run, the
+/// whole batch's samples (`[blocks, size·rows, width]`) are drawn into `scratch` and this rank
+/// keeps its rows of each block, so every rank's generator stays in step with one process's.
+pub(crate) fn fill_normal_rows(rng: &mut ChaCha8Rng, out: &mut [f32], blocks: usize, scratch: &mut Vec<f32>) {
     let Some(world) = world() else { return fill_normal(rng, out) };
     scratch.resize(out.len() * world.size(), 0.0);
     fill_normal(rng, scratch);
-    let start = world.rank() * out.len();
-    out.copy_from_slice(&scratch[start..start + out.len()]);
+    let block = out.len() / blocks.max(1);
+    for (b, own) in out.chunks_exact_mut(block).enumerate() {
+        let start = (b * world.size() + world.rank()) * block;
+        own.copy_from_slice(&scratch[start..start + block]);
+    }
 }
 
 /// Shuffled mini-batches of a rollout of `steps` rows of `envs` environments per step (row
@@ -238,26 +241,43 @@ pub(crate) fn fill_normal_rows(rng: &mut ChaCha8Rng, out: &mut [f32], scratch: &
 /// around `rows / mini_batches`; the loss divides by [`MiniBatchRows::nominal`] so that the
 /// average over the ranks is the whole mini-batch's mean.
 pub(crate) struct MiniBatchRows {
-    steps: usize,
     envs: usize,
-    mini_batches: usize,
+    /// Rows per chunk of the whole batch's permutation.
+    chunk: usize,
+    /// Whether a last, shorter chunk is a mini-batch too.
+    cover_all: bool,
     global: Vec<usize>,
     local: Vec<usize>,
     /// Where each mini-batch of `local` ends.
     ends: Vec<usize>,
+    /// Each mini-batch's size over all ranks.
+    sizes: Vec<usize>,
 }
 
 impl MiniBatchRows {
-    /// Mini-batches of a rollout of `steps` × `envs` rows.
+    /// `mini_batches` mini-batches of `⌊rows / mini_batches⌋` rows of a rollout of `steps` ×
+    /// `envs` rows (the remainder sits out), as PPO cuts them.
     pub(crate) fn new(steps: usize, envs: usize, mini_batches: usize) -> Self {
-        let ranks = world().map_or(1, |w| w.size());
+        let total = steps * envs * world().map_or(1, |w| w.size());
+        Self::with_chunk(envs, total, total / mini_batches.max(1), false)
+    }
+
+    /// Mini-batches of `⌈rows / mini_batches⌉` rows, the last shorter, covering every row (as
+    /// the chunk policies' PPO cuts them).
+    pub(crate) fn covering(steps: usize, envs: usize, mini_batches: usize) -> Self {
+        let total = steps * envs * world().map_or(1, |w| w.size());
+        Self::with_chunk(envs, total, total.div_ceil(mini_batches.max(1)), true)
+    }
+
+    fn with_chunk(envs: usize, total: usize, chunk: usize, cover_all: bool) -> Self {
         Self {
-            steps,
             envs,
-            mini_batches,
-            global: (0..steps * envs * ranks).collect(),
-            local: Vec::with_capacity(steps * envs),
-            ends: Vec::with_capacity(mini_batches),
+            chunk: chunk.max(1),
+            cover_all,
+            global: (0..total).collect(),
+            local: Vec::new(),
+            ends: Vec::new(),
+            sizes: Vec::new(),
         }
     }
 
@@ -267,10 +287,13 @@ impl MiniBatchRows {
         self.global.shuffle(rng);
         let (rank, ranks) = world().map_or((0, 1), |w| (w.rank(), w.size()));
         let width = self.envs * ranks;
-        let chunk = self.global.len() / self.mini_batches;
         self.local.clear();
         self.ends.clear();
-        for batch in self.global.chunks_exact(chunk) {
+        self.sizes.clear();
+        let exact = self.global.len() - self.global.len() % self.chunk;
+        let cut = if self.cover_all { self.global.len() } else { exact };
+        for batch in self.global[..cut].chunks(self.chunk) {
+            self.sizes.push(batch.len());
             for &g in batch {
                 let (t, e) = (g / width, g % width);
                 if e / self.envs == rank {
@@ -287,9 +310,24 @@ impl MiniBatchRows {
         &self.local[start..self.ends[k]]
     }
 
-    /// The size of a mini-batch of this rank's rows alone: `steps · envs / mini_batches`.
-    pub(crate) fn nominal(&self) -> usize {
-        self.steps * self.envs / self.mini_batches
+    /// Mini-batches of the last shuffle.
+    pub(crate) fn count(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Mini-batch `k`'s size over all ranks divided by the number of ranks: what this rank's
+    /// loss sums are divided by (the batch's own size alone).
+    pub(crate) fn nominal(&self, k: usize) -> f64 {
+        self.sizes[k] as f64 / world().map_or(1, |w| w.size()) as f64
+    }
+}
+
+/// Standardizes `xs` in place, `(x − mean) / (std + 1e-5)`, with the mean and standard deviation
+/// over every rank's values ([`mean_std`]); alone, over `xs`.
+pub(crate) fn standardize(xs: &mut [f32]) {
+    let (mean, std) = mean_std(xs);
+    for a in xs {
+        *a = ((*a as f64 - mean) / (std + 1e-5)) as f32;
     }
 }
 
@@ -325,8 +363,12 @@ mod tests {
         let mut rows = MiniBatchRows::new(5, 4, 2);
         rows.shuffle(&mut ChaCha8Rng::seed_from_u64(3));
         let mut seen: Vec<usize> = rows.batch(0).iter().chain(rows.batch(1)).copied().collect();
-        assert_eq!(rows.batch(0).len(), rows.nominal());
+        assert_eq!((rows.count(), rows.batch(0).len() as f64), (2, rows.nominal(0)));
         seen.sort_unstable();
         assert_eq!(seen, (0..20).collect::<Vec<_>>());
+        // Covering: 3 mini-batches of 7, 7 and 6 rows.
+        let mut rows = MiniBatchRows::covering(5, 4, 3);
+        rows.shuffle(&mut ChaCha8Rng::seed_from_u64(3));
+        assert_eq!((0..3).map(|k| rows.batch(k).len()).collect::<Vec<_>>(), [7, 7, 6]);
     }
 }

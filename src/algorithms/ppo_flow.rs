@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use burn::tensor::Device;
-use embodia_algos::{AlgoError, DistillAlongside, FlowRlMethod, Learner, PpoFlow, PpoFlowConfig};
+use embodia_algos::{AdvantageEstimator, AlgoError, DistillAlongside, FlowRlMethod, Learner, PpoFlow, PpoFlowConfig};
 use embodia_sim::VecEnv;
 
 use super::{AlgoConfig, AlgoSettings, Algorithm, Budget, ExportForm, RunContext, multi_step_refusal, read_as};
@@ -41,6 +41,12 @@ impl AlgoSettings for PpoFlowConfig {
     fn validate(&self) -> Result<(), AlgoError> {
         PpoFlowConfig::validate(self)?;
         self.distill_during_rl.as_ref().map_or(Ok(()), |d| d.validate())
+    }
+
+    /// With GAE advantages and neither self-imitation nor a student trained alongside: every row
+    /// of every rank enters one update ([`embodia_algos::data_parallel`]).
+    fn data_parallel(&self) -> bool {
+        self.advantage == AdvantageEstimator::Gae && self.self_imitation_coef == 0.0 && self.distill_during_rl.is_none()
     }
 
     fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {

@@ -434,7 +434,7 @@ impl Ppo {
         let mean = to_host(mean)?;
         let values = self.values(model)?;
         let noise = &mut self.noise[..m * ad];
-        fill_normal_rows(&mut self.rng, noise, &mut self.batch_noise);
+        fill_normal_rows(&mut self.rng, noise, 1, &mut self.batch_noise);
         let r = &mut self.rollout;
         r.obs.extend_from_slice(&self.obs);
         if self.critic_normalizer.is_some() {
@@ -535,7 +535,7 @@ impl Ppo {
         let mut stats = UpdateStats::default();
         for _ in 0..self.config.epochs {
             rows.shuffle(&mut self.rng);
-            for k in 0..self.config.mini_batches {
+            for k in 0..rows.count() {
                 let batch = rows.batch(k);
                 if batch.is_empty() {
                     self.empty_minibatch_step()?;
@@ -568,7 +568,7 @@ impl Ppo {
                     returns: to_tensor(&g_ret, b, 1, &plain),
                     old_values: to_tensor(&g_val, b, 1, &plain),
                 };
-                let (losses, kl) = self.minibatch_step(minibatch, rows.nominal(), &old_log_std)?;
+                let (losses, kl) = self.minibatch_step(minibatch, rows.nominal(k), &old_log_std)?;
                 stats.add(losses, kl);
             }
         }
@@ -600,14 +600,14 @@ impl Ppo {
     fn minibatch_step(
         &mut self,
         mb: MiniBatch,
-        nominal: usize,
+        nominal: f64,
         old_log_std: &[f32],
     ) -> Result<([f32; 3], f64), AlgoError> {
         let plain = self.device.clone().inner();
         let clip = self.config.clip_param;
         let MiniBatch { obs, critic_obs, actions, old_mean, old_log_prob, advantages: adv, returns, old_values } = mb;
         let rows = obs.dims()[0];
-        let per_row = 1.0 / nominal as f64;
+        let per_row = 1.0 / nominal;
         let (mean, log_std) = self.model.actor.forward(obs.clone());
         // KL(old ‖ new), for the adaptive learning rate: its mean over the mini-batch of every rank.
         let old_log_std = Tensor::<1>::from_floats(old_log_std, &plain).unsqueeze_dim::<2>(0);

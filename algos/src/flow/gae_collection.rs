@@ -10,7 +10,7 @@ use embodia_sim::VecEnv;
 
 use super::chunk_rewards::{chunk_column, chunk_rewards, step_rewards};
 use super::ppo_flow_config::RewardSource;
-use crate::gae::standardize;
+use crate::data_parallel::standardize;
 use crate::metrics::TimeSplit;
 use crate::{AlgoError, EpisodeStats, compute_gae};
 

@@ -48,11 +48,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::check_finite;
+use crate::data_parallel::{self, MiniBatchRows, fill_normal_rows};
 use crate::flow::gae_collection::{ChunkSampler, collect_chunk_steps};
 use crate::flow::grpo::grpo_episodes;
 use crate::flow::ppo_flow_config::{AdvantageEstimator, CriticInput, FlowRlMethod, PpoFlowConfig};
 use crate::flow::ppo_loss::{
-    GroupBatch, PpoStats, gather_chains, kl_guarded_minibatches, minibatches_with_imitation, ppo_group_loss,
+    GroupBatch, PpoStats, epoch_minibatches, gather_chains, kl_guarded_minibatches, ppo_group_loss,
     stochastic_step_groups, tally_self_imitation,
 };
 use crate::flow::{CHUNK_ACTOR_KEY, ChunkActor, DIFFUSION_KEY};
@@ -97,6 +98,8 @@ pub struct PpoFlow {
     policy_optim: Adam,
     value_optim: Adam,
     rng: ChaCha8Rng,
+    /// The whole batch's noise in a data-parallel run ([`fill_normal_rows`]).
+    batch_noise: Vec<f32>,
     env_steps: u64,
     iterations: u64,
     /// The policy learning rate now: `config.policy_lr`, or adapted ([`PpoFlowConfig::adaptive_lr`]).
@@ -157,6 +160,7 @@ impl PpoFlow {
             policy_optim: optim(),
             value_optim: optim(),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xF10F_10F1),
+            batch_noise: Vec::new(),
             env_steps: 0,
             iterations: 0,
             policy_lr: config.policy_lr,
@@ -183,7 +187,7 @@ impl PpoFlow {
     fn noise(&mut self, n: usize) -> Tensor<3> {
         let (k, hd) = (self.actor.policy.denoise_steps, self.actor.policy.chunk_width());
         let mut noise = vec![0.0f32; (k + 1) * n * hd];
-        fill_normal(&mut self.rng, &mut noise);
+        fill_normal_rows(&mut self.rng, &mut noise, k + 1, &mut self.batch_noise);
         Tensor::from_data(TensorData::new(noise, [k + 1, n, hd]), &self.device.clone().inner())
     }
 
@@ -258,7 +262,8 @@ impl PpoFlow {
         let critic = self.critic.as_ref().map(|c| c.valid());
         let mut sampler = FlowSampler { learner: self, model: &model, critic: critic.as_ref() };
         let steps = collect_chunk_steps(env, &settings, layout, &mut sampler)?;
-        self.env_steps += steps.env_steps;
+        // In a data-parallel run every rank counts the whole batch's steps.
+        self.env_steps += steps.env_steps * data_parallel::world().map_or(1, |w| w.size()) as u64;
         let start = Instant::now();
         let r = &mut self.rollout;
         (r.advantages, r.returns) = steps.advantages(&r.values, n, &settings);
@@ -335,9 +340,14 @@ impl PpoFlow {
     /// `imitated`; both into `[steps·n]`), with backward pass and optimizer steps unless the KL
     /// guard refuses it. Returns (policy loss, value loss, entropy, approx KL, clip fraction)
     /// and whether it stepped.
+    ///
+    /// `nominal` is what the loss sums are divided by: the mini-batch's size, or in a
+    /// data-parallel run its size over all ranks divided by their number; there the statistics
+    /// are averaged over the ranks, and every rank takes the optimizer steps, with zero
+    /// gradients where it has no rows in this mini-batch.
     fn update_minibatch(
         &mut self,
-        (indices, imitated): &(Vec<usize>, Vec<usize>),
+        (indices, imitated, nominal): &(Vec<usize>, Vec<usize>, f64),
         n: usize,
     ) -> Result<(PpoStats, bool), AlgoError> {
         let mut total = self.self_imitation_loss(imitated, n)?;
@@ -346,7 +356,7 @@ impl PpoFlow {
         let d = self.device.clone();
         let method = self.config.noise_method(self.iterations);
         let cfg = &self.config;
-        let b = indices.len();
+        let b = *nominal;
         let groups = stochastic_step_groups(indices, &self.rollout.stochastic_step, n, k, cfg.joint_log_prob());
         let r = &self.rollout;
         let mut stats = PpoStats::default();
@@ -394,17 +404,28 @@ impl PpoFlow {
                 None => loss,
             });
         }
-        let Some(loss) = total else { return Ok((stats, true)) };
+        let parallel = data_parallel::world().is_some();
+        if parallel {
+            stats = stats.averaged_over_ranks();
+        }
+        if total.is_none() && !parallel {
+            return Ok((stats, true));
+        }
         check_finite("flow PPO loss", stats.policy_loss + stats.value_loss, self.env_steps)?;
         if cfg.kl_stops_update(stats.approx_kl) {
             return Ok((stats, false));
         }
-        let mut grads = loss.backward();
-        let value_grads = match &self.critic {
-            Some(critic) => GradientsParams::from_module(&mut grads, critic),
-            None => GradientsParams::from_module(&mut grads, self.model.value_head()),
+        let (policy_grads, value_grads) = match total {
+            Some(loss) => {
+                let mut grads = loss.backward();
+                let value_grads = match &self.critic {
+                    Some(critic) => GradientsParams::from_module(&mut grads, critic),
+                    None => GradientsParams::from_module(&mut grads, self.model.value_head()),
+                };
+                (GradientsParams::from_grads(grads, &self.model), value_grads)
+            }
+            None => (GradientsParams::new(), GradientsParams::new()),
         };
-        let policy_grads = GradientsParams::from_grads(grads, &self.model);
         let clip = Some(self.config.max_grad_norm);
         let policy_lr = if self.iterations < self.config.critic_warmup_iterations { 0.0 } else { self.policy_lr };
         let (model, norm) = self.policy_optim.step(policy_lr, self.model.clone(), &policy_grads, clip);
@@ -431,8 +452,34 @@ impl PpoFlow {
         let c = &self.config;
         self.self_imitation_loss = (0.0, 0);
         let imitated: &[usize] = if c.self_imitation_coef > 0.0 { &self.rollout.successful } else { &[] };
-        let batches =
-            minibatches_with_imitation(&self.rollout.used, imitated, c.update_epochs, c.mini_batches, &mut self.rng);
+        let ppo: Vec<(Vec<usize>, f64)> = match c.advantage {
+            // Every row enters the update: the mini-batches of the whole batch of every rank.
+            AdvantageEstimator::Gae => {
+                let mut rows = MiniBatchRows::covering(self.rollout.used.len() / n.max(1), n, c.mini_batches);
+                let mut out = Vec::new();
+                for _ in 0..c.update_epochs {
+                    rows.shuffle(&mut self.rng);
+                    out.extend((0..rows.count()).map(|k| (rows.batch(k).to_vec(), rows.nominal(k))));
+                }
+                out
+            }
+            AdvantageEstimator::Grpo => {
+                epoch_minibatches(&self.rollout.used, c.update_epochs, c.mini_batches, &mut self.rng)
+                    .into_iter()
+                    .map(|rows| {
+                        let size = rows.len() as f64;
+                        (rows, size)
+                    })
+                    .collect()
+            }
+        };
+        let imitation = epoch_minibatches(imitated, c.update_epochs, c.mini_batches, &mut self.rng);
+        let batches: Vec<(Vec<usize>, Vec<usize>, f64)> = (0..ppo.len().max(imitation.len()))
+            .map(|i| {
+                let (rows, nominal) = ppo.get(i).cloned().unwrap_or_default();
+                (rows, imitation.get(i).cloned().unwrap_or_default(), nominal)
+            })
+            .collect();
         let means = kl_guarded_minibatches(&batches, |batch| self.update_minibatch(batch, n))?;
         self.policy_lr = self.config.adapted_policy_lr(self.policy_lr, means.approx_kl);
         Ok(means)
@@ -490,6 +537,7 @@ impl Learner for PpoFlow {
         self.last_split.update += start.elapsed().as_secs_f64();
         self.iterations += 1;
         let mut row = MetricRow { env_steps: self.env_steps, ..Default::default() };
+        self.episodes.combine_over_ranks();
         self.episodes.drain_into(&mut row, env.info().has_success);
         stats.write_to(&mut row);
         row.mixed_groups = self.mixed_groups;

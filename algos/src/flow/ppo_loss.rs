@@ -38,6 +38,18 @@ impl PpoStats {
         }
     }
 
+    /// The mean of every rank's statistics in a data-parallel run (each rank's are its share of
+    /// the mini-batch means, [`ppo_group_loss`]); unchanged alone.
+    pub(crate) fn averaged_over_ranks(mut self) -> Self {
+        let ranks = crate::data_parallel::world().map_or(1, |w| w.size()) as f64;
+        let mut values = [self.policy_loss, self.value_loss, self.entropy, self.approx_kl, self.clip_fraction];
+        crate::data_parallel::sum_over_ranks(&mut values);
+        for (field, v) in self.fields_mut().into_iter().zip(values) {
+            *field = v / ranks;
+        }
+        self
+    }
+
     /// Writes the statistics into their columns of `row` (`kl` is the approximate KL).
     pub fn write_to(&self, row: &mut MetricRow) {
         row.policy_loss = Some(self.policy_loss);
@@ -178,12 +190,14 @@ pub(crate) struct GroupBatch<'a> {
 /// surrogate on the ratio shaped by `logprob_type` and `noise_step_reduction` (chunk layout
 /// `(C, D, K)`), clipped Huber value loss (none without values, as in GRPO), entropy bonus.
 /// Returns the group's share of the mini-batch loss (its per-sample losses summed, divided by
-/// `b`) and its shares of the mini-batch means of the statistics.
+/// `b`) and its shares of the mini-batch means of the statistics. `b` is the mini-batch's size,
+/// or in a data-parallel run its size over all ranks divided by their number
+/// ([`crate::data_parallel::MiniBatchRows::nominal`]), so that the ranks' average is the mean.
 pub(crate) fn ppo_group_loss(
     cfg: &PpoFlowConfig,
     g: GroupBatch<'_>,
     (chunk, action_dim, denoise_steps): (usize, usize, usize),
-    b: usize,
+    b: f64,
     d: &Device,
 ) -> Result<(Tensor<1>, PpoStats), AlgoError> {
     let m = g.adv.len();
@@ -225,7 +239,7 @@ pub(crate) fn ppo_group_loss(
     };
     let per_sample = surrogate.clone() + value_loss.clone().mul_scalar(cfg.value_loss_coef)
         - g.entropy.clone().mul_scalar(cfg.entropy_coef);
-    let loss = per_sample.sum().div_scalar(b as f64);
+    let loss = per_sample.sum().div_scalar(b);
     let host = to_host(Tensor::cat(
         vec![
             surrogate.sum().inner(),
@@ -236,13 +250,13 @@ pub(crate) fn ppo_group_loss(
         ],
         0,
     ))?;
-    let share = |h: f32| h as f64 / b as f64;
+    let share = |h: f32| h as f64 / b;
     let stats = PpoStats {
         policy_loss: share(host[0]),
         value_loss: share(host[1]),
         entropy: share(host[2]),
         // A mean over the group's samples: weighted by the group's share of the mini-batch.
-        approx_kl: host[3] as f64 * m as f64 / b as f64,
+        approx_kl: host[3] as f64 * m as f64 / b,
         clip_fraction: share(host[4]),
     };
     Ok((loss, stats))
@@ -301,7 +315,7 @@ mod tests {
                 old_v: &[0.0],
                 ret: &[0.0],
             };
-            to_host(ppo_group_loss(&cfg, batch, (1, 1, 1), 1, &d).unwrap().0).unwrap()[0]
+            to_host(ppo_group_loss(&cfg, batch, (1, 1, 1), 1.0, &d).unwrap().0).unwrap()[0]
         };
         assert!((loss(0.0, 5.0, -1.0) - 5f32.exp()).abs() < 1e-3, "{}", loss(0.0, 5.0, -1.0));
         assert!((loss(3.0, 5.0, -1.0) - 3.0).abs() < 1e-6);
@@ -327,7 +341,7 @@ mod tests {
                 old_v: &[0.0],
                 ret: &[0.0],
             };
-            let (loss, stats) = ppo_group_loss(&cfg, batch, (1, 2, 4), 1, &d).unwrap();
+            let (loss, stats) = ppo_group_loss(&cfg, batch, (1, 2, 4), 1.0, &d).unwrap();
             (to_host(loss).unwrap()[0] as f64, stats.approx_kl, stats.clip_fraction)
         };
         let loss_and_kl = |method, reduction| {

@@ -449,7 +449,7 @@ impl VlaPpo {
                 old_v: &old_v,
                 ret: &ret,
             };
-            let (loss, group_stats) = ppo_group_loss(&self.config, group, layout, b, &d)?;
+            let (loss, group_stats) = ppo_group_loss(&self.config, group, layout, b as f64, &d)?;
             stats.add(&group_stats);
             total = Some(match total {
                 Some(t) => t + loss,

@@ -190,7 +190,7 @@ impl Ppo {
                     returns: pick(&rollout.returns),
                     old_values: pick(&rollout.values),
                 };
-                let (losses, kl) = self.minibatch_step(minibatch, mb, &old_log_std)?;
+                let (losses, kl) = self.minibatch_step(minibatch, mb as f64, &old_log_std)?;
                 stats.add(losses, kl);
             }
         }
