@@ -239,32 +239,25 @@ impl VecEnv for RemoteEnvs {
         let mut whole: Option<EnvSnapshot> = None;
         for rank in self.ranks() {
             self.send_command(rank, Command::Snapshot, 0);
-            let bytes = job.receive_bytes(rank);
-            counted(bytes.len(), || ());
-            // A rollout rank that cannot serialize its state aborts the job; what arrives parses.
+            let bytes = counted(0, || job.receive_bytes(rank));
+            // A part that does not parse (another embodia build on that rank) is left out: the
+            // runner refuses a snapshot with fewer environments than the batch before saving it.
             let Ok(part) = serde_json::from_slice::<EnvSnapshot>(&bytes) else { continue };
-            whole = Some(match whole {
-                None => part,
-                Some(mut w) => {
-                    w.state.extend(part.state);
-                    w.elapsed.extend(part.elapsed);
-                    w.running_return.extend(part.running_return);
-                    w.rng.extend(part.rng);
-                    w.obs.extend(part.obs);
-                    w
-                }
-            });
+            match whole.as_mut() {
+                None => whole = Some(part),
+                Some(w) => w.append(part),
+            }
         }
         whole.unwrap_or_else(|| self.template.snapshot())
     }
 
     fn restore(&mut self, snapshot: &EnvSnapshot) -> Result<(), SimError> {
         let n = self.num_envs();
-        if snapshot.elapsed.len() != n || snapshot.task != self.info().name {
+        if snapshot.num_envs() != n || snapshot.task != self.info().name {
             return Err(SimError::Unsupported(format!(
                 "the checkpoint holds {} environments of `{}`; this job's rollout ranks hold {n} of `{}` \
                  ({} ranks × algo.num_envs {}): resume on as many rollout ranks",
-                snapshot.elapsed.len(),
+                snapshot.num_envs(),
                 snapshot.task,
                 self.info().name,
                 self.job.size() - 1,
@@ -272,18 +265,8 @@ impl VecEnv for RemoteEnvs {
             )));
         }
         let per = self.per_rank;
-        let state_dim = snapshot.state.len() / n;
-        let od = snapshot.obs.len() / n;
         for rank in self.ranks() {
-            let envs = (rank - 1) * per..rank * per;
-            let part = EnvSnapshot {
-                task: snapshot.task.clone(),
-                state: snapshot.state[envs.start * state_dim..envs.end * state_dim].to_vec(),
-                elapsed: snapshot.elapsed[envs.clone()].to_vec(),
-                running_return: snapshot.running_return[envs.clone()].to_vec(),
-                rng: snapshot.rng[envs.clone()].to_vec(),
-                obs: snapshot.obs[envs.start * od..envs.end * od].to_vec(),
-            };
+            let part = snapshot.envs((rank - 1) * per..rank * per);
             let bytes = serde_json::to_vec(&part).map_err(|e| SimError::Unsupported(e.to_string()))?;
             self.send_command(rank, Command::Restore, 0);
             let job = self.job;

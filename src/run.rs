@@ -481,7 +481,19 @@ impl Run {
             }
             .into());
         }
-        ckpt.put("env", &self.env.vec_env().snapshot())?;
+        let snapshot = self.env.vec_env().snapshot();
+        let envs = self.env.vec_env().num_envs();
+        if snapshot.num_envs() != envs {
+            return Err(RunError::Io {
+                path: self.dir.join(CHECKPOINT_DIR).display().to_string(),
+                message: format!(
+                    "not written: the environments' state holds {} of {envs} environments (a rollout rank \
+                     sent a state this rank cannot read: is every rank running the same embodia?)",
+                    snapshot.num_envs()
+                ),
+            });
+        }
+        ckpt.put("env", &snapshot)?;
         ckpt.put("wall_seconds", &wall_seconds)?;
         ckpt.put("iterations", &self.iterations)?;
         if let Some(job) = crate::rollout_ranks::rollout_job() {

@@ -94,7 +94,7 @@ pub fn world() -> Option<&'static dyn Collective> {
 pub struct CommStats {
     /// Collective calls.
     pub calls: u64,
-    /// Bytes this rank contributed to them.
+    /// Bytes this rank sent or received in them (the parts it knows the size of beforehand).
     pub bytes: u64,
     /// Wall seconds this rank spent in them, waiting for slower ranks included.
     pub seconds: f64,

@@ -227,12 +227,7 @@ impl VecEnv for EnvGroups {
     fn snapshot(&self) -> EnvSnapshot {
         let mut all = self.groups[0].snapshot();
         for group in &self.groups[1..] {
-            let s = group.snapshot();
-            all.state.extend(s.state);
-            all.elapsed.extend(s.elapsed);
-            all.running_return.extend(s.running_return);
-            all.rng.extend(s.rng);
-            all.obs.extend(s.obs);
+            all.append(group.snapshot());
         }
         all
     }
@@ -248,21 +243,8 @@ impl VecEnv for EnvGroups {
                 snapshot.elapsed.len()
             )));
         }
-        let part = |v: &[f64], g: usize| v[g * v.len() / g_count..(g + 1) * v.len() / g_count].to_vec();
-        let parts: Vec<EnvSnapshot> = (0..g_count)
-            .map(|g| {
-                let (lo, hi) = (g * self.per_group, (g + 1) * self.per_group);
-                let od = snapshot.obs.len() / n;
-                EnvSnapshot {
-                    task: snapshot.task.clone(),
-                    state: part(&snapshot.state, g),
-                    elapsed: snapshot.elapsed[lo..hi].to_vec(),
-                    running_return: snapshot.running_return[lo..hi].to_vec(),
-                    rng: snapshot.rng[lo..hi].to_vec(),
-                    obs: snapshot.obs[lo * od..hi * od].to_vec(),
-                }
-            })
-            .collect();
+        let parts: Vec<EnvSnapshot> =
+            (0..g_count).map(|g| snapshot.envs(g * self.per_group..(g + 1) * self.per_group)).collect();
         // Every part is checked by restoring it; a group that refuses leaves the groups
         // before it restored, so restore them all from their own snapshots first to undo.
         let saved: Vec<EnvSnapshot> = self.groups.iter().map(|e| e.snapshot()).collect();

@@ -285,6 +285,37 @@ pub struct EnvSnapshot {
     pub obs: Vec<f32>,
 }
 
+impl EnvSnapshot {
+    /// Environments this snapshot holds.
+    pub fn num_envs(&self) -> usize {
+        self.elapsed.len()
+    }
+
+    /// Appends `other`'s environments after this snapshot's: the snapshot of the batch made of
+    /// both, in that order.
+    pub fn append(&mut self, other: EnvSnapshot) {
+        self.state.extend(other.state);
+        self.elapsed.extend(other.elapsed);
+        self.running_return.extend(other.running_return);
+        self.rng.extend(other.rng);
+        self.obs.extend(other.obs);
+    }
+
+    /// The snapshot of environments `envs` alone (a range within `0 … num_envs`).
+    pub fn envs(&self, envs: std::ops::Range<usize>) -> EnvSnapshot {
+        let n = self.num_envs().max(1);
+        let (state_dim, obs_dim) = (self.state.len() / n, self.obs.len() / n);
+        EnvSnapshot {
+            task: self.task.clone(),
+            state: self.state[envs.start * state_dim..envs.end * state_dim].to_vec(),
+            elapsed: self.elapsed[envs.clone()].to_vec(),
+            running_return: self.running_return[envs.clone()].to_vec(),
+            rng: self.rng[envs.clone()].to_vec(),
+            obs: self.obs[envs.start * obs_dim..envs.end * obs_dim].to_vec(),
+        }
+    }
+}
+
 /// State of one environment's ChaCha8 generator.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RngState {
