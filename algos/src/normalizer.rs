@@ -67,31 +67,33 @@ impl RunningNormalizer {
     }
 
     /// [`RunningNormalizer::update`] with every rank's batch in a data-parallel run
-    /// ([`crate::data_parallel`]): the per-feature sums, then the squared deviations from the
-    /// mean over the ranks, are summed over the ranks, as one process computes them over the
-    /// whole batch. `scratch` is reused between calls. Alone, [`RunningNormalizer::update`].
+    /// ([`crate::data_parallel`]): one all-reduce of the per-feature sums `Σx`, `Σx²` (in f64)
+    /// and the row count, folded in as [`RunningNormalizer::update_moments`] does. One message per
+    /// call, since it runs at every environment step; the variance from the sums differs from
+    /// one process's two-pass variance only in the last bits. `scratch` is reused between calls.
+    /// Alone, [`RunningNormalizer::update`].
     pub fn update_over_ranks(&mut self, batch: &[f32], scratch: &mut Vec<f64>) {
         use crate::data_parallel::{Reduce, all_reduce, world};
         let Some(w) = world() else { return self.update(batch) };
         let dim = self.dim();
         scratch.clear();
-        scratch.extend((0..dim).map(|j| batch.iter().skip(j).step_by(dim).map(|&x| x as f64).sum::<f64>()));
-        scratch.push((batch.len() / dim) as f64);
+        scratch.resize(2 * dim + 1, 0.0);
+        for row in batch.chunks_exact(dim) {
+            for (j, &x) in row.iter().enumerate() {
+                let x = x as f64;
+                scratch[j] += x;
+                scratch[dim + j] += x * x;
+            }
+        }
+        scratch[2 * dim] = (batch.len() / dim) as f64;
         all_reduce(w, scratch, Reduce::Sum);
-        let n = scratch[dim];
+        let n = scratch[2 * dim];
         if n == 0.0 {
             return;
         }
-        // scratch: the means over the ranks, then each feature's sum of squared deviations.
-        scratch.truncate(dim);
         for j in 0..dim {
-            scratch[j] /= n;
-            let mean = scratch[j];
-            scratch.push(batch.iter().skip(j).step_by(dim).map(|&x| (x as f64 - mean).powi(2)).sum::<f64>());
-        }
-        all_reduce(w, &mut scratch[dim..], Reduce::Sum);
-        for j in 0..dim {
-            self.merge(j, n, scratch[j], scratch[dim + j] / n);
+            let mean = scratch[j] / n;
+            self.merge(j, n, mean, (scratch[dim + j] / n - mean * mean).max(0.0));
         }
         self.count += n;
     }
