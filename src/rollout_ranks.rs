@@ -23,9 +23,7 @@ use std::sync::OnceLock;
 use embodia_algos::data_parallel::{Collective, counted};
 use embodia_sim::{ActionSpec, EnvSnapshot, ObsSpec, SimError, StepBuffers, TaskInfo, VecEnv};
 
-use crate::config::TrainConfig;
 use crate::error::RunError;
-use crate::run::make_env;
 
 static ROLLOUT_RANKS: OnceLock<Box<dyn Collective>> = OnceLock::new();
 
@@ -145,17 +143,16 @@ pub struct RemoteEnvs {
 }
 
 impl RemoteEnvs {
-    /// The batch of `job`'s rollout ranks for `config`'s task, `algo.num_envs` per rank.
-    pub fn new(config: &TrainConfig, job: &'static dyn Collective) -> Result<Self, RunError> {
-        let template = make_env(config, 1)?;
-        let per_rank = config.algo.num_envs();
+    /// The batch of `job`'s rollout ranks, `per_rank` environments each, of the task of
+    /// `template` (one environment of it, which describes the task).
+    pub fn new(template: Box<dyn VecEnv>, per_rank: usize, job: &'static dyn Collective) -> Self {
         let n = per_rank * (job.size() - 1);
         let layout = Layout::of(template.buffers(), 1);
         let mut buffers = StepBuffers::new(n, layout.obs);
         buffers.critic_obs = vec![0.0; n * layout.critic];
         buffers.final_critic_obs = vec![0.0; n * layout.critic];
         let message = vec![0.0; per_rank * layout.width()];
-        Ok(Self { job, template, per_rank, layout, buffers, message })
+        Self { job, template, per_rank, layout, buffers, message }
     }
 
     fn ranks(&self) -> std::ops::Range<usize> {
@@ -277,12 +274,12 @@ impl VecEnv for RemoteEnvs {
     }
 }
 
-/// A rollout rank's work: builds its slice of the batch and runs rank 0's commands on it until
-/// training is over. An error here (a simulator's) ends the job: the caller aborts it.
-pub fn serve_envs(config: &TrainConfig, job: &dyn Collective) -> Result<(), RunError> {
+/// A rollout rank's work: makes `env` (the run's `algo.num_envs` environments) its slice of the
+/// batch and runs rank 0's commands on it until training is over. An error here (a
+/// simulator's) ends the job: the caller aborts it.
+pub fn serve_envs(mut env: Box<dyn VecEnv>, job: &dyn Collective) -> Result<(), RunError> {
     let rank = job.rank();
-    let n = config.algo.num_envs();
-    let mut env = make_env(config, n)?;
+    let n = env.num_envs();
     env.set_first_env((rank - 1) * n)?;
     let layout = Layout::of(env.buffers(), n);
     let mut results = vec![0.0f32; n * layout.width()];

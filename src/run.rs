@@ -92,7 +92,8 @@ impl TrainEnv {
         if config.algo.cameras(&config.context())?.is_some() {
             return refuse("camera images are not sent between ranks yet (vla-* algorithms)");
         }
-        Ok(Self::Host(Box::new(crate::rollout_ranks::RemoteEnvs::new(config, job)?)))
+        let template = make_env(config, 1)?;
+        Ok(Self::Host(Box::new(crate::rollout_ranks::RemoteEnvs::new(template, config.algo.num_envs(), job))))
     }
 
     fn vec_env(&self) -> &dyn VecEnv {

@@ -201,7 +201,8 @@ fn serve_rollouts(settings: &Settings, resume: Option<PathBuf>) -> anyhow::Resul
         None => settings.resolve()?,
     };
     let job = embodia::rollout_ranks::rollout_job().expect("launch joined the rollout job");
-    embodia::rollout_ranks::serve_envs(&config, job)?;
+    let env = embodia::run::make_env(&config, config.algo.num_envs())?;
+    embodia::rollout_ranks::serve_envs(env, job)?;
     Ok(())
 }
 
