@@ -231,6 +231,19 @@ impl VecEnv for RemoteEnvs {
         &self.buffers
     }
 
+    /// The task's layout, the same for every environment: the template's.
+    fn action_states(&self) -> Vec<Option<embodia_sim::ActionState>> {
+        self.template.action_states()
+    }
+
+    fn expert_actions(&mut self, _actions: &mut [f32]) -> Result<(), SimError> {
+        Err(SimError::Unsupported(
+            "the scripted expert does not label states on rollout ranks (`--dist actors`) yet; \
+             record demonstrations or train with DAgger in one process"
+                .into(),
+        ))
+    }
+
     fn snapshot(&self) -> EnvSnapshot {
         let job = self.job;
         let mut whole: Option<EnvSnapshot> = None;
