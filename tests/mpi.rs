@@ -291,7 +291,7 @@ fn rollout_ranks_collect_exactly_what_one_process_collects() {
         return;
     }
     // The learner sees the same batch, step for step: every tensor, metric and evaluation is
-    // bit-identical (PPO on pendulum and on rapier's reach, SAC on pendulum).
+    // bit-identical (PPO on pendulum and on rapier's reach, SAC on pendulum, flow GRPO on reach).
     let cases: [(&str, &[&str], usize); 3] = [
         (
             "ppo-pendulum",
@@ -322,6 +322,19 @@ fn rollout_ranks_collect_exactly_what_one_process_collects() {
         assert_eq!(eval("single"), eval("actors"), "{name}: evaluations differ");
         let _ = fs::remove_dir_all(&dir);
     }
+    // Flow RL's recipe: GRPO, whose groups start from shared states (the environments'
+    // snapshot and restore go through the rollout ranks), on a flow policy cloned from 4 demos.
+    let dir = temp_dir("actors-grpo");
+    let sft = ["train", "--task", "reach", "--algo", "sft", "--demos", "4", "--steps", "20", "--run-dir", "sft"];
+    let small = ["--set", "algo.policy.width=32", "--set", "algo.policy.hidden=[32]", "--set", "eval_episodes=1"];
+    let more = ["--set", "algo.updates_per_iteration=10", "--set", "algo.num_envs=2", "--quiet"];
+    assert_ok(&embodia(&dir, &[&sft[..], &small, &more].concat()), "sft");
+    let grpo = ["train", "--task", "reach", "--algo", "ppo-flow-sde", "--init", "sft", "--steps", "3000"];
+    let set = ["--set", "algo.advantage=\"grpo\"", "--set", "algo.group_size=4", "--set", "eval_episodes=2"];
+    alone_and_with_two_rollout_ranks(&dir, &[&grpo[..], &set].concat(), 8);
+    let worst = largest_difference(&tensors(&dir.join("single")), &tensors(&dir.join("actors")));
+    assert_eq!(worst, 0.0, "flow GRPO: parameters differ");
+    let _ = fs::remove_dir_all(&dir);
 }
 
 #[test]
