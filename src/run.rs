@@ -210,6 +210,35 @@ fn check_data_parallel(config: &TrainConfig) -> Result<(), RunError> {
     })
 }
 
+/// Fails unless this job has as many ranks of each kind as the run in `dir` (checkpoint
+/// `ckpt`) was trained on: each rank's environments are part of the checkpoint.
+fn check_ranks(ckpt: &Checkpoint, dir: &Path) -> Result<(), RunError> {
+    let layouts = [
+        // (checkpoint key, its value when absent, this job's, what it counts, how to launch)
+        ("ranks", 1, data_parallel::world().map_or(1, |w| w.size()), "rank(s)", "--dist ddp"),
+        (
+            "rollout_ranks",
+            0,
+            crate::rollout_ranks::rollout_job().map_or(0, |j| j.size() - 1),
+            "rollout rank(s)",
+            "--dist actors",
+        ),
+    ];
+    for (key, absent, now, what, mode) in layouts {
+        let trained: usize = ckpt.get(key).unwrap_or(absent);
+        if trained != now {
+            return Err(RunError::Io {
+                path: dir.join(CHECKPOINT_DIR).display().to_string(),
+                message: format!(
+                    "was written by a run with {trained} {what} and this job has {now}: resume it with as \
+                     many (each rank's environments are part of the checkpoint; {mode})"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// This process's rank: 0 alone.
 fn own_rank() -> usize {
     data_parallel::world().map_or(0, |w| w.rank())
@@ -315,29 +344,7 @@ impl Run {
         }
         check_data_parallel(&config)?;
         let ckpt = Checkpoint::load(&dir.join(CHECKPOINT_DIR))?;
-        let rollout_ranks = crate::rollout_ranks::rollout_job().map_or(0, |j| j.size() - 1);
-        let trained_with: usize = ckpt.get("rollout_ranks").unwrap_or(0);
-        if trained_with != rollout_ranks {
-            return Err(RunError::Io {
-                path: dir.join(CHECKPOINT_DIR).display().to_string(),
-                message: format!(
-                    "was written by a run with {trained_with} rollout rank(s) (`--dist actors`) and this one has \
-                     {rollout_ranks}: resume it with as many (`mpirun -np {}` … --dist actors)",
-                    trained_with + 1
-                ),
-            });
-        }
-        let ranks = data_parallel::world().map_or(1, |w| w.size());
-        let trained_on: usize = ckpt.get("ranks").unwrap_or(1);
-        if trained_on != ranks {
-            return Err(RunError::Io {
-                path: dir.join(CHECKPOINT_DIR).display().to_string(),
-                message: format!(
-                    "was written by a run on {trained_on} rank(s) and this job has {ranks}: resume it on \
-                     {trained_on} (each rank holds its own slice of the environments)"
-                ),
-            });
-        }
+        check_ranks(&ckpt, dir)?;
         let mut env = TrainEnv::new(&config)?;
         let learner = config.algo.restore(&config.context(), env.vec_env(), &ckpt, &default_device())?;
         let snapshot: EnvSnapshot = match rank {

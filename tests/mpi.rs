@@ -261,10 +261,10 @@ fn dist_errors_name_the_launch_the_world_size_and_what_each_mode_takes() {
     assert_ok(&mpirun(&dir, 2, &args), "two-rank run");
     let out = mpirun(&dir, 3, &["train", "--resume", "two", "--steps", "4096", "--dist", "ddp"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("run on 2 rank(s) and this job has 3"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("with 2 rank(s) and this job has 3"), "{}", stderr(&out));
     let out = embodia(&dir, &["train", "--resume", "two", "--steps", "4096"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("resume it on 2"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("with 2 rank(s) and this job has 1"), "{}", stderr(&out));
     // The run itself evaluates and exports as any other.
     assert_ok(&embodia(&dir, &["eval", "--run", "two", "--episodes", "4"]), "eval of a two-rank run");
     let _ = fs::remove_dir_all(&dir);
