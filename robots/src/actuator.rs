@@ -21,6 +21,17 @@ pub enum ControlMode {
     Torque,
 }
 
+impl ControlMode {
+    /// The name a config writes (`position`, `velocity`, `torque`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Position => "position",
+            Self::Velocity => "velocity",
+            Self::Torque => "torque",
+        }
+    }
+}
+
 /// How one group of joints is driven.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

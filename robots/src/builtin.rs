@@ -1,7 +1,7 @@
 //! The robots that ship with embodia: URDF files under `assets/robots/`, embedded in the
 //! binary, and the cart-pole, built in code from the constants of the classic benchmark.
 
-use crate::mjcf::{MjcfError, load_mjcf};
+use crate::mjcf::MjcfError;
 use crate::model::{Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, Pose, RobotModel, Shape};
 use crate::urdf::{UrdfError, parse_urdf};
 
@@ -117,9 +117,14 @@ pub enum BuiltinError {
     /// The embedded URDF does not parse (a bug in the shipped asset).
     #[error(transparent)]
     Urdf(#[from] UrdfError),
-    /// The MJCF file named by [`scene_robot`] is unreadable, invalid or unsupported.
+    /// The MJCF file named by [`scene_robot`](crate::scene_robot) is unreadable, invalid or
+    /// unsupported.
     #[error(transparent)]
     Mjcf(#[from] MjcfError),
+    /// The MJCF file's actuators cannot drive the joints as embodia does (the message names the
+    /// file, the actuators and the joint).
+    #[error("{0}")]
+    Drives(String),
 }
 
 /// The [`RobotModel`] of the built-in robot called `name`.
@@ -134,18 +139,6 @@ pub fn builtin(name: &str) -> Result<RobotModel, BuiltinError> {
         Source::Code(build) => Ok(build()),
         Source::Classic => Err(BuiltinError::Classic(name.to_string())),
     }
-}
-
-/// The [`RobotModel`] a task's `scene.robot` names: the path of an MJCF file when it ends in
-/// `.xml` (relative to the working directory; see [`crate::mjcf`]), else a built-in robot
-/// ([`builtin`]). Of an MJCF file the model is used with its sites as links
-/// ([`MjcfRobot::model_with_sites`](crate::MjcfRobot::model_with_sites), so that a site can be
-/// the end effector); the task's own actuator settings drive the joints.
-pub fn scene_robot(robot: &str) -> Result<RobotModel, BuiltinError> {
-    if robot.ends_with(".xml") {
-        return Ok(load_mjcf(std::path::Path::new(robot))?.model_with_sites());
-    }
-    builtin(robot)
 }
 
 /// Cart-pole: a 1 kg cart on a prismatic rail (±3 m) along x with a passive 0.1 kg, 1 m
@@ -250,10 +243,9 @@ mod tests {
     #[test]
     fn scene_robot_reads_mjcf_files_and_built_in_names() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/robots/so101.xml");
-        let mjcf = scene_robot(path).unwrap();
+        let mjcf = crate::scene_robot(path).unwrap().model;
         assert_eq!((mjcf.name.as_str(), mjcf.actuated_joints().len()), ("so101", 6));
-        assert_eq!(scene_robot("so101").unwrap(), builtin("so101").unwrap());
-        let missing = scene_robot("no/such/robot.xml").unwrap_err();
+        let missing = crate::scene_robot("no/such/robot.xml").unwrap_err();
         assert!(matches!(missing, BuiltinError::Mjcf(_)));
         assert!(missing.to_string().starts_with("no/such/robot.xml: cannot read the file"), "{missing}");
     }

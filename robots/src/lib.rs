@@ -15,18 +15,20 @@ pub mod mjcf;
 pub mod model;
 pub mod parser_panics;
 pub mod quadrotor_params;
+pub mod scene_robot;
 mod summary;
 pub mod urdf;
 
 pub use actuator::{ActuatorConfig, ControlMode};
-pub use builtin::{BuiltinError, RobotInfo, builtin, catalog, scene_robot};
+pub use builtin::{BuiltinError, RobotInfo, builtin, catalog};
 pub use hardware::{Calibration, HardwareError, HardwareMap, JointCalibration, ServoBus, ServoJoint};
-pub use mjcf::{MjcfActuator, MjcfError, MjcfErrorKind, MjcfRobot, load_mjcf, parse_mjcf};
+pub use mjcf::{CollisionFilter, MjcfActuator, MjcfError, MjcfErrorKind, MjcfRobot, load_mjcf, parse_mjcf};
 pub use model::{
     Geometry, Inertial, Joint, JointDynamics, JointKind, JointLimit, Link, MeshCollision, MeshData, Mimic, Pose,
     RobotModel, Shape,
 };
 pub use quadrotor_params::QuadrotorParams;
+pub use scene_robot::{FileActuator, FileDrives, SceneRobot, scene_robot};
 pub use urdf::{UrdfError, UrdfErrorKind, load_urdf, parse_urdf};
 
 /// Physical parameters of the single-link pendulum of gymnasium's `Pendulum-v1`.

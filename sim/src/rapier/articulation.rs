@@ -5,12 +5,15 @@
 //! adds nothing but cost. Every other link is a rigid body, and every revolute, continuous or
 //! prismatic joint is a one-DoF joint whose motor implements the actuator: a multibody joint
 //! ([`JointModel::Reduced`]) or an impulse joint ([`JointModel::Impulse`]). Mimic joints are
-//! DoF couplings (reduced model only).
+//! DoF couplings (reduced model only). Each actuated joint has its own [`JointDrive`] (mode,
+//! gains, effort limit, armature, command range); MJCF collision bitmasks and excluded pairs
+//! decide which shapes touch (see [`super::contact_filter`]).
 
-use embodia_robots::{ActuatorConfig, ControlMode, Geometry, JointKind, MeshCollision, RobotModel};
+use embodia_robots::{ActuatorConfig, CollisionFilter, ControlMode, Geometry, JointKind, MeshCollision, RobotModel};
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::contact_filter::{ExcludedPairs, SELF_GROUP, mjcf_groups};
 use crate::SimError;
 
 /// How the joints of an articulation are simulated.
@@ -38,7 +41,8 @@ use crate::SimError;
 ///   - mimic joints are not supported ([`SimError::InvalidRobot`]);
 ///   - continuous joint angles are read back wrapped into `[-π, π]`;
 ///   - without self-collisions, the robot's colliders are put in collision group 32 alone and
-///     filter that group out: leave group 32 to robots in the other colliders' groups.
+///     filter that group out: leave group 32 to robots in the other colliders' groups; MJCF
+///     collision bitmasks then cannot be honoured and are refused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JointModel {
@@ -52,10 +56,6 @@ pub enum JointModel {
 /// Internal PGS iterations per solver iteration that [`JointModel::Impulse`] needs at least.
 pub const IMPULSE_PGS_ITERATIONS: usize = 3;
 
-/// The collision group that the robot's colliders alone belong to under [`JointModel::Impulse`]
-/// without self-collisions.
-const SELF_GROUP: Group = Group::GROUP_32;
-
 /// Where and how to put a robot into a world.
 #[derive(Debug, Clone)]
 pub struct SpawnOptions {
@@ -67,10 +67,15 @@ pub struct SpawnOptions {
     pub self_collisions: bool,
     /// Coulomb friction coefficient of the robot's colliders.
     pub friction: f32,
-    /// Collision groups of the robot's colliders.
+    /// Collision groups of the robot's colliders (except those `collision_filters` names).
     pub groups: InteractionGroups,
     /// Multibody or impulse joints.
     pub joint_model: JointModel,
+    /// MuJoCo collision bitmasks of some collision shapes (MJCF `contype`/`conaffinity`).
+    pub collision_filters: Vec<CollisionFilter>,
+    /// Pairs of links (indices into [`RobotModel::links`]) whose shapes never touch (MJCF
+    /// `<contact><exclude>`; matters with self-collisions only).
+    pub excluded_pairs: Vec<(usize, usize)>,
 }
 
 impl Default for SpawnOptions {
@@ -82,7 +87,27 @@ impl Default for SpawnOptions {
             friction: 1.0,
             groups: InteractionGroups::all(),
             joint_model: JointModel::Reduced,
+            collision_filters: Vec::new(),
+            excluded_pairs: Vec::new(),
         }
+    }
+}
+
+/// How one actuated joint is driven.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JointDrive {
+    /// Mode, gains, effort limit and armature (`latency_steps` and `noise_std` are the scene's).
+    pub actuator: ActuatorConfig,
+    /// Commands are clipped into `[lower, upper]`, in the mode's units (rad or m, rad/s or
+    /// m/s, N·m or N), besides the joint's position limits (position mode) and effort limit
+    /// (torque mode). Unbounded unless an MJCF `ctrlrange` says otherwise.
+    pub command_range: [f32; 2],
+}
+
+impl JointDrive {
+    /// A drive by `actuator` with no command range of its own.
+    pub fn new(actuator: ActuatorConfig) -> Self {
+        Self { actuator, command_range: [f32::NEG_INFINITY, f32::INFINITY] }
     }
 }
 
@@ -117,6 +142,8 @@ struct Dof {
     /// Passive viscous damping (N·m·s/rad or N·s/m) and Coulomb friction (N·m or N).
     damping: f32,
     friction: f32,
+    /// Armature, kg·m² or kg: its drive's (a mimic joint's: its source's).
+    armature: f32,
     /// For a mimic joint: (index in `dofs` of the source, multiplier, offset).
     mimic: Option<(usize, f32, f32)>,
 }
@@ -207,12 +234,23 @@ pub struct Articulation {
     dofs: Vec<Dof>,
     /// Indices into `dofs` of the actuated joints, in [`RobotModel::actuated_joints`] order.
     actuated: Vec<usize>,
-    /// Latest command per actuated joint, clipped to the joint's limits: position target (rad
-    /// or m), velocity target (rad/s or m/s) or effort (N·m or N) depending on the mode.
+    /// Latest command per actuated joint, clipped to `command_bounds`: position target (rad
+    /// or m), velocity target (rad/s or m/s) or effort (N·m or N) depending on its mode.
     commands: Vec<f32>,
-    /// Latest scaled gains `(kp, kd)` of the actuator.
-    gains: (f32, f32),
-    actuator: ActuatorConfig,
+    /// How each actuated joint is driven, `[num_actuated]`.
+    drives: Vec<JointDrive>,
+    /// Per actuated joint, the interval commands are clipped into: the drive's command range
+    /// within the joint's position limits (position mode) or effort limit (torque mode).
+    command_bounds: Vec<(f32, f32)>,
+    /// Latest factor on every drive's gains (domain randomization).
+    gain_scale: f32,
+    /// Whether any joint is in torque mode (efforts to apply before every substep).
+    has_torque: bool,
+    /// Whether an impulse joint in torque mode has armature (its motor is refreshed every
+    /// substep).
+    has_rotor: bool,
+    /// Pairs of bodies whose contacts are excluded (the physics hooks of every step).
+    excluded: ExcludedPairs,
     fixed_base: bool,
     /// The multibody of the robot (`None` for a robot that is a single rigid body).
     multibody: Option<MultibodyIndex>,
@@ -264,17 +302,41 @@ fn mass_properties(inertial: &embodia_robots::Inertial, frame: &Pose) -> MassPro
 }
 
 impl Articulation {
-    /// Adds `model` to `world`, driven by `actuator`. Errors when a moving link has no mass, a
-    /// floating joint is not at the root, a mesh cannot be turned into a collider, or a mimic
-    /// joint is used with [`JointModel::Impulse`].
+    /// Adds `model` to `world`, every joint driven by `actuator`: [`Self::spawn_driven`] with
+    /// one drive.
     pub fn spawn(
         world: &mut PhysicsWorld,
         model: &RobotModel,
         actuator: ActuatorConfig,
         options: &SpawnOptions,
     ) -> Result<Self, SimError> {
+        let drives = vec![JointDrive::new(actuator); model.actuated_joints().len()];
+        Self::spawn_driven(world, model, &drives, options)
+    }
+
+    /// Adds `model` to `world`, actuated joint `i` driven by `drives[i]`
+    /// (`[num_actuated]`). Errors when a drive is invalid or its command range misses the
+    /// joint's limits, a moving link has no mass, a floating joint is not at the root, a mesh
+    /// cannot be turned into a collider, a collision bitmask is invalid, or a mimic joint or
+    /// collision bitmasks without self-collisions are used with [`JointModel::Impulse`].
+    pub fn spawn_driven(
+        world: &mut PhysicsWorld,
+        model: &RobotModel,
+        drives: &[JointDrive],
+        options: &SpawnOptions,
+    ) -> Result<Self, SimError> {
         let bad = |msg: String| SimError::InvalidRobot(format!("robot \"{}\": {msg}", model.name));
-        actuator.validate().map_err(bad)?;
+        let actuated_joints = model.actuated_joints();
+        if drives.len() != actuated_joints.len() {
+            return Err(bad(format!("{} drives for {} actuated joints", drives.len(), actuated_joints.len())));
+        }
+        for (drive, &j) in drives.iter().zip(&actuated_joints) {
+            drive.actuator.validate().map_err(|e| bad(format!("joint \"{}\": {e}", model.joints[j].name)))?;
+        }
+        let mut drive_of = vec![None; model.joints.len()];
+        for (i, &j) in actuated_joints.iter().enumerate() {
+            drive_of[j] = Some(i);
+        }
         let impulse = options.joint_model == JointModel::Impulse;
         if impulse {
             let pgs = &mut world.integration_parameters.num_internal_pgs_iterations;
@@ -340,7 +402,13 @@ impl Articulation {
 
         // A multibody filters its own contacts; impulse-jointed bodies are kept apart by a
         // collision group of their own.
-        let groups = if impulse && !options.self_collisions {
+        let apart = impulse && !options.self_collisions;
+        if apart && !options.collision_filters.is_empty() {
+            return Err(bad(
+                "collision bitmasks (MJCF contype/conaffinity) need the reduced joint model or self-collisions".into(),
+            ));
+        }
+        let groups = if apart {
             InteractionGroups {
                 memberships: SELF_GROUP,
                 filter: options.groups.filter.difference(SELF_GROUP),
@@ -349,13 +417,27 @@ impl Articulation {
         } else {
             options.groups
         };
+        let mut excluded = ExcludedPairs::default();
+        if options.self_collisions {
+            for &(a, b) in &options.excluded_pairs {
+                excluded.insert(handle_of(a), handle_of(b));
+            }
+        }
         for (l, link) in model.links.iter().enumerate() {
-            for shape in &link.collisions {
+            for (s, shape) in link.collisions.iter().enumerate() {
                 let collider = collider_for(&shape.geometry)
                     .ok_or_else(|| bad(format!("link \"{}\": degenerate collision mesh", link.name)))?;
                 let local = frame_in_body[l] * to_pose(&shape.origin) * collider.position;
-                let collider =
+                let groups = match options.collision_filters.iter().find(|f| (f.link, f.shape) == (l, s)) {
+                    Some(f) => mjcf_groups(f.contype, f.conaffinity)
+                        .map_err(|e| bad(format!("link \"{}\", collision shape {s}: {e}", link.name)))?,
+                    None => groups,
+                };
+                let mut collider =
                     collider.position(local).density(0.0).friction(options.friction).collision_groups(groups);
+                if excluded.involves(handle_of(l)) {
+                    collider = collider.active_hooks(ActiveHooks::FILTER_CONTACT_PAIRS);
+                }
                 world.insert_collider(collider, Some(handle_of(l)));
             }
         }
@@ -376,7 +458,10 @@ impl Articulation {
                 (JointKind::Continuous, _) | (_, None) => (f32::NEG_INFINITY, f32::INFINITY),
                 (_, Some(l)) => (l.lower as f32, l.upper as f32),
             };
-            let effort = actuator.effort_limit.or(joint.limit.map(|l| l.effort)).unwrap_or(f64::INFINITY) as f32;
+            let drive = drive_of[j].or_else(|| drive_of[joint.mimic?.joint]).map(|i| drives[i].actuator);
+            let effort =
+                drive.and_then(|a| a.effort_limit).or(joint.limit.map(|l| l.effort)).unwrap_or(f64::INFINITY) as f32;
+            let armature = drive.map_or(0.0, |a| a.armature as f32);
             let mimic = joint.mimic.and_then(|m| Some((dof_slot[m.joint]?, m.multiplier as f32, m.offset as f32)));
             if joint.mimic.is_some() && mimic.is_none() {
                 return Err(bad(format!(
@@ -419,22 +504,46 @@ impl Articulation {
                 effort,
                 damping,
                 friction,
+                armature,
                 mimic,
             });
             dof_slot[j] = Some(dofs.len() - 1);
         }
 
         let root = handle_of(model.root);
-        let actuated: Vec<usize> =
-            model.actuated_joints().iter().map(|&j| dof_slot[j].expect("one-DoF joint")).collect();
+        let actuated: Vec<usize> = actuated_joints.iter().map(|&j| dof_slot[j].expect("one-DoF joint")).collect();
+        let mut command_bounds = Vec::with_capacity(actuated.len());
+        for (drive, &d) in drives.iter().zip(&actuated) {
+            let (dof, [lo, hi]) = (&dofs[d], drive.command_range);
+            let bounds = match drive.actuator.mode {
+                ControlMode::Position => (dof.lower.max(lo), dof.upper.min(hi)),
+                ControlMode::Velocity => (lo, hi),
+                ControlMode::Torque => ((-dof.effort).max(lo), dof.effort.min(hi)),
+            };
+            if !(bounds.0 <= bounds.1) {
+                let joint = &model.joints[actuated_joints[command_bounds.len()]].name;
+                return Err(bad(format!(
+                    "joint \"{joint}\": the command range [{lo}, {hi}] misses the joint's {} [{}, {}]",
+                    if drive.actuator.mode == ControlMode::Torque { "effort limit" } else { "position limits" },
+                    if drive.actuator.mode == ControlMode::Torque { -dof.effort } else { dof.lower },
+                    if drive.actuator.mode == ControlMode::Torque { dof.effort } else { dof.upper },
+                )));
+            }
+            command_bounds.push(bounds);
+        }
+        let torque = |d: &JointDrive| d.actuator.mode == ControlMode::Torque;
         let mut articulation = Self {
             root,
             root_mass,
             link_frames: (0..n).map(|l| (handle_of(l), frame_in_body[l])).collect(),
             commands: vec![0.0; actuated.len()],
-            gains: (actuator.stiffness as f32, actuator.damping as f32),
+            drives: drives.to_vec(),
+            command_bounds,
+            gain_scale: 1.0,
+            has_torque: drives.iter().any(torque),
+            has_rotor: impulse && drives.iter().any(|d| torque(d) && d.actuator.armature > 0.0),
+            excluded,
             actuated,
-            actuator,
             fixed_base: options.fixed_base,
             displacement: Vec::new(),
             targets: vec![(0.0, 0.0); dofs.len()],
@@ -461,7 +570,7 @@ impl Articulation {
             let index = mb.link(dof.multibody_link()).expect("link of this multibody").assembly_id();
             mb.damping_mut()[index] = dof.damping;
             mb.frictions_mut()[index] = dof.friction;
-            mb.armature_mut()[index] = self.actuator.armature as f32;
+            mb.armature_mut()[index] = dof.armature;
             if let Some((source, coeff, offset)) = dof.mimic {
                 let source = &self.dofs[source];
                 mb.add_dof_coupling(MultibodyDofCoupling {
@@ -485,9 +594,20 @@ impl Articulation {
         self.actuated.len()
     }
 
-    /// The driving actuator configuration.
-    pub fn actuator(&self) -> &ActuatorConfig {
-        &self.actuator
+    /// How actuated joint `i` is driven.
+    pub fn drive(&self, i: usize) -> &JointDrive {
+        &self.drives[i]
+    }
+
+    /// Gains `(kp, kd)` of actuated joint `i` as last commanded (scaled by the gain factor).
+    pub fn gains(&self, i: usize) -> (f32, f32) {
+        let a = &self.drives[i].actuator;
+        (a.stiffness as f32 * self.gain_scale, a.damping as f32 * self.gain_scale)
+    }
+
+    /// The physics hooks every step of the world must use: the excluded contact pairs.
+    pub fn contact_hooks(&self) -> &ExcludedPairs {
+        &self.excluded
     }
 
     /// Position limits `(lower, upper)` of actuated joint `i`, rad or m (infinite when unlimited).
@@ -663,27 +783,24 @@ impl Articulation {
     }
 
     /// Sets the command of every actuated joint, `[num_actuated]`: position targets (rad or m),
-    /// velocity targets (rad/s or m/s) or efforts (N·m or N) depending on the actuator mode.
-    /// `gain_scale` scales the configured gains (domain randomization; pass 1.0 for nominal).
-    /// Efforts are applied by [`Articulation::apply_efforts`] before every physics substep.
+    /// velocity targets (rad/s or m/s) or efforts (N·m or N) depending on each joint's mode,
+    /// clipped into the joint's command bounds. `gain_scale` scales every drive's gains
+    /// (domain randomization; pass 1.0 for nominal). Efforts are applied by
+    /// [`Articulation::apply_efforts`] before every physics substep.
     pub fn command(&mut self, world: &mut PhysicsWorld, command: &[f32], gain_scale: f32) {
-        self.gains = (self.actuator.stiffness as f32 * gain_scale, self.actuator.damping as f32 * gain_scale);
-        for (i, &d) in self.actuated.iter().enumerate() {
-            let dof = &self.dofs[d];
-            self.commands[i] = match self.actuator.mode {
-                ControlMode::Position => command[i].clamp(dof.lower, dof.upper),
-                ControlMode::Velocity => command[i],
-                ControlMode::Torque => command[i].clamp(-dof.effort, dof.effort),
-            };
+        self.gain_scale = gain_scale;
+        for ((c, &x), &(lo, hi)) in self.commands.iter_mut().zip(command).zip(&self.command_bounds) {
+            *c = x.clamp(lo, hi);
         }
-        self.drive(world);
+        self.drive_motors(world);
     }
 
-    /// Armature over the physics step, `J/dt` (N·m·s/rad or N·s/m), where impulse joints'
-    /// motors carry it: in torque mode (see [`JointModel::Impulse`]).
-    fn rotor_rate(&self, world: &PhysicsWorld) -> f32 {
-        match self.actuator.mode {
-            ControlMode::Torque => self.actuator.armature as f32 / world.integration_parameters.dt,
+    /// Armature of actuated joint `i` over the physics step, `J/dt` (N·m·s/rad or N·s/m),
+    /// where impulse joints' motors carry it: in torque mode (see [`JointModel::Impulse`]).
+    fn rotor_rate(&self, world: &PhysicsWorld, i: usize) -> f32 {
+        let a = &self.drives[i].actuator;
+        match a.mode {
+            ControlMode::Torque => a.armature as f32 / world.integration_parameters.dt,
             _ => 0.0,
         }
     }
@@ -691,18 +808,19 @@ impl Articulation {
     /// Sets the joint motors from the latest commands: multibody joints in position and velocity
     /// modes, impulse joints always (their motor also carries damping, armature and, in torque
     /// mode, the effort: see [`Dof::motor`]).
-    fn drive(&self, world: &mut PhysicsWorld) {
-        let mode = self.actuator.mode;
-        if self.multibody.is_some() && mode == ControlMode::Torque {
-            return;
-        }
-        let rotor_rate = self.rotor_rate(world);
+    fn drive_motors(&self, world: &mut PhysicsWorld) {
         for (i, &d) in self.actuated.iter().enumerate() {
+            let mode = self.drives[i].actuator.mode;
+            if self.multibody.is_some() && mode == ControlMode::Torque {
+                continue;
+            }
+            let rotor_rate = self.rotor_rate(world, i);
             let dof = &self.dofs[d];
             let command = self.commands[i];
+            let gains = self.gains(i);
             let (target, gains, effort) = match mode {
-                ControlMode::Position => ((command, 0.0), self.gains, 0.0),
-                ControlMode::Velocity => ((0.0, command), (0.0, self.gains.1), 0.0),
+                ControlMode::Position => ((command, 0.0), gains, 0.0),
+                ControlMode::Velocity => ((0.0, command), (0.0, gains.1), 0.0),
                 ControlMode::Torque if dof.effort_in_motor(rotor_rate) => ((0.0, 0.0), (0.0, 0.0), command),
                 ControlMode::Torque => ((0.0, 0.0), (0.0, 0.0), 0.0),
             };
@@ -737,12 +855,11 @@ impl Articulation {
     /// armature term of impulse joints' motors (it depends on the joint velocity at the start of
     /// the substep).
     pub fn apply_efforts(&self, world: &mut PhysicsWorld) {
-        if self.actuator.mode != ControlMode::Torque {
+        if !self.has_torque {
             return;
         }
-        let rotor_rate = self.rotor_rate(world);
-        if self.multibody.is_none() && rotor_rate > 0.0 {
-            self.drive(world);
+        if self.has_rotor {
+            self.drive_motors(world);
         }
         for dof in &self.dofs {
             for body in [dof.child, dof.parent] {
@@ -752,7 +869,7 @@ impl Articulation {
         }
         for (i, &d) in self.actuated.iter().enumerate() {
             let dof = self.dofs[d];
-            if dof.effort_in_motor(rotor_rate) {
+            if self.drives[i].actuator.mode != ControlMode::Torque || dof.effort_in_motor(self.rotor_rate(world, i)) {
                 continue;
             }
             let frame = *world.bodies[dof.child].position() * dof.frame2;

@@ -161,6 +161,7 @@ pub fn cartpole() -> TaskConfig {
             self_collisions: false,
             solver_iterations: 4,
             joint_model: JointModel::Reduced,
+            actuators_from: ActuatorSource::Task,
             gravity_compensation: false,
             objects: Vec::new(),
             table: None,
@@ -224,6 +225,7 @@ pub fn reach(robot: &str, end_effector: &str, target: [Range; 3]) -> TaskConfig 
             self_collisions: false,
             solver_iterations: 4,
             joint_model: JointModel::Reduced,
+            actuators_from: ActuatorSource::Task,
             gravity_compensation: false,
             objects: Vec::new(),
             table: None,
@@ -313,6 +315,7 @@ pub fn ant_run() -> TaskConfig {
             // `impulse` is ~2.5x faster but its legs answer torques more slowly (see
             // `JointModel::Impulse`).
             joint_model: JointModel::Reduced,
+            actuators_from: ActuatorSource::Task,
             gravity_compensation: false,
             objects: Vec::new(),
             table: None,
@@ -387,6 +390,7 @@ pub fn quadruped_velocity() -> TaskConfig {
             // ~3.5x the env-steps/s of reduced joints; stands ~3 cm lower (see
             // `JointModel::Impulse`).
             joint_model: JointModel::Impulse,
+            actuators_from: ActuatorSource::Task,
             gravity_compensation: false,
             objects: Vec::new(),
             table: None,
@@ -504,6 +508,7 @@ fn lift(
             // 4 iterations let a held cube creep in the grasp and slip out (rapier 0.36).
             solver_iterations: 8,
             joint_model: JointModel::Reduced,
+            actuators_from: ActuatorSource::Task,
             gravity_compensation: false,
             objects: vec![object],
             table: Some(table),
@@ -674,6 +679,7 @@ pub fn push_t() -> TaskConfig {
             self_collisions: false,
             solver_iterations: 4,
             joint_model: JointModel::Reduced,
+            actuators_from: ActuatorSource::Task,
             gravity_compensation: false,
             objects: vec![ObjectConfig {
                 name: "tee".into(),

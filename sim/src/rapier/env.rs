@@ -12,7 +12,7 @@ use super::scripted_expert::ExpertLabeler;
 use super::spec::SceneSpec;
 use super::task_config::TaskConfig;
 use crate::{ActionSpec, BoxSpace, EnvSnapshot, ObsSpec, RngState, SimError, StepBuffers, TaskInfo, VecEnv};
-use embodia_robots::RobotModel;
+use embodia_robots::SceneRobot;
 
 /// Per-environment scalar results of a step, gathered into [`StepBuffers`] after the parallel
 /// part.
@@ -56,9 +56,15 @@ pub struct RapierEnv {
 type AddedReward = Arc<dyn Fn(&mut Scene) + Send + Sync>;
 
 impl RapierEnv {
-    /// Builds `num_envs` worlds of `config` with `model`, reset with seed 0. `info` names the
-    /// task; its time limit and threshold are taken from `config`.
-    pub fn new(info: TaskInfo, config: TaskConfig, model: RobotModel, num_envs: usize) -> Result<Self, SimError> {
+    /// Builds `num_envs` worlds of `config` with `robot` (a [`SceneRobot`], or a bare
+    /// [`RobotModel`](embodia_robots::RobotModel) driven by the task's actuator), reset with
+    /// seed 0. `info` names the task; its time limit and threshold are taken from `config`.
+    pub fn new(
+        info: TaskInfo,
+        config: TaskConfig,
+        robot: impl Into<SceneRobot>,
+        num_envs: usize,
+    ) -> Result<Self, SimError> {
         if num_envs == 0 {
             return Err(SimError::ZeroEnvs);
         }
@@ -67,7 +73,7 @@ impl RapierEnv {
         }
         let info =
             TaskInfo { max_episode_steps: config.episode_steps, solve_threshold: config.solve_threshold, ..info };
-        let spec = Arc::new(SceneSpec::new(config, model)?);
+        let spec = Arc::new(SceneSpec::new(config, robot)?);
         let scenes = (0..num_envs).map(|i| Scene::new(&spec, env_rng(0, i))).collect::<Result<Vec<_>, _>>()?;
         let clip = spec.config.action.clip;
         let critic = spec.config.observations.critic.is_some();

@@ -1,7 +1,9 @@
 //! Robots and scenes simulated with rapier3d, many worlds stepped in parallel.
 //!
 //! - [`articulation`]: a [`RobotModel`](embodia_robots::RobotModel) as a multibody or as
-//!   impulse-jointed bodies ([`JointModel`]), with drives.
+//!   impulse-jointed bodies ([`JointModel`]), with drives; [`drives`]: how each joint is
+//!   driven (the task's actuator or an MJCF file's own); [`contact_filter`]: which shapes touch
+//!   (MJCF collision bitmasks and excluded pairs).
 //! - [`task_config`]: a task as a typed configuration of observation, reward, termination and
 //!   event terms; [`builtin_tasks`]: the registered ones.
 //! - [`spec`]: what the environments of a task share; [`scene`]: one environment, a bevy_ecs
@@ -18,6 +20,8 @@
 
 pub mod articulation;
 pub mod builtin_tasks;
+pub mod contact_filter;
+pub mod drives;
 pub mod ee_action;
 pub mod env;
 pub mod expert_runs;

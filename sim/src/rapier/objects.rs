@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::contact_filter::SCENE_GROUPS;
 use super::sampling::{Range, uniform};
 
 /// Spacing of the grid of points that [`Objects::coverage`] samples the goal footprint with, m.
@@ -274,14 +275,16 @@ pub struct Objects {
 }
 
 impl Objects {
-    /// Adds the table and the objects to `world` (objects at their frames' origin until reset).
+    /// Adds the table and the objects to `world` (objects at their frames' origin until reset),
+    /// as MuJoCo's default geoms for collision purposes ([`SCENE_GROUPS`]).
     pub fn build(world: &mut PhysicsWorld, objects: &[ObjectConfig], table: Option<&TableConfig>) -> Self {
         let table = table.map(|t| {
             let body = world.insert_body(RigidBodyBuilder::fixed());
             world.insert_collider(
                 ColliderBuilder::cuboid(t.size[0] / 2.0, t.size[1] / 2.0, TABLE_THICKNESS / 2.0)
                     .translation(Vector::new(t.center[0], t.center[1], t.height - TABLE_THICKNESS / 2.0))
-                    .friction(t.friction),
+                    .friction(t.friction)
+                    .collision_groups(SCENE_GROUPS),
                 Some(body),
             )
         });
@@ -290,7 +293,7 @@ impl Objects {
             .map(|o| {
                 let body = world.insert_body(RigidBodyBuilder::dynamic().can_sleep(false));
                 for collider in o.shape.colliders(o.mass) {
-                    world.insert_collider(collider.friction(o.friction), Some(body));
+                    world.insert_collider(collider.friction(o.friction).collision_groups(SCENE_GROUPS), Some(body));
                 }
                 body
             })

@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use rapier3d::prelude::*;
 
 use super::articulation::{Articulation, SpawnOptions};
+use super::contact_filter::SCENE_GROUPS;
 use super::ee_action::EeDelta;
 use super::objects::Objects;
 use super::spec::SceneSpec;
@@ -58,7 +59,8 @@ impl Scene {
             world.insert_collider(
                 ColliderBuilder::cuboid(100.0, 100.0, 0.5)
                     .translation(Vector::new(0.0, 0.0, -0.5))
-                    .friction(s.friction),
+                    .friction(s.friction)
+                    .collision_groups(SCENE_GROUPS),
                 Some(ground),
             );
         }
@@ -69,8 +71,10 @@ impl Scene {
             friction: s.friction,
             groups: InteractionGroups::all(),
             joint_model: s.joint_model,
+            collision_filters: spec.collision_filters.clone(),
+            excluded_pairs: spec.excluded_pairs.clone(),
         };
-        let robot = Articulation::spawn(&mut world, &spec.model, s.actuator, &options)?;
+        let robot = Articulation::spawn_driven(&mut world, &spec.model, &spec.drives, &options)?;
         if s.gravity_compensation {
             robot.set_gravity_scale(&mut world, 0.0);
         }

@@ -1,8 +1,9 @@
 //! [`SceneSpec`]: what every environment of a rapier task shares, resolved once from the task
 //! config and the robot (joint indices, observation sizes, the language family).
 
-use embodia_robots::RobotModel;
+use embodia_robots::{CollisionFilter, RobotModel, SceneRobot};
 
+use super::drives::{JointDrive, drive_origin, mode_of, resolve_drives};
 use super::language::LanguageSpec;
 use super::objects::ObjectsSpec;
 use super::task_config::{
@@ -17,6 +18,12 @@ pub struct SceneSpec {
     pub config: TaskConfig,
     /// The robot.
     pub model: RobotModel,
+    /// How each actuated joint is driven, `[num_actuated]`.
+    pub drives: Vec<JointDrive>,
+    /// The robot file's collision bitmasks (MJCF), for the shapes that have them.
+    pub collision_filters: Vec<CollisionFilter>,
+    /// Pairs of links whose shapes never touch (MJCF `<contact><exclude>`).
+    pub excluded_pairs: Vec<(usize, usize)>,
     /// For each action component, the index of its joint among the actuated joints.
     pub driven: Vec<usize>,
     /// Default position per actuated joint, rad or m, `[num_actuated]`.
@@ -40,10 +47,14 @@ pub struct SceneSpec {
 }
 
 impl SceneSpec {
-    /// Resolves joint and link names of `config` against `model`.
-    pub fn new(config: TaskConfig, model: RobotModel) -> Result<Self, SimError> {
+    /// Resolves joint and link names of `config` against `robot`, and how its joints are
+    /// driven (see [`super::drives`]).
+    pub fn new(config: TaskConfig, robot: impl Into<SceneRobot>) -> Result<Self, SimError> {
         let bad = SimError::InvalidTask;
         config.validate().map_err(bad)?;
+        let robot = robot.into();
+        let drives = resolve_drives(&config.scene, &robot).map_err(bad)?;
+        let model = &robot.model;
         let actuated = model.actuated_joints();
         let find = |field: &str, name: &str| {
             (0..actuated.len())
@@ -178,6 +189,21 @@ impl SceneSpec {
         if ee_action && driven.is_empty() {
             return Err(bad("`env.action.joints`: end-effector actions need at least one arm joint".into()));
         }
+        let wanted = mode_of(config.action.kind);
+        let gripper_joint = gripper.map(|g| (g, embodia_robots::ControlMode::Position, "`env.action.gripper`"));
+        let kind = format!("`env.action.kind = \"{}\"`", config.action.kind.name());
+        for (i, mode, what) in driven.iter().map(|&i| (i, wanted, kind.as_str())).chain(gripper_joint) {
+            let drive = &drives[i].actuator;
+            if drive.mode != mode {
+                return Err(bad(format!(
+                    "{what} needs {} control, but joint \"{}\" is driven in {} mode by {}",
+                    mode.name(),
+                    model.joints[actuated[i]].name,
+                    drive.mode.name(),
+                    drive_origin(&config.scene, &robot, i),
+                )));
+            }
+        }
         let arm_actions = if ee_action { 3 } else { driven.len() };
         let (na, n) = (actuated.len(), arm_actions + gripper.is_some() as usize);
         let (no, nv) = (config.scene.objects.len(), language.as_ref().map_or(0, LanguageSpec::len));
@@ -187,7 +213,10 @@ impl SceneSpec {
         let objects = ObjectsSpec::new(&config.scene.objects, config.scene.table.as_ref());
         Ok(Self {
             config,
-            model,
+            drives,
+            collision_filters: robot.collision_filters,
+            excluded_pairs: robot.excluded_pairs,
+            model: robot.model,
             driven,
             default_q,
             rewards,

@@ -48,7 +48,7 @@ pub struct TaskConfig {
 #[serde(deny_unknown_fields)]
 pub struct SceneConfig {
     /// Built-in robot name (`embodia list`), or the path of an MJCF file ending in `.xml`
-    /// (relative to the working directory), whose joints this scene's `actuator` drives.
+    /// (relative to the working directory).
     pub robot: String,
     /// Whether the robot's root is welded to the world.
     pub fixed_base: bool,
@@ -59,8 +59,13 @@ pub struct SceneConfig {
     pub default_joint_positions: BTreeMap<String, f32>,
     /// Link whose pose is the end effector (`ee_*` terms).
     pub end_effector: Option<String>,
-    /// How the robot's joints are driven.
+    /// How the robot's joints are driven (all of them, or with `actuators_from =
+    /// "robot_file"` those the robot file drives not).
     pub actuator: ActuatorConfig,
+    /// Which actuators drive the joints: `task` (`actuator`, the default) or `robot_file` (an
+    /// MJCF robot's own `<actuator>`s and joint armature; see [`ActuatorSource`]).
+    #[serde(default, skip_serializing_if = "is_task_source")]
+    pub actuators_from: ActuatorSource,
     /// Physics step, s.
     pub physics_dt: f32,
     /// Physics steps per control step.
@@ -88,6 +93,24 @@ pub struct SceneConfig {
     /// A static table the objects stand on (else they stand on the ground at z = 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<TableConfig>,
+}
+
+/// Which actuators drive the robot's joints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActuatorSource {
+    /// `scene.actuator` drives every joint (the only choice for a URDF robot).
+    #[default]
+    Task,
+    /// An MJCF robot's `<actuator>`s drive the joints they name (mode, gains, effort limit,
+    /// control range) with the file's joint `armature`; `scene.actuator` drives the joints no
+    /// actuator names (with the file's armature too). Latency and noise are `scene.actuator`'s
+    /// for every joint: they belong to the command path, not to the robot.
+    RobotFile,
+}
+
+fn is_task_source(source: &ActuatorSource) -> bool {
+    *source == ActuatorSource::Task
 }
 
 impl SceneConfig {
@@ -163,6 +186,18 @@ pub enum ActionKind {
 }
 
 impl ActionKind {
+    /// The name a config writes (`joint_position`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::JointPosition => "joint_position",
+            Self::JointPositionDelta => "joint_position_delta",
+            Self::JointVelocity => "joint_velocity",
+            Self::JointEffort => "joint_effort",
+            Self::EndEffectorDelta => "end_effector_delta",
+            Self::EndEffectorPosition => "end_effector_position",
+        }
+    }
+
     /// Whether the arm's actions move an end-effector target (three components) rather than
     /// joints.
     pub fn is_end_effector(self) -> bool {
@@ -594,7 +629,7 @@ impl TaskConfig {
             if s.end_effector.is_none() {
                 return Err(format!("{kind} needs `env.scene.end_effector` (the link it moves)"));
             }
-            if s.actuator.mode != embodia_robots::ControlMode::Position {
+            if s.actuators_from == ActuatorSource::Task && s.actuator.mode != embodia_robots::ControlMode::Position {
                 return Err(format!("{kind} needs `env.scene.actuator.mode = \"position\"`"));
             }
             if !(self.action.scale > 0.0) {
@@ -608,7 +643,7 @@ impl TaskConfig {
             if !(g.open.is_finite() && g.closed.is_finite() && g.open != g.closed) {
                 return Err("`env.action.gripper`: open and closed must be different finite numbers".into());
             }
-            if s.actuator.mode != embodia_robots::ControlMode::Position {
+            if s.actuators_from == ActuatorSource::Task && s.actuator.mode != embodia_robots::ControlMode::Position {
                 return Err("`env.action.gripper` needs `env.scene.actuator.mode = \"position\"`".into());
             }
         }

@@ -96,7 +96,7 @@ fn step_physics(
     let (p, j) = (&mut *physics, &mut *joints);
     for _ in 0..task.0.config.scene.decimation {
         p.robot.apply_efforts(&mut p.world);
-        p.world.step();
+        p.world.step_with_events(p.robot.contact_hooks(), &());
     }
     state.elapsed += 1;
     j.prev_qd.copy_from_slice(&j.qd);

@@ -150,18 +150,13 @@ fn reset_objects(task: Res<Task>, mut physics: ResMut<Physics>, state: Res<TaskS
 }
 
 /// No action history; every command (and the delay line) holds the initial state.
-fn reset_actuation(
-    task: Res<Task>,
-    mut physics: ResMut<Physics>,
-    joints: Res<Joints>,
-    mut actuation: ResMut<Actuation>,
-) {
+fn reset_actuation(mut physics: ResMut<Physics>, joints: Res<Joints>, mut actuation: ResMut<Actuation>) {
     let (a, p) = (&mut *actuation, &mut *physics);
     a.action.fill(0.0);
     a.prev_action.fill(0.0);
-    a.command.fill(0.0);
-    if task.0.config.scene.actuator.mode == ControlMode::Position {
-        a.command.copy_from_slice(&joints.q);
+    // Position drives hold where the joint starts; velocity and torque drives command 0.
+    for (j, c) in a.command.iter_mut().enumerate() {
+        *c = if p.robot.drive(j).actuator.mode == ControlMode::Position { joints.q[j] } else { 0.0 };
     }
     if let Some(ee) = &mut a.ee {
         ee.reset(&joints.q);

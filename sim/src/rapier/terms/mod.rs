@@ -264,10 +264,9 @@ impl SceneState<'_> {
     /// Effort of actuated joint `j` this step, N·m or N (estimated from the PD law in position
     /// and velocity modes), clamped to the joint's effort limit.
     pub fn effort(&self, j: usize) -> f32 {
-        let a = &self.spec.config.scene.actuator;
         let (act, q, qd) = (self.actuation, &self.joints.q, &self.joints.qd);
-        let (kp, kd) = (a.stiffness as f32 * act.gain_scale, a.damping as f32 * act.gain_scale);
-        let tau = match a.mode {
+        let (kp, kd) = self.physics.robot.gains(j);
+        let tau = match self.physics.robot.drive(j).actuator.mode {
             ControlMode::Torque => act.applied[j],
             ControlMode::Position => kp * (act.applied[j] - q[j]) - kd * qd[j],
             ControlMode::Velocity => kd * (act.applied[j] - qd[j]),
