@@ -347,3 +347,26 @@ fn excluded_pairs_never_touch_under_self_collisions() {
     assert!(overlapping_arms_contacts(false) > 0, "the overlapping arms touch without <exclude>");
     assert_eq!(overlapping_arms_contacts(true), 0);
 }
+
+#[test]
+fn a_menagerie_style_arm_runs_a_task_on_its_own_actuators() {
+    // Default classes give the gains: shoulder kp 50, wrist kp 10, a PD <general> gripper whose
+    // ctrlrange (0 … 0.04 m) clips its target, and a right finger coupled to the left one.
+    let arm = concat!(env!("CARGO_MANIFEST_DIR"), "/../robots/tests/fixtures/mjcf/menagerie_arm/arm.xml");
+    let mut config = task_config("reach").unwrap();
+    config.scene.robot = arm.into();
+    config.scene.end_effector = Some("ee".into());
+    config.scene.actuators_from = ActuatorSource::RobotFile;
+    config.scene.gravity_compensation = true;
+    let mut env = make_with("reach", 1, Some(&config)).unwrap();
+    env.reset(1);
+    // reach: target = default (0) + 0.5 × action, per actuated joint (shoulder, wrist, finger).
+    let action = [0.8, -0.6, 1.0];
+    for _ in 0..100 {
+        env.step(&action).unwrap();
+    }
+    let q = &env.buffers().obs[..3];
+    println!("menagerie arm after 2 s: shoulder {} wrist {} finger {}", q[0], q[1], q[2]);
+    assert!((q[0] - 0.4).abs() < 0.02 && (q[1] + 0.3).abs() < 0.02, "arm joints at {q:?}, wanted 0.4, -0.3");
+    assert!((q[2] - 0.04).abs() < 0.002, "finger at {} m: the 0.5 m target is clipped to ctrlrange 0.04", q[2]);
+}
