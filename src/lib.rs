@@ -26,6 +26,7 @@ pub mod rollout_ranks;
 pub mod run;
 pub mod run_dir;
 pub mod run_lock;
+pub mod servo_twin;
 pub mod viz;
 
 pub use embodia_algos as algos;

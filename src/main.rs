@@ -505,7 +505,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Calibrate(CalibrateArgs { port, import, robot, out, seconds }) => {
             calibrate(port.as_deref(), import.as_deref(), &robot, out, seconds)
         }
-        Command::ServoEmulator(ServoEmulatorArgs { robot }) => servo_emulator(&robot),
+        Command::ServoEmulator(ServoEmulatorArgs { robot, physics }) => servo_emulator(&robot, physics),
         Command::Plot(PlotArgs { runs, out }) => plot(&runs, &out),
         Command::RenderCamera(RenderCameraArgs { task, out, envs, res, randomize, seed, steps }) => {
             anyhow::ensure!(envs > 0 && (8..=1024).contains(&res), "`--envs` must be ≥ 1 and `--res` in 8..=1024");

@@ -23,6 +23,10 @@
 //! (overheat, overload, electrical shock by default) turn torque off until it is rebooted, the
 //! emulated errors clear when their cause ends and torque stays as it was.
 //!
+//! A [`ShaftDynamics`] can take the motion over from the servos' own model: a physics twin
+//! (`embodia servo-emulator --physics`) whose simulated arm the goals drive, so that reads
+//! return the simulated joints (gravity, inertia, effort limits included).
+//!
 //! [`Responder`] turns request bytes into reply bytes with their due times and applies the
 //! [`Fault`]s queued with [`ServoChain::inject`]; [`crate::pty`] serves it on a
 //! pseudo-terminal and [`crate::transport::EmulatedPort`] in memory.
@@ -375,6 +379,26 @@ impl Servo {
 
     /// Advances the motion by `dt` seconds and ends state faults that are over at `now`.
     fn advance(&mut self, dt: f64, now: Instant) {
+        self.end_faults(now);
+        self.move_toward_goal(dt);
+        self.publish(None);
+    }
+
+    /// The shaft as a [`ShaftDynamics`] sees it.
+    fn shaft(&self) -> Shaft {
+        let r = self.regs();
+        Shaft {
+            goal: f64::from(self.value(r.goal_position)),
+            torque_on: self.value(r.torque_enable) != 0,
+            max_speed: self.motion_limits().0,
+            position: self.position,
+            speed: self.speed,
+            load: 0.0,
+        }
+    }
+
+    /// Ends the state faults that are over at `now`.
+    fn end_faults(&mut self, now: Instant) {
         let r = self.regs();
         let over = |t: &mut Option<Instant>| {
             if t.is_some_and(|t| now >= t) {
@@ -391,6 +415,11 @@ impl Servo {
             self.overheat_until = None;
             self.set(r.present_temperature, 30);
         }
+    }
+
+    /// The servo's own motion model over `dt` seconds (see the module docs).
+    fn move_toward_goal(&mut self, dt: f64) {
+        let r = self.regs();
         if self.value(r.torque_enable) == 0 {
             self.speed = 0.0;
         } else {
@@ -413,12 +442,24 @@ impl Servo {
                 }
             }
         }
+    }
+
+    /// Writes the present registers (position, speed, load, moving, error bits) from the
+    /// shaft's state. `load` is the effort as a fraction of the stall torque, when a
+    /// [`ShaftDynamics`] knows it; else the position loop's effort is taken as proportional to
+    /// the error, saturating at 100 %.
+    fn publish(&mut self, load: Option<f64>) {
+        let r = self.regs();
         let pos = self.position.round().clamp(0.0, 4095.0) as u32;
         self.set(r.present_position, pos);
         let err = f64::from(self.value(r.goal_position)) - self.position;
         let on = self.value(r.torque_enable) != 0;
-        // Load as the position loop's effort: proportional to the error, saturating at 100 %.
-        let load = if on { (err * 2.0).clamp(-1000.0, 1000.0) as i32 } else { 0 };
+        // Load in ‰ of the stall torque, as both families report it.
+        let load = match (on, load) {
+            (false, _) => 0,
+            (true, Some(fraction)) => (fraction * 1000.0).clamp(-1000.0, 1000.0) as i32,
+            (true, None) => (err * 2.0).clamp(-1000.0, 1000.0) as i32,
+        };
         match self.kind {
             Kind::Sts3215 => {
                 self.set_signed(r.present_speed, self.speed.round() as i32, 15);
@@ -453,13 +494,41 @@ struct Reply {
     bytes: Vec<u8>,
 }
 
+/// One servo's shaft as a [`ShaftDynamics`] sees it, in the servo's units (ticks, ticks/s).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Shaft {
+    /// Goal position register, ticks.
+    pub goal: f64,
+    /// Whether torque is on (the servo drives toward the goal; off, the shaft turns freely).
+    pub torque_on: bool,
+    /// The fastest the servo may turn now, ticks/s (its goal-speed or profile-velocity
+    /// register; 0 there means its no-load speed).
+    pub max_speed: f64,
+    /// Present position, ticks: the servo's last one on the way in, the new one on the way out.
+    pub position: f64,
+    /// Present speed, ticks/s (written by the dynamics).
+    pub speed: f64,
+    /// Effort as a fraction of the stall torque, −1 … 1 (written by the dynamics).
+    pub load: f64,
+}
+
+/// What moves the servos' shafts instead of each servo's own motion model: a physics twin
+/// whose simulated arm the goals drive (`embodia servo-emulator --physics`).
+pub trait ShaftDynamics: Send + std::fmt::Debug {
+    /// Advances `dt` seconds: reads every shaft's goal, torque state and speed limit, writes
+    /// its position, speed and load. `shafts` is in bus order.
+    fn advance(&mut self, dt: f64, shafts: &mut [Shaft]);
+}
+
 /// A bus of emulated servos, all of one family.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ServoChain {
     servos: Vec<Servo>,
     log: Vec<InjectedFault>,
     /// Goal positions written, in bus order, when recording (id, ticks).
     goal_writes: Option<Vec<(u8, u16)>>,
+    /// What moves the shafts when not the servos' own model, and its scratch `[servos]`.
+    dynamics: Option<(Box<dyn ShaftDynamics>, Vec<Shaft>)>,
 }
 
 impl ServoChain {
@@ -489,7 +558,16 @@ impl ServoChain {
     }
 
     fn of(servos: Vec<Servo>) -> Self {
-        Self { servos, log: Vec::new(), goal_writes: None }
+        Self { servos, log: Vec::new(), goal_writes: None, dynamics: None }
+    }
+
+    /// This chain with its shafts moved by `dynamics` (bus order) instead of the servos' own
+    /// motion model. Their fault registers, replies and injected faults work as before;
+    /// [`ServoChain::move_by_hand`] no longer moves anything (the dynamics own the shafts).
+    pub fn with_dynamics(mut self, dynamics: Box<dyn ShaftDynamics>) -> Self {
+        let shafts = vec![Shaft::default(); self.servos.len()];
+        self.dynamics = Some((dynamics, shafts));
+        self
     }
 
     /// Whether the chain speaks Dynamixel protocol 2.0 (else Feetech protocol 0).
@@ -547,6 +625,9 @@ impl ServoChain {
     /// Puts the servo's shaft at `ticks` as a hand would (only moves it while torque is off,
     /// like a real servo that holds its goal). Returns whether it moved.
     pub fn move_by_hand(&mut self, id: u8, ticks: f64) -> bool {
+        if self.dynamics.is_some() {
+            return false;
+        }
         match self.servo_mut(id) {
             Some(s) if s.value(s.regs().torque_enable) == 0 => {
                 s.position = ticks.clamp(0.0, 4095.0);
@@ -592,8 +673,21 @@ impl ServoChain {
 
     /// Advances every servo by `dt` seconds of motion, ending at `now`.
     pub fn advance(&mut self, dt: f64, now: Instant) {
-        for s in &mut self.servos {
-            s.advance(dt, now);
+        let Some((dynamics, shafts)) = &mut self.dynamics else {
+            for s in &mut self.servos {
+                s.advance(dt, now);
+            }
+            return;
+        };
+        for (s, shaft) in self.servos.iter_mut().zip(shafts.iter_mut()) {
+            s.end_faults(now);
+            *shaft = s.shaft();
+        }
+        dynamics.advance(dt, shafts);
+        for (s, shaft) in self.servos.iter_mut().zip(shafts.iter()) {
+            s.position = shaft.position.clamp(0.0, 4095.0);
+            s.speed = shaft.speed;
+            s.publish(Some(shaft.load));
         }
     }
 

@@ -41,7 +41,7 @@ pub mod transport;
 pub use control::{ControlLoop, CycleKind, LoopConfig, Policy, Summary, summarize};
 pub use driver::{Bus, BusConfig, BusError};
 pub use dynamixel::Dynamixel;
-pub use emulator::{Fault, InjectedFault, ServoChain};
+pub use emulator::{Fault, InjectedFault, ServoChain, Shaft, ShaftDynamics};
 pub use feetech::Feetech;
 pub use protocol::StatusFlags;
 pub use pty::PtyEmulator;

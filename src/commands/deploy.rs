@@ -69,6 +69,10 @@ pub(crate) struct ServoEmulatorArgs {
     /// Robot whose servos to emulate.
     #[arg(long, default_value = "so101")]
     pub(crate) robot: String,
+    /// Move the servos' shafts by a rapier simulation of the robot (a physics twin: gravity,
+    /// inertia, effort limits) instead of each servo's own motion model.
+    #[arg(long)]
+    pub(crate) physics: bool,
 }
 
 pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
@@ -295,20 +299,26 @@ fn record_on<P: embodia::deploy::Port, Pr: embodia::deploy::Protocol>(
     Ok(cal)
 }
 
-pub(crate) fn servo_emulator(robot: &str) -> anyhow::Result<()> {
+pub(crate) fn servo_emulator(robot: &str, physics: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let model = embodia::robots::builtin(robot)?;
     let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
+    let mut chain = emulated_servos(&map)?;
+    if physics {
+        let twin = embodia::servo_twin::ServoTwin::new(robot).map_err(|e| anyhow::anyhow!("--physics: {e}"))?;
+        chain = chain.with_dynamics(Box::new(twin));
+    }
     embodia::deploy::signal::install_stop_handler()?;
-    let emulator = embodia::deploy::PtyEmulator::start(emulated_servos(&map)?)?;
+    let emulator = embodia::deploy::PtyEmulator::start(chain)?;
     println!("{}", emulator.path());
     std::io::stdout().flush()?;
     let protocol = match map.bus() {
         embodia::robots::ServoBus::Feetech => "Feetech protocol 0",
         embodia::robots::ServoBus::Dynamixel => "Dynamixel protocol 2.0",
     };
+    let motion = if physics { "shafts moved by a rapier simulation of the arm" } else { "servo motion model" };
     eprintln!(
-        "emulating the {robot}'s servos (ids {:?}, models {:?}, {protocol}, 1 Mbaud) until Ctrl-C",
+        "emulating the {robot}'s servos (ids {:?}, models {:?}, {protocol}, 1 Mbaud; {motion}) until Ctrl-C",
         map.ids(),
         map.models()
     );

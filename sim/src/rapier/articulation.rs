@@ -244,6 +244,8 @@ pub struct Articulation {
     command_bounds: Vec<(f32, f32)>,
     /// Latest factor on every drive's gains (domain randomization).
     gain_scale: f32,
+    /// Per actuated joint, whether its drive is switched off (no gains: a free joint).
+    free: Vec<bool>,
     /// Whether any joint is in torque mode (efforts to apply before every substep).
     has_torque: bool,
     /// Whether an impulse joint in torque mode has armature (its motor is refreshed every
@@ -540,6 +542,7 @@ impl Articulation {
             drives: drives.to_vec(),
             command_bounds,
             gain_scale: 1.0,
+            free: vec![false; drives.len()],
             has_torque: drives.iter().any(torque),
             has_rotor: impulse && drives.iter().any(|d| torque(d) && d.actuator.armature > 0.0),
             excluded,
@@ -599,10 +602,18 @@ impl Articulation {
         &self.drives[i]
     }
 
-    /// Gains `(kp, kd)` of actuated joint `i` as last commanded (scaled by the gain factor).
+    /// Gains `(kp, kd)` of actuated joint `i` as last commanded (scaled by the gain factor;
+    /// zero while the joint is free).
     pub fn gains(&self, i: usize) -> (f32, f32) {
         let a = &self.drives[i].actuator;
-        (a.stiffness as f32 * self.gain_scale, a.damping as f32 * self.gain_scale)
+        let scale = if self.free[i] { 0.0 } else { self.gain_scale };
+        (a.stiffness as f32 * scale, a.damping as f32 * scale)
+    }
+
+    /// Switches the position or velocity drive of actuated joint `i` off (`free`: the joint
+    /// turns freely, as a servo with torque off) or back on, from the next command on.
+    pub fn set_free(&mut self, i: usize, free: bool) {
+        self.free[i] = free;
     }
 
     /// The physics hooks every step of the world must use: the excluded contact pairs.

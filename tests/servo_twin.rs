@@ -1,0 +1,126 @@
+//! The physics twin (`embodia servo-emulator --physics`): goals written to the emulated servos
+//! move a simulated arm, and the servos' registers report it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use embodia::deploy::ServoChain;
+use embodia::deploy::control_table::{self as ct, Register};
+use embodia::robots::{HardwareMap, builtin};
+use embodia::servo_twin::ServoTwin;
+
+fn so101_map() -> HardwareMap {
+    HardwareMap::builtin("so101", &builtin("so101").unwrap()).unwrap()
+}
+
+/// The SO-101's servos, moved by the twin (`physics`) or by their own motion model.
+fn chain(physics: bool) -> ServoChain {
+    let chain = ServoChain::for_map(&so101_map()).unwrap();
+    if physics { chain.with_dynamics(Box::new(ServoTwin::new("so101").unwrap())) } else { chain }
+}
+
+fn write(chain: &mut ServoChain, id: u8, reg: Register, value: u16) {
+    assert!(chain.write_register(id, reg.addr, &value.to_le_bytes()[..usize::from(reg.size)]));
+}
+
+/// Advances `chain` by `seconds` in 10 ms bus exchanges from `t0` (synthetic time).
+fn run(chain: &mut ServoChain, t0: &mut Instant, seconds: f64) {
+    for _ in 0..(seconds / 0.01).round() as usize {
+        *t0 += Duration::from_millis(10);
+        chain.advance(0.01, *t0);
+    }
+}
+
+/// Joint positions, rad, as the servos' present-position registers report them.
+fn joints(chain: &ServoChain) -> Vec<f64> {
+    let map = so101_map();
+    map.joints.iter().map(|j| j.to_radians(f64::from(chain.servo(j.id).unwrap().get(ct::PRESENT_POSITION)))).collect()
+}
+
+#[test]
+fn goals_written_to_the_twins_servos_move_the_simulated_arm_there() {
+    let map = so101_map();
+    let targets = [0.4, -0.3, 0.5, -0.4, 0.6, 0.2];
+    let mut chain = chain(true);
+    let mut t = Instant::now();
+    for (j, target) in map.joints.iter().zip(targets) {
+        write(&mut chain, j.id, ct::GOAL_POSITION, j.to_ticks(target).round() as u16);
+        write(&mut chain, j.id, ct::TORQUE_ENABLE, 1);
+    }
+    run(&mut chain, &mut t, 2.0);
+    let q = joints(&chain);
+    println!("twin after 2 s: {q:.3?} for targets {targets:?}");
+    for (i, (q, target)) in q.iter().zip(targets).enumerate() {
+        // Position drives against gravity (kp 40 N·m/rad, ~0.5 N·m on the shoulder): within 0.05 rad.
+        assert!((q - target).abs() < 0.05, "joint {i} at {q} rad, goal {target}");
+    }
+    // Holding the arm against gravity takes effort: the shoulder reports a load.
+    let load = ct::from_sign_magnitude(chain.servo(map.joints[1].id).unwrap().get(ct::PRESENT_LOAD), 10);
+    println!("shoulder_lift load holding the arm: {load} ‰");
+    assert!(load.abs() > 10, "shoulder_lift load {load} ‰");
+}
+
+#[test]
+fn the_twins_servos_turn_no_faster_than_their_speed_register() {
+    let map = so101_map();
+    let lift = &map.joints[1];
+    let mut chain = chain(true);
+    let mut t = Instant::now();
+    // 200 ticks/s is 0.31 rad/s: a 1 rad goal takes over 3 s.
+    write(&mut chain, lift.id, ct::GOAL_SPEED, 200);
+    write(&mut chain, lift.id, ct::GOAL_POSITION, lift.to_ticks(1.0).round() as u16);
+    write(&mut chain, lift.id, ct::TORQUE_ENABLE, 1);
+    run(&mut chain, &mut t, 1.0);
+    let after_1s = joints(&chain)[1];
+    let limit = lift.speed_to_radians(200.0).abs();
+    println!("shoulder_lift after 1 s at {limit:.3} rad/s: {after_1s:.3} rad");
+    assert!(after_1s > 0.5 * limit && after_1s < 1.2 * limit, "moved {after_1s} rad in 1 s");
+}
+
+#[test]
+fn with_torque_off_the_twins_arm_hangs_under_gravity_where_the_plain_emulator_stays() {
+    let mut t = Instant::now();
+    let mut plain = chain(false);
+    let mut twin = chain(true);
+    run(&mut plain, &mut t, 1.0);
+    run(&mut twin, &mut t, 1.0);
+    let (still, hanging) = (joints(&plain), joints(&twin));
+    println!("torque off for 1 s: plain {still:.3?}, twin {hanging:.3?}");
+    assert!(still.iter().all(|q| q.abs() < 1e-3), "the plain emulator's shafts stay put: {still:?}");
+    assert!(hanging.iter().any(|q| q.abs() > 0.1), "the twin's arm falls: {hanging:?}");
+}
+
+#[test]
+fn servo_emulator_with_physics_serves_the_simulated_arm_on_a_pty() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["servo-emulator", "--robot", "so101", "--physics"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let path = first.trim();
+    assert!(path.starts_with("/dev/pts/"), "first line: {first:?}");
+    let port = embodia::deploy::SerialBusPort::open(path, 1_000_000).unwrap();
+    let mut bus = embodia::deploy::Bus::new(port, embodia::deploy::BusConfig::default());
+    let pan = &so101_map().joints[0];
+    bus.write_register(pan.id, ct::GOAL_POSITION, pan.to_ticks(0.5).round() as u16).unwrap();
+    bus.write_register(pan.id, ct::TORQUE_ENABLE, 1).unwrap();
+    // Poll until the simulated joint arrives (it takes well under a second of bus time).
+    let mut reached = None;
+    for _ in 0..500 {
+        let q = pan.to_radians(f64::from(bus.read_register(pan.id, ct::PRESENT_POSITION).unwrap()));
+        if (q - 0.5).abs() < 0.02 {
+            reached = Some(q);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(bus);
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(reached.is_some(), "shoulder_pan never reached 0.5 rad");
+}
