@@ -37,9 +37,9 @@ impl ValueCritic {
     }
 }
 
-/// Layout of a [`TwinQ`] (each of its two networks).
+/// Layout of a [`QEnsemble`] (each of its networks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TwinQConfig {
+pub struct QEnsembleConfig {
     /// Observation features.
     pub obs_dim: usize,
     /// Action dimensions.
@@ -48,17 +48,23 @@ pub struct TwinQConfig {
     pub hidden: Vec<usize>,
     /// Hidden activation.
     pub activation: Activation,
+    /// Independently initialized Q networks: 2 is SAC's twin critic, 10 RLPD's ensemble.
+    pub members: usize,
+    /// Layer normalization after every hidden layer, before the activation, without a learned
+    /// scale and shift (RLPD's critics: it keeps Q from extrapolating far beyond the data on
+    /// actions the data never shows).
+    pub layer_norm: bool,
 }
 
-impl TwinQConfig {
-    /// Builds two independently initialized Q networks on `device`, stored as one ensemble so
-    /// both are evaluated by the same batched matrix products.
-    pub fn init(&self, device: &Device) -> TwinQ {
+impl QEnsembleConfig {
+    /// Builds `members` independently initialized Q networks on `device`, stored as one
+    /// ensemble so all are evaluated by the same batched matrix products.
+    pub fn init(&self, device: &Device) -> QEnsemble {
         let mut widths = vec![self.obs_dim + self.action_dim];
         widths.extend(&self.hidden);
         widths.push(1);
-        let layers = widths.windows(2).map(|w| EnsembleLinear::new(2, w[0], w[1], device)).collect();
-        TwinQ { layers, activation: self.activation }
+        let layers = widths.windows(2).map(|w| EnsembleLinear::new(self.members, w[0], w[1], device)).collect();
+        QEnsemble { layers, activation: self.activation, members: self.members, layer_norm: self.layer_norm }
     }
 }
 
@@ -87,40 +93,142 @@ impl EnsembleLinear {
     }
 }
 
-/// Two Q networks trained on the same targets; the minimum counters overestimation (TD3/SAC).
-/// Both live in one ensemble (`[2, …]` weights), so each layer is one batched matrix product.
+/// Q networks trained on the same targets. Two with their minimum as the target counter
+/// overestimation (TD3/SAC); more, with the minimum of a random few as the target and their
+/// mean for the actor, are REDQ's and RLPD's ensemble, which allows many updates per
+/// environment step. All live in one ensemble (`[members, …]` weights), so each layer is one
+/// batched matrix product.
 #[derive(Module, Debug)]
-pub struct TwinQ {
+pub struct QEnsemble {
     layers: Vec<EnsembleLinear>,
     #[module(skip)]
     activation: Activation,
+    #[module(skip)]
+    members: usize,
+    #[module(skip)]
+    layer_norm: bool,
 }
 
-impl TwinQ {
-    /// Both critics' values of `[s, a]`, `[2, batch, 1]`.
-    fn values(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<3> {
+impl QEnsemble {
+    /// Number of Q networks.
+    pub fn members(&self) -> usize {
+        self.members
+    }
+
+    /// Every member's values of `[s, a]`, `[members, batch, 1]`.
+    pub fn values(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<3> {
         let x = Tensor::cat(vec![obs, actions], 1);
         let [batch, width] = x.dims();
-        let x = x.unsqueeze_dim::<3>(0).expand([2, batch, width]);
+        let x = x.unsqueeze_dim::<3>(0).expand([self.members, batch, width]);
         let last = self.layers.len() - 1;
         self.layers.iter().enumerate().fold(x, |h, (i, layer)| {
             let h = layer.forward(h);
-            if i < last { self.activation.apply(h) } else { h }
+            match (i < last, self.layer_norm) {
+                (false, _) => h,
+                (true, false) => self.activation.apply(h),
+                (true, true) => self.activation.apply(layer_norm(h)),
+            }
         })
     }
 
-    /// Both critics' values of `[s, a]`, each `[batch, 1]`.
-    pub fn forward(&self, obs: Tensor<2>, actions: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+    /// Every member's values of `[s, a]`, each `[batch, 1]`, in member order.
+    pub fn forward(&self, obs: Tensor<2>, actions: Tensor<2>) -> Vec<Tensor<2>> {
         let q = self.values(obs, actions);
         let [_, batch, _] = q.dims();
-        let [q1, q2] = q.chunk(2, 0).try_into().expect("two members");
-        (q1.reshape([batch, 1]), q2.reshape([batch, 1]))
+        q.chunk(self.members, 0).into_iter().map(|q| q.reshape([batch, 1])).collect()
     }
 
-    /// Elementwise minimum of the two critics, `[batch, 1]`.
+    /// Elementwise minimum over the members, `[batch, 1]`.
     pub fn min(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<2> {
         let q = self.values(obs, actions);
         let [_, batch, _] = q.dims();
         q.min_dim(0).reshape([batch, 1])
+    }
+
+    /// Elementwise minimum over the members listed in `subset` (indices), `[batch, 1]`.
+    pub fn min_of(&self, obs: Tensor<2>, actions: Tensor<2>, subset: &[usize]) -> Tensor<2> {
+        let q = self.values(obs, actions);
+        let [_, batch, _] = q.dims();
+        let device = q.device();
+        let rows: Vec<i64> = subset.iter().map(|&i| i as i64).collect();
+        let index =
+            Tensor::<1, burn::tensor::Int>::from_data(burn::tensor::TensorData::new(rows, [subset.len()]), &device);
+        q.select(0, index).min_dim(0).reshape([batch, 1])
+    }
+
+    /// Elementwise mean over the members, `[batch, 1]`.
+    pub fn mean(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<2> {
+        let q = self.values(obs, actions);
+        let [_, batch, _] = q.dims();
+        q.mean_dim(0).reshape([batch, 1])
+    }
+}
+
+/// Normalizes the last axis of `[members, batch, width]` to zero mean and unit variance.
+fn layer_norm(h: Tensor<3>) -> Tensor<3> {
+    let centred = h.clone() - h.mean_dim(2);
+    let var = centred.clone().square().mean_dim(2);
+    centred / var.add_scalar(1e-5).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ensemble(members: usize, layer_norm: bool) -> QEnsemble {
+        let config = QEnsembleConfig {
+            obs_dim: 3,
+            action_dim: 2,
+            hidden: vec![16, 16],
+            activation: Activation::Relu,
+            members,
+            layer_norm,
+        };
+        crate::seeded_init(&Device::flex(), 7, |d| config.init(d))
+    }
+
+    fn inputs() -> (Tensor<2>, Tensor<2>) {
+        let device = Device::flex();
+        (
+            Tensor::random([5, 3], Distribution::Normal(0.0, 1.0), &device),
+            Tensor::random([5, 2], Distribution::Normal(0.0, 1.0), &device),
+        )
+    }
+
+    fn host(t: Tensor<2>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn the_ensemble_minimum_mean_and_subset_minimum_agree_with_the_members() {
+        let q = ensemble(5, true);
+        let (obs, actions) = inputs();
+        let members: Vec<Vec<f32>> = q.forward(obs.clone(), actions.clone()).into_iter().map(host).collect();
+        assert_eq!(members.len(), 5);
+        let over = |rows: &[usize], f: fn(f32, f32) -> f32| -> Vec<f32> {
+            (0..5).map(|b| rows[1..].iter().fold(members[rows[0]][b], |m, &r| f(m, members[r][b]))).collect()
+        };
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5);
+        assert!(close(&host(q.min(obs.clone(), actions.clone())), &over(&[0, 1, 2, 3, 4], f32::min)));
+        assert!(close(&host(q.min_of(obs.clone(), actions.clone(), &[3, 1])), &over(&[3, 1], f32::min)));
+        let mean: Vec<f32> = over(&[0, 1, 2, 3, 4], |a, b| a + b).iter().map(|s| s / 5.0).collect();
+        assert!(close(&host(q.mean(obs, actions)), &mean));
+    }
+
+    #[test]
+    fn layer_norm_gives_each_row_zero_mean_and_unit_variance() {
+        let h = Tensor::<3>::random([2, 4, 16], Distribution::Normal(3.0, 5.0), &Device::flex());
+        let n: Vec<f32> = layer_norm(h).into_data().try_to_vec::<f32>().unwrap();
+        for row in n.chunks(16) {
+            let mean = row.iter().sum::<f32>() / 16.0;
+            let var = row.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / 16.0;
+            assert!(mean.abs() < 1e-4 && (var - 1.0).abs() < 1e-3, "mean {mean} var {var}");
+        }
+        // With layer norm the members differ from the same weights without it.
+        let (obs, actions) = inputs();
+        assert_ne!(
+            host(ensemble(2, true).min(obs.clone(), actions.clone())),
+            host(ensemble(2, false).min(obs, actions))
+        );
     }
 }

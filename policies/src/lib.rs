@@ -18,7 +18,7 @@ mod squashed;
 mod tensor_file;
 pub mod vla;
 
-pub use critic::{TwinQ, TwinQConfig, ValueCritic, ValueCriticConfig};
+pub use critic::{QEnsemble, QEnsembleConfig, ValueCritic, ValueCriticConfig};
 pub use diffusion::{
     BetaSchedule, DdimCoefficients, DenoiseSettings, DenoiseStep, DiffusionConfig, DiffusionPolicy, DiffusionSample,
     TimestepSpacing,

@@ -4,11 +4,18 @@ use burn::nn::LinearConfig;
 use burn::tensor::Device;
 use burn::tensor::{Distribution, Tensor};
 use embodia_policies::{
-    Activation, ParamError, TwinQConfig, load_params, named_params, polyak_update, seeded_init, with_generator_lock,
+    Activation, ParamError, QEnsembleConfig, load_params, named_params, polyak_update, seeded_init, with_generator_lock,
 };
 
-fn critic_config(hidden: usize) -> TwinQConfig {
-    TwinQConfig { obs_dim: 3, action_dim: 1, hidden: vec![hidden, hidden], activation: Activation::Relu }
+fn critic_config(hidden: usize) -> QEnsembleConfig {
+    QEnsembleConfig {
+        obs_dim: 3,
+        action_dim: 1,
+        hidden: vec![hidden, hidden],
+        activation: Activation::Relu,
+        members: 2,
+        layer_norm: false,
+    }
 }
 
 #[test]

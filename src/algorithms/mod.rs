@@ -24,6 +24,7 @@ mod dsrl;
 mod ppo;
 mod ppo_flow;
 mod sac;
+mod sac_rlpd;
 mod sft;
 mod vla_dsrl;
 mod vla_ppo;
@@ -45,8 +46,9 @@ pub use vla_ppo::VlaPpoConfig;
 use crate::error::{ConfigError, RunError};
 
 /// The registry of algorithms, in the order `embodia list` prints them.
-pub const ALGORITHMS: [&Algorithm; 12] = [
+pub const ALGORITHMS: [&Algorithm; 13] = [
     &sac::SAC,
+    &sac_rlpd::SAC_RLPD,
     &ppo::PPO,
     &sft::SFT,
     &ppo_flow::PPO_FLOW_SDE,

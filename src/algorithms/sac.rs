@@ -1,7 +1,7 @@
 //! `sac`: Soft Actor-Critic on a Gaussian policy squashed by `tanh`.
 
 use burn::tensor::Device;
-use embodia_algos::{AlgoError, Learner, Sac, SacConfig};
+use embodia_algos::{AlgoError, Checkpoint, Learner, Sac, SacConfig};
 use embodia_deploy::export::ActionHead;
 use embodia_sim::VecEnv;
 
@@ -43,7 +43,25 @@ impl AlgoSettings for SacConfig {
     }
 
     fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
-        Ok(Box::new(Sac::new(self.clone(), env, device.clone(), run.seed)?))
+        let mut sac = Sac::new(self.clone(), env, device.clone(), run.seed)?;
+        if self.demo_episodes > 0 {
+            let demos = super::record_demos(run.task, run.env, self.demo_episodes, run.seed, 0.0)?;
+            sac.add_demonstrations(&demos)?;
+        }
+        Ok(Box::new(sac))
+    }
+
+    /// Acting needs no demonstrations: they are not recorded again.
+    fn for_evaluation(
+        &self,
+        run: &RunContext,
+        env: &dyn VecEnv,
+        ckpt: &Checkpoint,
+        device: &Device,
+    ) -> Result<Box<dyn Learner>, RunError> {
+        let mut sac = Sac::new(self.clone(), env, device.clone(), run.seed)?;
+        sac.restore(ckpt)?;
+        Ok(Box::new(sac))
     }
 
     fn export(&self, _algorithm: &str, _run_dir: &str) -> ExportForm {

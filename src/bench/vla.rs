@@ -185,15 +185,15 @@ pub struct SplitGain {
 
 /// The RL learners `bench vla` runs, with their time splits.
 enum VlaRl {
-    Ppo(VlaPpo),
-    Dsrl(VlaDsrl),
+    Ppo(Box<VlaPpo>),
+    Dsrl(Box<VlaDsrl>),
 }
 
 impl VlaRl {
     fn learner(&mut self) -> &mut dyn Learner {
         match self {
-            Self::Ppo(l) => l,
-            Self::Dsrl(l) => l,
+            Self::Ppo(l) => l.as_mut(),
+            Self::Dsrl(l) => l.as_mut(),
         }
     }
 
@@ -271,9 +271,9 @@ pub fn vla_bench(spec: &VlaBenchSpec) -> Result<VlaBenchResult, RunError> {
     let parameters = init.get::<VlaActor>(VLA_ACTOR_KEY)?.model.param_count();
     let (device, seed) = (default_device(), spec.seed);
     let mut rl = if let Some(VlaPpoConfig(c)) = rl_config.algo.get() {
-        VlaRl::Ppo(VlaPpo::new(c.clone(), env.as_ref(), &init, device, seed)?)
+        VlaRl::Ppo(Box::new(VlaPpo::new(c.clone(), env.as_ref(), &init, device, seed)?))
     } else if let Some(c) = rl_config.algo.get::<VlaDsrlConfig>() {
-        VlaRl::Dsrl(VlaDsrl::new(c.clone(), env.as_ref(), &init, device, seed)?)
+        VlaRl::Dsrl(Box::new(VlaDsrl::new(c.clone(), env.as_ref(), &init, device, seed)?))
     } else {
         return Err(RunError::Io {
             path: "--algo".into(),

@@ -5,13 +5,20 @@
 //! critics, update the actor to maximize `min Q − α log π` and adapt `α` toward the target
 //! entropy (on every `actor_update_interval`-th of these updates), and move the targets toward
 //! the critics.
+//!
+//! With `critics` > 2 and `layer_norm`, it is REDQ's and RLPD's ensemble (Chen et al. 2021;
+//! Ball et al. 2023): the target is the minimum of `critic_subset` members drawn at random per
+//! update, the actor maximizes the ensemble's mean, and every member regresses to the same
+//! target, which tolerates many updates per environment step. With demonstrations
+//! ([`Sac::add_demonstrations`]), every batch draws `demo_ratio` of its rows from them and the
+//! rest from the online buffer (RLPD's symmetric sampling).
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use embodia_policies::{
-    Activation, SquashedGaussianActor, SquashedGaussianActorConfig, TwinQ, TwinQConfig, load_params, named_params,
-    polyak_update, seeded_init,
+    Activation, QEnsemble, QEnsembleConfig, SquashedGaussianActor, SquashedGaussianActorConfig, load_params,
+    named_params, polyak_update, seeded_init,
 };
 use embodia_sim::VecEnv;
 use rand::{Rng, SeedableRng};
@@ -75,6 +82,19 @@ pub struct SacConfig {
     /// the actor's loss trades Q against entropy: for sparse rewards of 1 over long episodes,
     /// where the summed bonus would outweigh the reward. Default true.
     pub backup_entropy: bool,
+    /// Q networks in the critic ensemble: 2 is SAC's twin critic; more (10 in RLPD) with
+    /// `critic_subset` 2 is REDQ's ensemble. Default 2.
+    pub critics: usize,
+    /// Members whose minimum is the critics' target, drawn at random per update; the actor
+    /// maximizes the minimum of all when this equals `critics`, else their mean. Default 2.
+    pub critic_subset: usize,
+    /// Layer normalization in the critics' hidden layers (RLPD). Default false.
+    pub layer_norm: bool,
+    /// With demonstrations, the fraction of every batch drawn from them (RLPD: 0.5). Default 0.5.
+    pub demo_ratio: f64,
+    /// Successful episodes of the task's scripted expert that `embodia train` records as
+    /// demonstrations before learning (0: none). Default 0.
+    pub demo_episodes: usize,
 }
 
 impl Default for SacConfig {
@@ -99,6 +119,11 @@ impl Default for SacConfig {
             steps_per_iteration: 1_000,
             exploration_noise: ExplorationNoise::White,
             backup_entropy: true,
+            critics: 2,
+            critic_subset: 2,
+            layer_norm: false,
+            demo_ratio: 0.5,
+            demo_episodes: 0,
         }
     }
 }
@@ -165,6 +190,15 @@ impl SacConfig {
         check_range("hidden", format!("{:?}", self.hidden), self.hidden.iter().all(|&w| w > 0), "positive widths")?;
         let [lo, hi] = self.log_std_bounds;
         check_range("log_std_bounds", format!("[{lo}, {hi}]"), lo < hi, "min < max")?;
+        check_range("critics", self.critics, self.critics >= 2, "≥ 2")?;
+        let subset = (1..=self.critics).contains(&self.critic_subset);
+        check_range(
+            "critic_subset",
+            self.critic_subset,
+            subset,
+            &format!("1 ≤ critic_subset ≤ critics ({})", self.critics),
+        )?;
+        check_range("demo_ratio", self.demo_ratio, (0.0..1.0).contains(&self.demo_ratio), "0 ≤ demo_ratio < 1")?;
         check_range("steps_per_iteration", self.steps_per_iteration, self.steps_per_iteration > 0, "≥ 1")
     }
 }
@@ -182,14 +216,19 @@ pub(crate) struct SoftActorCritic {
     action_dim: usize,
     target_entropy: f64,
     actor: SquashedGaussianActor,
-    critic: TwinQ,
-    critic_target: TwinQ,
+    critic: QEnsemble,
+    critic_target: QEnsemble,
     actor_optim: Adam,
     critic_optim: Adam,
     log_alpha: f64,
     /// Adam state of the scalar log α: (m, v, steps).
     alpha_optim: (f64, f64, u64),
     pub(crate) replay: ReplayBuffer,
+    /// Demonstration transitions (RLPD), sampled beside `replay`; empty without any.
+    demos: ReplayBuffer,
+    /// Scratch: a permutation of the members, whose first `critic_subset` make this update's
+    /// target, `[critics]`.
+    subset: Vec<usize>,
     /// Critic updates so far (the actor updates on every `actor_update_interval`-th).
     critic_updates: u64,
     // Reused host scratch buffers.
@@ -236,8 +275,14 @@ impl SoftActorCritic {
             log_std_max: config.log_std_bounds[1],
             output_gain: actor_output_gain,
         };
-        let critic_config =
-            TwinQConfig { obs_dim, action_dim, hidden: config.hidden.clone(), activation: config.activation };
+        let critic_config = QEnsembleConfig {
+            obs_dim,
+            action_dim,
+            hidden: config.hidden.clone(),
+            activation: config.activation,
+            members: config.critics,
+            layer_norm: config.layer_norm,
+        };
         let (actor, critic) =
             seeded_init(&device, seed, |device| (actor_config.init(device), critic_config.init(device)));
         Ok(Self {
@@ -248,6 +293,8 @@ impl SoftActorCritic {
             log_alpha: config.init_alpha.ln(),
             alpha_optim: (0.0, 0.0, 0),
             replay: ReplayBuffer::new(obs_dim, action_dim, config.buffer_size),
+            demos: ReplayBuffer::new(obs_dim, action_dim, 0),
+            subset: Vec::new(),
             critic_updates: 0,
             batch: TransitionBatch::default(),
             noise: Vec::new(),
@@ -282,12 +329,23 @@ impl SoftActorCritic {
         })
     }
 
+    /// Makes `demos` the demonstration transitions every batch draws `demo_ratio` of its rows
+    /// from.
+    pub(crate) fn set_demonstrations(&mut self, demos: ReplayBuffer) {
+        self.demos = demos;
+    }
+
     /// One gradient step on the critics and, every `actor_update_interval`-th call, on the
-    /// actor and α, on a batch drawn with `rng`.
+    /// actor and α, on a batch drawn with `rng` (`demo_ratio` of its rows from the
+    /// demonstrations when there are some).
     pub(crate) fn update(&mut self, rng: &mut ChaCha8Rng, env_steps: u64) -> Result<SacUpdate, AlgoError> {
         let (b, od, ad) = (self.config.batch_size, self.obs_dim, self.action_dim);
         let plain = self.device.clone().inner();
         self.replay.sample(rng, b, &mut self.batch);
+        if !self.demos.is_empty() {
+            let from_demos = (self.config.demo_ratio * b as f64).round() as usize;
+            self.demos.sample_rows(rng, 0..from_demos, &mut self.batch);
+        }
         self.noise.resize(2 * b * ad, 0.0);
         fill_normal(rng, &mut self.noise);
         let obs = to_tensor(&self.batch.obs, b, od, &plain);
@@ -303,10 +361,29 @@ impl SoftActorCritic {
         // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(·|s').
         let (next_actions, next_log_prob) = self.actor.valid().sample(actor_view(&next_obs), target_noise);
         let bonus = if self.config.backup_entropy { alpha } else { 0.0 };
-        let next_q = self.critic_target.min(next_obs, next_actions) - next_log_prob.mul_scalar(bonus);
+        let (members, k) = (self.config.critics, self.config.critic_subset);
+        let next_min = if k == members {
+            self.critic_target.min(next_obs, next_actions)
+        } else {
+            // `k` distinct members: a partial Fisher–Yates shuffle of a reused permutation.
+            if self.subset.len() != members {
+                self.subset = (0..members).collect();
+            }
+            for i in 0..k {
+                let j = rng.random_range(i..members);
+                self.subset.swap(i, j);
+            }
+            self.critic_target.min_of(next_obs, next_actions, &self.subset[..k])
+        };
+        let next_q = next_min - next_log_prob.mul_scalar(bonus);
         let y = rewards + not_done * next_q.mul_scalar(self.config.gamma);
-        let (q1, q2) = self.critic.forward(obs.clone(), actions);
-        let critic_loss = (q1 - y.clone()).square().mean() + (q2 - y).square().mean();
+        let critic_loss = self
+            .critic
+            .forward(obs.clone(), actions)
+            .into_iter()
+            .map(|q| (q - y.clone()).square().mean())
+            .reduce(|a, b| a + b)
+            .expect("at least two critics");
         let critic_loss_value = check_finite("critic loss", to_host(critic_loss.clone())?[0] as f64, env_steps)?;
         let grads = GradientsParams::from_grads(critic_loss.backward(), &self.critic);
         self.critic = self.critic_optim.step(self.config.learning_rate, self.critic.clone(), &grads, None).0;
@@ -318,7 +395,8 @@ impl SoftActorCritic {
 
         // Actor: minimize E[α log π(a|s) − min Q(s, a)], a = tanh(μ + σ ε) reparameterized.
         let (new_actions, log_prob) = self.actor.sample(actor_view(&obs), actor_noise);
-        let q = self.critic.clone().no_grad().min(obs, new_actions);
+        let critic = self.critic.clone().no_grad();
+        let q = if k == members { critic.min(obs, new_actions) } else { critic.mean(obs, new_actions) };
         let actor_loss = (log_prob.clone().mul_scalar(alpha) - q).mean();
         let log_prob_mean = to_host(log_prob.mean())?[0] as f64;
         let actor_loss_value = check_finite("actor loss", to_host(actor_loss.clone())?[0] as f64, env_steps)?;
@@ -433,6 +511,47 @@ impl Sac {
     /// The current entropy temperature α.
     pub fn alpha(&self) -> f64 {
         self.sac.alpha()
+    }
+
+    /// Makes the transitions of `demos` (the task's raw observations and actions) the
+    /// demonstrations every batch draws `demo_ratio` of its rows from (RLPD). A step's next
+    /// observation is the episode's next one; an episode's last step is kept when the episode
+    /// terminated (its next observation then never matters) and left out when the time limit
+    /// cut it. Errors when the sizes do not match the task's or nothing is left.
+    pub fn add_demonstrations(&mut self, demos: &embodia_sim::demonstrations::Demonstrations) -> Result<(), AlgoError> {
+        let (od, ad) = (self.obs_dim, self.action_dim);
+        if demos.obs_dim != od || demos.action_dim != ad {
+            return Err(AlgoError::Config {
+                field: "demonstrations".into(),
+                value: format!("observations of {} and actions of {}", demos.obs_dim, demos.action_dim),
+                allowed: format!("the task's: observations of {od}, actions of {ad}"),
+            });
+        }
+        let kept = |e: &embodia_sim::demonstrations::Episode| e.len() - usize::from(!e.terminated);
+        let total: usize = demos.episodes.iter().map(kept).sum();
+        if total == 0 {
+            return Err(AlgoError::Config {
+                field: "demonstrations".into(),
+                value: format!("{} episodes without a usable step", demos.episodes.len()),
+                allowed: "at least one transition".into(),
+            });
+        }
+        let mut buffer = ReplayBuffer::new(od, ad, total);
+        let mut squashed = vec![0.0; ad];
+        for e in &demos.episodes {
+            for t in 0..kept(e) {
+                let obs = &e.observations[t * od..(t + 1) * od];
+                let last = t + 1 == e.len();
+                let next = if last { obs } else { &e.observations[(t + 1) * od..(t + 2) * od] };
+                for (j, a) in squashed.iter_mut().enumerate() {
+                    let env = e.actions[t * ad + j];
+                    *a = (2.0 * (env - self.action_low[j]) / self.action_scale[j] - 1.0).clamp(-1.0, 1.0);
+                }
+                buffer.push(obs, &squashed, e.rewards[t], next, if last { 1.0 } else { 0.0 });
+            }
+        }
+        self.sac.set_demonstrations(buffer);
+        Ok(())
     }
 
     fn scale_actions(&self, squashed: &[f32], out: &mut [f32]) {
@@ -588,5 +707,88 @@ mod tests {
         let (actor, critic, row) = changed(10);
         assert!(actor && critic, "interval 10: the 10th critic update also updates the actor");
         assert!(row.policy_loss.is_some());
+    }
+
+    fn pendulum_demos(
+        episodes: Vec<embodia_sim::demonstrations::Episode>,
+    ) -> embodia_sim::demonstrations::Demonstrations {
+        embodia_sim::demonstrations::Demonstrations {
+            task: "pendulum".into(),
+            fps: 20.0,
+            obs_dim: 3,
+            action_dim: 1,
+            episodes,
+            cameras: Vec::new(),
+            state_dim: 0,
+        }
+    }
+
+    fn episode(len: usize, terminated: bool) -> embodia_sim::demonstrations::Episode {
+        embodia_sim::demonstrations::Episode {
+            observations: (0..3 * len).map(|i| i as f32).collect(),
+            actions: (0..len).map(|t| if t == 0 { 2.0 } else { -1.0 }).collect(),
+            rewards: (0..len).map(|t| t as f32).collect(),
+            terminated,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn demonstrations_become_transitions_with_next_observations_and_squashed_actions() {
+        let env = embodia_sim::make("pendulum", 1).unwrap();
+        let mut sac =
+            Sac::new(SacConfig { hidden: vec![8], ..SacConfig::default() }, env.as_ref(), Device::flex().autodiff(), 1)
+                .unwrap();
+        // A 3-step episode cut by the time limit keeps 2 steps; a terminated one keeps all 3.
+        sac.add_demonstrations(&pendulum_demos(vec![episode(3, false), episode(3, true)])).unwrap();
+        let demos = &sac.sac.demos;
+        assert_eq!(demos.len(), 5);
+        let mut batch = TransitionBatch::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        demos.sample(&mut rng, 64, &mut batch);
+        for b in 0..64 {
+            let (obs, next) = (&batch.obs[3 * b..3 * b + 3], &batch.next_obs[3 * b..3 * b + 3]);
+            let t = obs[0] as usize / 3;
+            assert_eq!(batch.rewards[b], t as f32);
+            // Pendulum's torque bounds are ±2: 2 N·m is the squashed 1, −1 N·m is −0.5.
+            assert_eq!(batch.actions[b], if t == 0 { 1.0 } else { -0.5 });
+            if batch.terminated[b] == 1.0 {
+                assert_eq!(t, 2, "only the terminated episode's last step is terminal");
+            } else {
+                assert_eq!(next[0], obs[0] + 3.0, "the next observation is the episode's next");
+            }
+        }
+        let wrong =
+            embodia_sim::demonstrations::Demonstrations { obs_dim: 4, ..pendulum_demos(vec![episode(3, true)]) };
+        assert!(sac.add_demonstrations(&wrong).unwrap_err().to_string().contains("demonstrations"));
+    }
+
+    #[test]
+    fn batches_draw_demo_ratio_of_their_rows_from_the_demonstrations() {
+        let mut env = embodia_sim::make("pendulum", 1).unwrap();
+        env.reset(0);
+        let config = SacConfig {
+            hidden: vec![8],
+            batch_size: 10,
+            learning_starts: 5,
+            steps_per_iteration: 5,
+            demo_ratio: 0.3,
+            critics: 4,
+            critic_subset: 2,
+            layer_norm: true,
+            ..SacConfig::default()
+        };
+        let mut sac = Sac::new(config, env.as_ref(), Device::flex().autodiff(), 1).unwrap();
+        sac.iterate(env.as_mut()).unwrap();
+        // Demonstration rewards are 1000 + t, far from any pendulum reward (≤ 0).
+        let mut demo = episode(4, true);
+        demo.rewards.iter_mut().for_each(|r| *r += 1000.0);
+        sac.add_demonstrations(&pendulum_demos(vec![demo])).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let update = sac.sac.update(&mut rng, 5).unwrap();
+        assert!(update.critic_loss.is_finite());
+        let from_demos = sac.sac.batch.rewards.iter().filter(|&&r| r >= 1000.0).count();
+        assert_eq!(from_demos, 3, "rows {:?}", sac.sac.batch.rewards);
+        assert!(sac.sac.batch.rewards[..3].iter().all(|&r| r >= 1000.0));
     }
 }

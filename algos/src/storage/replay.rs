@@ -90,7 +90,14 @@ impl ReplayBuffer {
         batch.rewards.resize(size, 0.0);
         batch.next_obs.resize(size * od, 0.0);
         batch.terminated.resize(size, 0.0);
-        for b in 0..size {
+        self.sample_rows(rng, 0..size, batch);
+    }
+
+    /// Overwrites rows `rows` of `batch` (already that large) with transitions drawn uniformly
+    /// with replacement: how a batch mixes two buffers.
+    pub fn sample_rows(&self, rng: &mut impl Rng, rows: std::ops::Range<usize>, batch: &mut TransitionBatch) {
+        let (od, ad) = (self.obs_dim, self.action_dim);
+        for b in rows {
             let i = rng.random_range(0..self.len);
             batch.obs[b * od..(b + 1) * od].copy_from_slice(&self.obs[i * od..(i + 1) * od]);
             batch.actions[b * ad..(b + 1) * ad].copy_from_slice(&self.actions[i * ad..(i + 1) * ad]);
