@@ -13,7 +13,8 @@ fn train_reach(dir: &std::path::Path, demo_episodes: usize) -> f64 {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let eval: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("eval.json")).unwrap()).unwrap();
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("eval.json")).unwrap()).unwrap();
     eval["success_rate"].as_f64().unwrap()
 }
 
