@@ -48,8 +48,8 @@ use crate::error::{ConfigError, RunError};
 /// The registry of algorithms, in the order `embodia list` prints them.
 pub const ALGORITHMS: [&Algorithm; 13] = [
     &sac::SAC,
-    &sac_rlpd::SAC_RLPD,
     &ppo::PPO,
+    &sac_rlpd::SAC_RLPD,
     &sft::SFT,
     &ppo_flow::PPO_FLOW_SDE,
     &ppo_flow::PPO_FLOW_NOISE,
