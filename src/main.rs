@@ -206,8 +206,8 @@ struct Settings {
     /// Total environment-step budget (sft: gradient steps).
     #[arg(long)]
     steps: Option<u64>,
-    /// sft: record this many successful scripted-expert demonstrations in memory
-    /// (sets algo.demos).
+    /// sft, sac-rlpd (and sac): record this many successful scripted-expert demonstrations in
+    /// memory (sets algo.demos).
     #[arg(long, value_name = "N")]
     demos: Option<usize>,
     /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.

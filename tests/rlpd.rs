@@ -4,12 +4,12 @@ use std::process::Command;
 
 /// Trains `reach` for 6,000 steps with small networks (as on CI's 2 cores) and returns the
 /// success rate of its closing evaluation.
-fn train_reach(dir: &std::path::Path, demo_episodes: usize) -> f64 {
+fn train_reach(dir: &std::path::Path, demos: usize) -> f64 {
     let out = Command::new(env!("CARGO_BIN_EXE_embodia"))
         .args(["train", "--task", "reach", "--algo", "sac-rlpd", "--steps", "6000", "--seed", "1", "--run-dir"])
         .arg(dir)
         .args(["--set", "algo.hidden=[64,64]", "--set", "algo.batch_size=128", "--set", "algo.updates_per_step=2"])
-        .args(["--set", &format!("algo.demo_episodes={demo_episodes}")])
+        .args(["--set", &format!("algo.demos={demos}")])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -44,8 +44,8 @@ impl AlgoSettings for SacConfig {
 
     fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
         let mut sac = Sac::new(self.clone(), env, device.clone(), run.seed)?;
-        if self.demo_episodes > 0 {
-            let demos = super::record_demos(run.task, run.env, self.demo_episodes, run.seed, 0.0)?;
+        if self.demos > 0 {
+            let demos = super::record_demos(run.task, run.env, self.demos, run.seed, 0.0)?;
             sac.add_demonstrations(&demos)?;
         }
         Ok(Box::new(sac))

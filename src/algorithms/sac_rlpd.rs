@@ -27,7 +27,7 @@ impl Default for SacRlpdConfig {
             critic_subset: 2,
             layer_norm: true,
             demo_ratio: 0.5,
-            demo_episodes: 20,
+            demos: 20,
             updates_per_step: 4,
             learning_starts: 1_000,
             backup_entropy: false,

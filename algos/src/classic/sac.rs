@@ -94,7 +94,7 @@ pub struct SacConfig {
     pub demo_ratio: f64,
     /// Successful episodes of the task's scripted expert that `embodia train` records as
     /// demonstrations before learning (0: none). Default 0.
-    pub demo_episodes: usize,
+    pub demos: usize,
 }
 
 impl Default for SacConfig {
@@ -123,7 +123,7 @@ impl Default for SacConfig {
             critic_subset: 2,
             layer_norm: false,
             demo_ratio: 0.5,
-            demo_episodes: 0,
+            demos: 0,
         }
     }
 }
