@@ -515,20 +515,19 @@ impl Articulation {
         let root = handle_of(model.root);
         let actuated: Vec<usize> = actuated_joints.iter().map(|&j| dof_slot[j].expect("one-DoF joint")).collect();
         let mut command_bounds = Vec::with_capacity(actuated.len());
-        for (drive, &d) in drives.iter().zip(&actuated) {
+        for ((drive, &d), &j) in drives.iter().zip(&actuated).zip(&actuated_joints) {
             let (dof, [lo, hi]) = (&dofs[d], drive.command_range);
-            let bounds = match drive.actuator.mode {
-                ControlMode::Position => (dof.lower.max(lo), dof.upper.min(hi)),
-                ControlMode::Velocity => (lo, hi),
-                ControlMode::Torque => ((-dof.effort).max(lo), dof.effort.min(hi)),
+            // The joint's own interval in the mode's units (velocity: none).
+            let (what, low, high) = match drive.actuator.mode {
+                ControlMode::Position => ("position limits", dof.lower, dof.upper),
+                ControlMode::Velocity => ("velocity range", f32::NEG_INFINITY, f32::INFINITY),
+                ControlMode::Torque => ("effort limit", -dof.effort, dof.effort),
             };
+            let bounds = (low.max(lo), high.min(hi));
             if !(bounds.0 <= bounds.1) {
-                let joint = &model.joints[actuated_joints[command_bounds.len()]].name;
+                let joint = &model.joints[j].name;
                 return Err(bad(format!(
-                    "joint \"{joint}\": the command range [{lo}, {hi}] misses the joint's {} [{}, {}]",
-                    if drive.actuator.mode == ControlMode::Torque { "effort limit" } else { "position limits" },
-                    if drive.actuator.mode == ControlMode::Torque { -dof.effort } else { dof.lower },
-                    if drive.actuator.mode == ControlMode::Torque { dof.effort } else { dof.upper },
+                    "joint \"{joint}\": the command range [{lo}, {hi}] misses the joint's {what} [{low}, {high}]"
                 )));
             }
             command_bounds.push(bounds);
