@@ -92,11 +92,6 @@ impl ServoTwin {
             qd: vec![0.0; n],
         })
     }
-
-    /// Joint positions (rad) and velocities (rad/s) of the simulated arm, `[joints]`.
-    pub fn joint_state(&self) -> (&[f32], &[f32]) {
-        (&self.q, &self.qd)
-    }
 }
 
 impl std::fmt::Debug for ServoTwin {
