@@ -192,12 +192,14 @@ fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
     let (code, _, err) = embodia(&dir, &args);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("broken-cal.json"), "{err}");
-    for target in ["--dry-run", "--sim"] {
-        let record = format!("data/{}", target.trim_start_matches('-'));
-        let args =
-            ["deploy", "--run", "runs/r", target, "--episodes", "1", "--hz", "100", "--json", "--record", &record];
+    // The emulator, the emulator on the physics twin, and the simulation.
+    for target in [&["--dry-run"][..], &["--dry-run", "--physics"], &["--sim"]] {
+        let record = format!("data/{}", target.last().unwrap().trim_start_matches('-'));
+        let mut args = vec!["deploy", "--run", "runs/r"];
+        args.extend(target);
+        args.extend(["--episodes", "1", "--hz", "100", "--json", "--record", &record]);
         let (code, out, err) = embodia(&dir, &args);
-        assert_eq!(code, Some(0), "{target}: {err}");
+        assert_eq!(code, Some(0), "{target:?}: {err}");
         // The recorded dataset holds the episode's observations and actions, one per cycle that
         // sent goals: a cycle held for a late reply (a loaded machine) records none.
         let data = embodia::dataset::read(&dir.join(&record)).unwrap();
@@ -215,7 +217,7 @@ fn deploy_runs_a_trained_run_on_the_emulator_and_in_the_simulation() {
         assert!(sent > 0 && frames == sent, "{frames} frames for {sent} cycles that sent goals: {out}");
         assert!(report["stopped_early"].is_null(), "{out}");
         let d = report["episodes"][0]["final_distance"].as_f64().unwrap();
-        assert!(d > 0.0 && d < 0.5, "{target}: final distance {d}");
+        assert!(d > 0.0 && d < 0.5, "{target:?}: final distance {d}");
     }
     // A `--record` path that is a file is refused before the robot moves, and left as it was.
     std::fs::write(dir.join("data/file"), "not a dataset").unwrap();

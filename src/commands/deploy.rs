@@ -24,6 +24,10 @@ pub(crate) struct DeployArgs {
     /// Run against the servo emulator on a pseudo-terminal instead of hardware.
     #[arg(long, conflicts_with = "sim")]
     pub(crate) dry_run: bool,
+    /// With --dry-run: the emulated servos move a rapier simulation of the arm (the physics
+    /// twin: gravity, inertia, effort limits) instead of their own motion model.
+    #[arg(long, requires = "dry_run")]
+    pub(crate) physics: bool,
     /// Run against the rapier simulation of the run's task.
     #[arg(long)]
     pub(crate) sim: bool,
@@ -134,6 +138,8 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         "the rapier simulation"
     } else if port.is_some() {
         "the servo bus"
+    } else if args.physics {
+        "the servo emulator on the physics twin"
     } else {
         "the servo emulator"
     };
@@ -149,7 +155,7 @@ pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
         let path = match port {
             Some(p) => p.to_string(),
             None => {
-                emulator = embodia::deploy::PtyEmulator::start(emulated_servos(&map)?)?;
+                emulator = embodia::deploy::PtyEmulator::start(emulated_servos(&map, args.physics)?)?;
                 emulator.path().to_string()
             }
         };
@@ -203,10 +209,16 @@ impl std::fmt::Display for EarlyStop {
 
 impl std::error::Error for EarlyStop {}
 
-/// The emulated servos of `map` (factory-default, ids and models as on the robot).
-fn emulated_servos(map: &embodia::robots::HardwareMap) -> anyhow::Result<embodia::deploy::ServoChain> {
-    embodia::deploy::ServoChain::for_map(map)
-        .ok_or_else(|| anyhow::anyhow!("no emulation of the servos of {} ({:?})", map.robot, map.models()))
+/// The emulated servos of `map` (factory-default, ids and models as on the robot), their
+/// shafts moved by the physics twin of the robot when `physics`.
+fn emulated_servos(map: &embodia::robots::HardwareMap, physics: bool) -> anyhow::Result<embodia::deploy::ServoChain> {
+    let chain = embodia::deploy::ServoChain::for_map(map)
+        .ok_or_else(|| anyhow::anyhow!("no emulation of the servos of {} ({:?})", map.robot, map.models()))?;
+    if !physics {
+        return Ok(chain);
+    }
+    let twin = embodia::servo_twin::ServoTwin::new(&map.robot).map_err(|e| anyhow::anyhow!("--physics: {e}"))?;
+    Ok(chain.with_dynamics(Box::new(twin)))
 }
 
 pub(crate) fn calibrate(
@@ -303,11 +315,7 @@ pub(crate) fn servo_emulator(robot: &str, physics: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let model = embodia::robots::builtin(robot)?;
     let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
-    let mut chain = emulated_servos(&map)?;
-    if physics {
-        let twin = embodia::servo_twin::ServoTwin::new(robot).map_err(|e| anyhow::anyhow!("--physics: {e}"))?;
-        chain = chain.with_dynamics(Box::new(twin));
-    }
+    let chain = emulated_servos(&map, physics)?;
     embodia::deploy::signal::install_stop_handler()?;
     let emulator = embodia::deploy::PtyEmulator::start(chain)?;
     println!("{}", emulator.path());
