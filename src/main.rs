@@ -17,7 +17,7 @@ use commands::bench::{
     BenchRenderArgs, BenchSimArgs, BenchSolveArgs, BenchVlaArgs, BenchVlaModelArgs,
 };
 use commands::compare::CompareArgs;
-use commands::deploy::{CalibrateArgs, ServoEmulatorArgs};
+use commands::deploy::CalibrateArgs;
 use commands::distill::DistillArgs;
 use commands::eval::{EvalArgs, ViewArgs};
 use commands::plot::{PlotArgs, RenderCameraArgs};
@@ -505,7 +505,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Calibrate(CalibrateArgs { port, import, robot, out, seconds }) => {
             calibrate(port.as_deref(), import.as_deref(), &robot, out, seconds)
         }
-        Command::ServoEmulator(ServoEmulatorArgs { robot, physics }) => servo_emulator(&robot, physics),
+        Command::ServoEmulator(args) => servo_emulator(&args),
         Command::Plot(PlotArgs { runs, out }) => plot(&runs, &out),
         Command::RenderCamera(RenderCameraArgs { task, out, envs, res, randomize, seed, steps }) => {
             anyhow::ensure!(envs > 0 && (8..=1024).contains(&res), "`--envs` must be ≥ 1 and `--res` in 8..=1024");

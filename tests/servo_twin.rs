@@ -124,3 +124,47 @@ fn servo_emulator_with_physics_serves_the_simulated_arm_on_a_pty() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     assert!(reached.is_some(), "shoulder_pan never reached 0.5 rad");
 }
+
+#[test]
+fn servo_emulator_with_a_leader_script_replays_it_on_the_shafts_and_names_a_bad_line() {
+    let dir = std::env::temp_dir().join(format!("embodia-leader-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // shoulder_pan to 0.6 rad over 0.5 s, then held.
+    let script = dir.join("operator.csv");
+    std::fs::write(&script, "time_s,q1,q2,q3,q4,q5,q6\n0,0,0,0,0,0,0\n0.5,0.6,0,0,0,0,0\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["servo-emulator", "--robot", "so101", "--leader"])
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let port = embodia::deploy::SerialBusPort::open(first.trim(), 1_000_000).unwrap();
+    let mut bus = embodia::deploy::Bus::new(port, embodia::deploy::BusConfig::default());
+    let pan = &so101_map().joints[0];
+    let mut seen = None;
+    for _ in 0..300 {
+        let q = pan.to_radians(f64::from(bus.read_register(pan.id, ct::PRESENT_POSITION).unwrap()));
+        if (q - 0.6).abs() < 0.01 {
+            seen = Some(q);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(bus);
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(seen.is_some(), "the leader's shoulder_pan never reached the script's 0.6 rad");
+    std::fs::write(&script, "time_s,q1,q2,q3,q4,q5,q6\n0,0,0,0,0,0,0\n0.5,0.6,0,0,0,0\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_embodia"))
+        .args(["servo-emulator", "--robot", "so101", "--leader"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("operator.csv: line 3: 6 values; expected time_s and 6 joint positions of so101"), "{err}");
+}

@@ -32,6 +32,7 @@ pub mod onnx_runtime;
 pub mod protocol;
 pub mod pty;
 pub mod safety;
+pub mod scripted_leader;
 pub mod servo_io;
 pub mod servo_protocol;
 pub mod signal;

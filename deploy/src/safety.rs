@@ -35,6 +35,10 @@ pub struct SafetyConfig {
     pub max_temperature: f64,
     /// Highest servo load magnitude, fraction of stall torque. Default 0.95.
     pub max_load: f64,
+    /// How long the load may stay above `max_load` before it counts as a fault: a stall, not
+    /// the full effort a servo gives for a moment while it accelerates (the STS3215's own
+    /// overload protection also waits, its protection time). Default 0.2 s.
+    pub max_load_for: Duration,
     /// How long a safe stop holds the present position before torque goes off. Default 0.1 s.
     pub hold_before_disable: Duration,
 }
@@ -50,6 +54,7 @@ impl Default for SafetyConfig {
             min_voltage: 6.0,
             max_temperature: 65.0,
             max_load: 0.95,
+            max_load_for: Duration::from_millis(200),
             hold_before_disable: Duration::from_millis(100),
         }
     }
@@ -188,6 +193,8 @@ pub struct Safety {
     mode: Mode,
     /// Why the stop under way happened, when it started, whether the hold was sent.
     stop: Option<(Reason, Instant, bool)>,
+    /// Per joint, since when its load has been above `max_load` (`None`: it is not).
+    overloaded_since: Vec<Option<Instant>>,
 }
 
 impl Safety {
@@ -212,6 +219,7 @@ impl Safety {
             last_fresh: None,
             mode: Mode::Active,
             stop: None,
+            overloaded_since: vec![None; map.joints.len()],
         }
     }
 
@@ -264,7 +272,7 @@ impl Safety {
         if let Ok(state) = read {
             self.last_fresh = Some(now);
             self.last_position.copy_from_slice(&state.position);
-            if let Some(reason) = self.servo_fault(state) {
+            if let Some(reason) = self.servo_fault(state, now) {
                 self.start_stop(reason, cycle, now, events);
             }
         }
@@ -324,8 +332,12 @@ impl Safety {
         Decision::Skip
     }
 
-    fn servo_fault(&self, s: &JointState) -> Option<Reason> {
+    fn servo_fault(&mut self, s: &JointState, now: Instant) -> Option<Reason> {
         let c = &self.config;
+        for (since, load) in self.overloaded_since.iter_mut().zip(&s.load) {
+            *since = if load.abs() > c.max_load { Some(since.unwrap_or(now)) } else { None };
+        }
+        let stalled = |j: usize| self.overloaded_since[j].is_some_and(|t| now.duration_since(t) >= c.max_load_for);
         (0..s.len()).find_map(|j| {
             let what = if !s.flags[j].is_ok() {
                 s.flags[j].describe()
@@ -333,8 +345,9 @@ impl Safety {
                 format!("voltage {:.1} V < {:.1} V", s.voltage[j], c.min_voltage)
             } else if s.temperature[j] > c.max_temperature {
                 format!("temperature {:.0} °C > {:.0} °C", s.temperature[j], c.max_temperature)
-            } else if s.load[j].abs() > c.max_load {
-                format!("load {:.0} % > {:.0} %", 100.0 * s.load[j].abs(), 100.0 * c.max_load)
+            } else if stalled(j) {
+                let held = c.max_load_for.as_secs_f64();
+                format!("load {:.0} % > {:.0} % for {held} s", 100.0 * s.load[j].abs(), 100.0 * c.max_load)
             } else {
                 return None;
             };
@@ -464,5 +477,30 @@ mod tests {
         let mut s = Safety::new(SafetyConfig::default(), &map(), P);
         assert!(matches!(s.on_read(0, t0, Ok(&flagged), &mut ev), Decision::HoldAt(_)));
         assert!(matches!(&ev.last().unwrap().reason, Reason::ServoFault { joint: 0, what } if what == "overload"));
+    }
+
+    #[test]
+    fn a_load_above_the_limit_is_a_fault_only_once_it_lasts() {
+        let mut s = Safety::new(SafetyConfig::default(), &map(), P);
+        let (t0, mut ev) = (Instant::now(), Vec::new());
+        let mut state = JointState::new(6);
+        state.load[1] = 1.0;
+        // Full effort for a moment (accelerating) is no fault, nor is it once the load drops.
+        for c in 0..5 {
+            assert_eq!(s.on_read(c, t0 + P * c as u32, Ok(&state), &mut ev), Decision::Run);
+        }
+        state.load[1] = 0.5;
+        assert_eq!(s.on_read(5, t0 + P * 5, Ok(&state), &mut ev), Decision::Run);
+        // Held for the 0.2 s the default allows (ten 20 ms cycles): a stall.
+        state.load[1] = -1.0;
+        for c in 6..16 {
+            assert_eq!(s.on_read(c, t0 + P * c as u32, Ok(&state), &mut ev), Decision::Run, "cycle {c}");
+        }
+        assert!(matches!(s.on_read(16, t0 + P * 16, Ok(&state), &mut ev), Decision::HoldAt(_)));
+        assert!(
+            matches!(&ev.last().unwrap().reason, Reason::ServoFault { joint: 1, what } if what == "load 100 % > 95 % for 0.2 s"),
+            "{:?}",
+            ev.last()
+        );
     }
 }

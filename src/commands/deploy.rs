@@ -77,6 +77,11 @@ pub(crate) struct ServoEmulatorArgs {
     /// inertia, effort limits) instead of each servo's own motion model.
     #[arg(long)]
     pub(crate) physics: bool,
+    /// Emulate a teleoperation leader arm instead: its shafts follow the joint trajectory in
+    /// this CSV file (`time_s`, then one position per joint, rad), as an operator's hand would
+    /// move them.
+    #[arg(long, value_name = "FILE", conflicts_with = "physics")]
+    pub(crate) leader: Option<PathBuf>,
 }
 
 pub(crate) fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
@@ -311,11 +316,18 @@ fn record_on<P: embodia::deploy::Port, Pr: embodia::deploy::Protocol>(
     Ok(cal)
 }
 
-pub(crate) fn servo_emulator(robot: &str, physics: bool) -> anyhow::Result<()> {
+pub(crate) fn servo_emulator(args: &ServoEmulatorArgs) -> anyhow::Result<()> {
     use std::io::Write;
+    let ServoEmulatorArgs { robot, physics, leader } = args;
+    let (robot, physics) = (robot.as_str(), *physics);
     let model = embodia::robots::builtin(robot)?;
     let map = embodia::robots::HardwareMap::builtin(robot, &model)?;
-    let chain = emulated_servos(&map, physics)?;
+    let mut chain = emulated_servos(&map, physics)?;
+    if let Some(file) = leader {
+        let operator = embodia::deploy::scripted_leader::ScriptedLeader::load(file, map.clone())
+            .map_err(|e| anyhow::anyhow!("--leader {e}"))?;
+        chain = chain.with_dynamics(Box::new(operator));
+    }
     embodia::deploy::signal::install_stop_handler()?;
     let emulator = embodia::deploy::PtyEmulator::start(chain)?;
     println!("{}", emulator.path());
@@ -324,7 +336,11 @@ pub(crate) fn servo_emulator(robot: &str, physics: bool) -> anyhow::Result<()> {
         embodia::robots::ServoBus::Feetech => "Feetech protocol 0",
         embodia::robots::ServoBus::Dynamixel => "Dynamixel protocol 2.0",
     };
-    let motion = if physics { "shafts moved by a rapier simulation of the arm" } else { "servo motion model" };
+    let motion = match (physics, leader) {
+        (true, _) => "shafts moved by a rapier simulation of the arm",
+        (false, Some(_)) => "a leader arm: shafts moved by the scripted operator",
+        (false, None) => "servo motion model",
+    };
     eprintln!(
         "emulating the {robot}'s servos (ids {:?}, models {:?}, {protocol}, 1 Mbaud; {motion}) until Ctrl-C",
         map.ids(),
