@@ -59,8 +59,8 @@ pub struct SceneConfig {
     pub default_joint_positions: BTreeMap<String, f32>,
     /// Link whose pose is the end effector (`ee_*` terms).
     pub end_effector: Option<String>,
-    /// How the robot's joints are driven (all of them, or with `actuators_from =
-    /// "robot_file"` those the robot file drives not).
+    /// How the robot's joints are driven: all of them, or with `actuators_from =
+    /// "robot_file"` those the robot file does not drive.
     pub actuator: ActuatorConfig,
     /// Which actuators drive the joints: `task` (`actuator`, the default) or `robot_file` (an
     /// MJCF robot's own `<actuator>`s and joint armature; see [`ActuatorSource`]).
