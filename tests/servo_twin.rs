@@ -91,10 +91,15 @@ fn with_torque_off_the_twins_arm_hangs_under_gravity_where_the_plain_emulator_st
     assert!(hanging.iter().any(|q| q.abs() > 0.1), "the twin's arm falls: {hanging:?}");
 }
 
-#[test]
-fn servo_emulator_with_physics_serves_the_simulated_arm_on_a_pty() {
+/// The STS3215 bus over a serial port.
+type SerialBus = embodia::deploy::Bus<embodia::deploy::SerialBusPort>;
+
+/// `embodia servo-emulator --robot so101 EXTRA…` on its pseudo-terminal: drives `bus` with
+/// `session`, then stops the emulator with Ctrl-C and checks it exits cleanly.
+fn with_emulator<T>(extra: &[&std::ffi::OsStr], session: impl FnOnce(&mut SerialBus) -> T) -> T {
     let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
-        .args(["servo-emulator", "--robot", "so101", "--physics"])
+        .args(["servo-emulator", "--robot", "so101"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -105,23 +110,36 @@ fn servo_emulator_with_physics_serves_the_simulated_arm_on_a_pty() {
     assert!(path.starts_with("/dev/pts/"), "first line: {first:?}");
     let port = embodia::deploy::SerialBusPort::open(path, 1_000_000).unwrap();
     let mut bus = embodia::deploy::Bus::new(port, embodia::deploy::BusConfig::default());
+    let result = session(&mut bus);
+    drop(bus);
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    result
+}
+
+/// Reads shoulder_pan every 10 ms, at most `tries` times, until it is within `tolerance` of
+/// `target` rad: the position then, or `None`.
+fn pan_reaches(bus: &mut SerialBus, target: f64, tolerance: f64, tries: usize) -> Option<f64> {
     let pan = &so101_map().joints[0];
-    bus.write_register(pan.id, ct::GOAL_POSITION, pan.to_ticks(0.5).round() as u16).unwrap();
-    bus.write_register(pan.id, ct::TORQUE_ENABLE, 1).unwrap();
-    // Poll until the simulated joint arrives (it takes well under a second of bus time).
-    let mut reached = None;
-    for _ in 0..500 {
+    for _ in 0..tries {
         let q = pan.to_radians(f64::from(bus.read_register(pan.id, ct::PRESENT_POSITION).unwrap()));
-        if (q - 0.5).abs() < 0.02 {
-            reached = Some(q);
-            break;
+        if (q - target).abs() < tolerance {
+            return Some(q);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    drop(bus);
-    let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    None
+}
+
+#[test]
+fn servo_emulator_with_physics_serves_the_simulated_arm_on_a_pty() {
+    let reached = with_emulator(&["--physics".as_ref()], |bus| {
+        let pan = &so101_map().joints[0];
+        bus.write_register(pan.id, ct::GOAL_POSITION, pan.to_ticks(0.5).round() as u16).unwrap();
+        bus.write_register(pan.id, ct::TORQUE_ENABLE, 1).unwrap();
+        // The simulated joint arrives well within a second of bus time.
+        pan_reaches(bus, 0.5, 0.02, 500)
+    });
     assert!(reached.is_some(), "shoulder_pan never reached 0.5 rad");
 }
 
@@ -132,30 +150,7 @@ fn servo_emulator_with_a_leader_script_replays_it_on_the_shafts_and_names_a_bad_
     // shoulder_pan to 0.6 rad over 0.5 s, then held.
     let script = dir.join("operator.csv");
     std::fs::write(&script, "time_s,q1,q2,q3,q4,q5,q6\n0,0,0,0,0,0,0\n0.5,0.6,0,0,0,0,0\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_embodia"))
-        .args(["servo-emulator", "--robot", "so101", "--leader"])
-        .arg(&script)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
-    let port = embodia::deploy::SerialBusPort::open(first.trim(), 1_000_000).unwrap();
-    let mut bus = embodia::deploy::Bus::new(port, embodia::deploy::BusConfig::default());
-    let pan = &so101_map().joints[0];
-    let mut seen = None;
-    for _ in 0..300 {
-        let q = pan.to_radians(f64::from(bus.read_register(pan.id, ct::PRESENT_POSITION).unwrap()));
-        if (q - 0.6).abs() < 0.01 {
-            seen = Some(q);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    drop(bus);
-    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let seen = with_emulator(&["--leader".as_ref(), script.as_os_str()], |bus| pan_reaches(bus, 0.6, 0.01, 300));
     assert!(seen.is_some(), "the leader's shoulder_pan never reached the script's 0.6 rad");
     std::fs::write(&script, "time_s,q1,q2,q3,q4,q5,q6\n0,0,0,0,0,0,0\n0.5,0.6,0,0,0,0\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_embodia"))
