@@ -210,7 +210,8 @@ struct Settings {
     /// memory (sets algo.demos).
     #[arg(long, value_name = "N")]
     demos: Option<usize>,
-    /// sft: train on a LeRobot dataset directory instead of recorded demonstrations.
+    /// sft, sac-rlpd (and sac): train on (sac: take the demonstrations from) a LeRobot dataset
+    /// directory instead of recorded demonstrations (sets algo.dataset).
     #[arg(long, value_name = "DIR", conflicts_with = "demos")]
     dataset: Option<PathBuf>,
     /// ppo-flow-sde / ppo-flow-noise / dppo / vla-ppo-flow-* / vla-dsrl: the SFT run to start

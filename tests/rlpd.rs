@@ -32,3 +32,43 @@ fn sac_rlpd_with_demonstrations_reaches_where_it_has_not_yet_without_them() {
     assert!(with >= 0.4, "with demonstrations: success {with}");
     assert!(with >= without + 0.3, "with {with}, without {without}");
 }
+
+/// `embodia ARGS…` in `dir`: exit status, stderr.
+fn embodia(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_embodia")).args(args).current_dir(dir).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn sac_rlpd_takes_its_demonstrations_from_a_dataset_and_refuses_another_tasks() {
+    let dir = std::env::temp_dir().join(format!("embodia-rlpd-dataset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = |task: &str, out: &str| {
+        let (code, err) = embodia(&dir, &["record", "--task", task, "--episodes", "3", "--only-success", "--out", out]);
+        assert_eq!(code, Some(0), "{err}");
+    };
+    record("reach", "reach-demos");
+    record("pick-cube", "pick-demos");
+    // 100 updates after 1,000 random steps, tiny networks: enough to see whose batches they are.
+    let small = ["--set", "algo.hidden=[16]", "--set", "algo.batch_size=16", "--set", "algo.updates_per_step=1"];
+    let train = |run: &str, source: &[&str]| {
+        let mut args = vec!["train", "--task", "reach", "--algo", "sac-rlpd", "--steps", "1100", "--run-dir", run];
+        args.extend(small);
+        args.extend(source);
+        embodia(&dir, &args)
+    };
+    let (code, err) = train("runs/dataset", &["--dataset", "reach-demos"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = train("runs/none", &["--set", "algo.demos=0"]);
+    assert_eq!(code, Some(0), "{err}");
+    let losses = |run: &str| -> String {
+        let csv = std::fs::read_to_string(dir.join(run).join("metrics.csv")).unwrap();
+        let last = csv.lines().last().unwrap().split(',').collect::<Vec<_>>();
+        format!("{} {}", last[7], last[8])
+    };
+    assert_ne!(losses("runs/dataset"), losses("runs/none"), "the dataset's rows are in the batches");
+    let (code, err) = train("runs/wrong", &["--dataset", "pick-demos"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("demonstrations") && err.contains("the task's: observations of"), "{err}");
+}

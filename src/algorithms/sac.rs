@@ -44,8 +44,12 @@ impl AlgoSettings for SacConfig {
 
     fn build(&self, run: &RunContext, env: &dyn VecEnv, device: &Device) -> Result<Box<dyn Learner>, RunError> {
         let mut sac = Sac::new(self.clone(), env, device.clone(), run.seed)?;
-        if self.demos > 0 {
-            let demos = super::record_demos(run.task, run.env, self.demos, run.seed, 0.0)?;
+        let demos = match &self.dataset {
+            Some(dir) => Some(embodia_dataset::read(std::path::Path::new(dir))?.demonstrations),
+            None if self.demos > 0 => Some(super::record_demos(run.task, run.env, self.demos, run.seed, 0.0)?),
+            None => None,
+        };
+        if let Some(demos) = demos {
             sac.add_demonstrations(&demos)?;
         }
         Ok(Box::new(sac))

@@ -93,8 +93,11 @@ pub struct SacConfig {
     /// With demonstrations, the fraction of every batch drawn from them (RLPD: 0.5). Default 0.5.
     pub demo_ratio: f64,
     /// Successful episodes of the task's scripted expert that `embodia train` records as
-    /// demonstrations before learning (0: none). Default 0.
+    /// demonstrations before learning (0: none; not used with `dataset`). Default 0.
     pub demos: usize,
+    /// LeRobot dataset directory whose episodes are the demonstrations instead (`--dataset`;
+    /// e.g. written by `embodia record`). Default none.
+    pub dataset: Option<String>,
 }
 
 impl Default for SacConfig {
@@ -124,6 +127,7 @@ impl Default for SacConfig {
             layer_norm: false,
             demo_ratio: 0.5,
             demos: 0,
+            dataset: None,
         }
     }
 }
