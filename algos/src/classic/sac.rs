@@ -230,8 +230,8 @@ pub(crate) struct SoftActorCritic {
     pub(crate) replay: ReplayBuffer,
     /// Demonstration transitions (RLPD), sampled beside `replay`; empty without any.
     demos: ReplayBuffer,
-    /// Scratch: a permutation of the members, whose first `critic_subset` make this update's
-    /// target, `[critics]`.
+    /// Scratch: the members, whose first `critic_subset` after a shuffle make this update's
+    /// target, `[critics]` (capacity kept between updates).
     subset: Vec<usize>,
     /// Critic updates so far (the actor updates on every `actor_update_interval`-th).
     critic_updates: u64,
@@ -369,10 +369,10 @@ impl SoftActorCritic {
         let next_min = if k == members {
             self.critic_target.min(next_obs, next_actions)
         } else {
-            // `k` distinct members: a partial Fisher–Yates shuffle of a reused permutation.
-            if self.subset.len() != members {
-                self.subset = (0..members).collect();
-            }
+            // `k` distinct members: a partial Fisher–Yates shuffle of the identity, which depends
+            // on the generator alone (a resumed run draws the same members).
+            self.subset.clear();
+            self.subset.extend(0..members);
             for i in 0..k {
                 let j = rng.random_range(i..members);
                 self.subset.swap(i, j);
