@@ -15,7 +15,9 @@ fn continue_matches(task: &str, num_envs: usize, build: impl Fn(&dyn VecEnv) -> 
     let ckpt = learner.checkpoint().unwrap();
     let snapshot = env.snapshot();
     // Through the files, as a resumed run would read them.
-    let dir = std::env::temp_dir().join(format!("embodia-resume-{task}-{}", std::process::id()));
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("embodia-resume-{task}-{}-{run}", std::process::id()));
     ckpt.save(&dir).unwrap();
     let ckpt = Checkpoint::load(&dir).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
@@ -45,6 +47,44 @@ fn sac_with_pink_noise_resumes_exactly() {
     };
     continue_matches("mountain-car-continuous", 2, |env| {
         Box::new(Sac::new(config.clone(), env, Device::flex().autodiff(), 5).unwrap())
+    });
+}
+
+#[test]
+fn sac_rlpd_with_an_ensemble_and_demonstrations_resumes_exactly() {
+    use embodia_sim::demonstrations::{Demonstrations, Episode};
+    let config = SacConfig {
+        hidden: vec![16, 16],
+        batch_size: 32,
+        learning_starts: 300,
+        steps_per_iteration: 250,
+        critics: 5,
+        critic_subset: 2,
+        layer_norm: true,
+        updates_per_step: 2,
+        ..SacConfig::default()
+    };
+    // A terminated pendulum "episode" of 40 steps: demonstrations the batches draw half from.
+    let episode = Episode {
+        observations: (0..120).map(|i| ((i as f32) * 0.37).sin()).collect(),
+        actions: (0..40).map(|t| ((t as f32) * 0.11).cos() * 2.0).collect(),
+        rewards: (0..40).map(|t| -(t as f32) * 0.01).collect(),
+        terminated: true,
+        ..Default::default()
+    };
+    let demos = Demonstrations {
+        task: "pendulum".into(),
+        fps: 20.0,
+        obs_dim: 3,
+        action_dim: 1,
+        episodes: vec![episode],
+        cameras: Vec::new(),
+        state_dim: 0,
+    };
+    continue_matches("pendulum", 1, |env| {
+        let mut sac = Sac::new(config.clone(), env, Device::flex().autodiff(), 5).unwrap();
+        sac.add_demonstrations(&demos).unwrap();
+        Box::new(sac)
     });
 }
 
